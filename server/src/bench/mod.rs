@@ -1,0 +1,1 @@
+//! Runs the Python harness — see issue 4.

@@ -1,0 +1,42 @@
+//! Command-line front end. Only this module and `main` use `anyhow`.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "kernel-lsp", version, about = "Language server and checker for Triton GPU kernels")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Speak the Language Server Protocol on stdin/stdout.
+    Serve,
+    /// Check files or directories for the KL001-KL010 mistakes.
+    Check(CheckArgs),
+    /// List the rules, or explain one (`kernel-lsp rules KL001`).
+    Rules { code: Option<String> },
+}
+
+#[derive(clap::Args, Debug)]
+struct CheckArgs {
+    paths: Vec<std::path::PathBuf>,
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match cli.command {
+        Command::Serve => {
+            eprintln!("serve: not built yet");
+            2
+        }
+        Command::Check(_) | Command::Rules { .. } => 2,
+    }
+}

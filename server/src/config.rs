@@ -1,0 +1,202 @@
+//! Settings: one set of keys, read from LSP initialization options and
+//! workspace configuration, from `kernel-lsp.toml`, or from
+//! `[tool.kernel-lsp]` in the nearest `pyproject.toml`. Keys are kebab-case.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("invalid configuration in {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("unknown target GPU `{0}`; known: {known}", known = GPUS.iter().map(|g| g.key).collect::<Vec<_>>().join(", "))]
+    UnknownGpu(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct Settings {
+    /// Rule codes (or prefixes such as `KL00`) to report; empty means all.
+    pub select: Vec<String>,
+    /// Rule codes (or prefixes) never to report.
+    pub ignore: Vec<String>,
+    /// Target GPU for resource estimates (`h100`, `h200`, `a100`, `l4`, `rtx4090`, `turing`, ...).
+    pub target_gpu: String,
+    /// Python interpreter that has torch and triton, for benchmarks.
+    pub python: Option<String>,
+    /// Explicit reference file for benchmarks (relative to the config file).
+    pub reference: Option<String>,
+    pub atol: f64,
+    pub rtol: f64,
+    pub bench: BenchSettings,
+    pub llm: LlmSettings,
+    /// Directory with prompt templates that override the embedded ones.
+    pub prompts_dir: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct BenchSettings {
+    pub warmup: u32,
+    pub repeats: u32,
+    /// Seconds before a benchmark run is killed.
+    pub timeout: f64,
+    /// Fresh random inputs for the correctness check.
+    pub correctness_trials: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct LlmSettings {
+    pub base_url: String,
+    pub model: String,
+    /// Name of the environment variable that holds the API key; none for local servers.
+    pub api_key_env: Option<String>,
+    pub candidates: u32,
+    pub repairs: u32,
+    /// Seconds for one chat-completions call.
+    pub timeout: f64,
+    pub max_tokens: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            select: Vec::new(),
+            ignore: Vec::new(),
+            target_gpu: "h100".to_string(),
+            python: None,
+            reference: None,
+            atol: 1e-2,
+            rtol: 1e-2,
+            bench: BenchSettings::default(),
+            llm: LlmSettings::default(),
+            prompts_dir: None,
+        }
+    }
+}
+
+impl Default for BenchSettings {
+    fn default() -> Self {
+        BenchSettings { warmup: 10, repeats: 50, timeout: 300.0, correctness_trials: 3 }
+    }
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        LlmSettings {
+            base_url: "http://127.0.0.1:8000/v1".to_string(),
+            model: "gpt-4o".to_string(),
+            api_key_env: None,
+            candidates: 2,
+            repairs: 3,
+            timeout: 300.0,
+            max_tokens: 16384,
+        }
+    }
+}
+
+impl Settings {
+    /// Whether a rule code is enabled by `select`/`ignore` (prefix match, ruff-style).
+    pub fn enabled(&self, code: &str) -> bool {
+        let selected = self.select.is_empty() || self.select.iter().any(|s| code.starts_with(s.as_str()));
+        selected && !self.ignore.iter().any(|s| code.starts_with(s.as_str()))
+    }
+
+    pub fn gpu(&self) -> &'static GpuSpec {
+        gpu_by_name(&self.target_gpu).unwrap_or(&GPUS[0])
+    }
+
+    /// Reads settings from a JSON value (LSP options); unknown keys are an error.
+    pub fn from_json(value: &serde_json::Value) -> Result<Settings, String> {
+        let s: Settings = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
+        s.validate().map_err(|e| e.to_string())?;
+        Ok(s)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if gpu_by_name(&self.target_gpu).is_none() {
+            return Err(ConfigError::UnknownGpu(self.target_gpu.clone()));
+        }
+        Ok(())
+    }
+
+    /// Settings for a file: the nearest `kernel-lsp.toml`, or `pyproject.toml`
+    /// with a `[tool.kernel-lsp]` table, walking up from `file`'s directory.
+    /// Returns the settings and the file they came from.
+    pub fn discover(file: &Path) -> Result<(Settings, Option<PathBuf>), ConfigError> {
+        let start = if file.is_dir() { Some(file) } else { file.parent() };
+        let mut dir = start;
+        while let Some(d) = dir {
+            let own = d.join("kernel-lsp.toml");
+            if own.is_file() {
+                return Ok((load_toml(&own, false)?, Some(own)));
+            }
+            let py = d.join("pyproject.toml");
+            if py.is_file() {
+                let text = std::fs::read_to_string(&py).map_err(|source| ConfigError::Io { path: py.clone(), source })?;
+                if text.contains("[tool.kernel-lsp") {
+                    return Ok((load_toml(&py, true)?, Some(py)));
+                }
+            }
+            dir = d.parent();
+        }
+        Ok((Settings::default(), None))
+    }
+}
+
+fn load_toml(path: &Path, pyproject: bool) -> Result<Settings, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?;
+    let invalid = |message: String| ConfigError::Invalid { path: path.to_path_buf(), message };
+    let value: toml::Table = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let table = if pyproject {
+        value
+            .get("tool")
+            .and_then(|t| t.get("kernel-lsp"))
+            .cloned()
+            .unwrap_or(toml::Value::Table(Default::default()))
+    } else {
+        toml::Value::Table(value)
+    };
+    let settings: Settings = table.try_into().map_err(|e: toml::de::Error| invalid(e.to_string()))?;
+    settings.validate()?;
+    Ok(settings)
+}
+
+/// Per-block shared-memory limits (opt-in maximum, bytes) by GPU family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuSpec {
+    pub key: &'static str,
+    pub name: &'static str,
+    /// Compute capability, e.g. 90.
+    pub sm: u32,
+    pub smem_per_block: u64,
+    pub sm_count: u32,
+}
+
+pub const GPUS: &[GpuSpec] = &[
+    GpuSpec { key: "h100", name: "NVIDIA H100 (sm_90)", sm: 90, smem_per_block: 232_448, sm_count: 132 },
+    GpuSpec { key: "h200", name: "NVIDIA H200 (sm_90)", sm: 90, smem_per_block: 232_448, sm_count: 132 },
+    GpuSpec { key: "a100", name: "NVIDIA A100 (sm_80)", sm: 80, smem_per_block: 166_912, sm_count: 108 },
+    GpuSpec { key: "l4", name: "NVIDIA L4 (sm_89)", sm: 89, smem_per_block: 101_376, sm_count: 58 },
+    GpuSpec { key: "rtx4090", name: "NVIDIA RTX 40xx (sm_89)", sm: 89, smem_per_block: 101_376, sm_count: 128 },
+    GpuSpec { key: "rtx3090", name: "NVIDIA RTX 30xx / A10 (sm_86)", sm: 86, smem_per_block: 101_376, sm_count: 82 },
+    GpuSpec { key: "v100", name: "NVIDIA V100 (sm_70)", sm: 70, smem_per_block: 98_304, sm_count: 80 },
+    GpuSpec { key: "turing", name: "NVIDIA Turing: T4 / RTX 20xx / Quadro RTX (sm_75)", sm: 75, smem_per_block: 65_536, sm_count: 72 },
+];
+
+pub fn gpu_by_name(name: &str) -> Option<&'static GpuSpec> {
+    let n = name.trim().to_ascii_lowercase().replace(['-', '_', ' '], "");
+    let alias = match n.as_str() {
+        "t4" | "rtx6000" | "quadrortx6000" | "rtx2080" | "sm75" => "turing",
+        "a10" | "a6000" | "rtx3080" | "sm86" => "rtx3090",
+        "rtx4080" | "l40" | "l40s" | "sm89" => "rtx4090",
+        "sm90" | "h800" => "h100",
+        "sm80" | "a800" => "a100",
+        other => other,
+    };
+    GPUS.iter().find(|g| g.key == alias)
+}

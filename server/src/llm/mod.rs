@@ -1,0 +1,1 @@
+//! OpenAI-compatible client and the rewrite pipeline — see issue 7.

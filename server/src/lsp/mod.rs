@@ -1,0 +1,1 @@
+//! The language server (tower-lsp-server) — see issue 3.

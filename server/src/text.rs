@@ -1,0 +1,137 @@
+//! Byte ranges and the line index that turns them into line/column pairs.
+//!
+//! Everything inside the analysis works on byte offsets into the UTF-8 text;
+//! only the edges (CLI output, the LSP) convert, with the column unit they need.
+
+use serde::{Deserialize, Serialize};
+
+/// A half-open byte range `[start, end)` into a document's UTF-8 text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+pub struct TextRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl TextRange {
+    pub fn new(start: usize, end: usize) -> Self {
+        TextRange { start, end: end.max(start) }
+    }
+    pub fn contains(&self, offset: usize) -> bool {
+        self.start <= offset && offset < self.end
+    }
+    pub fn contains_range(&self, other: TextRange) -> bool {
+        self.start <= other.start && other.end <= self.end
+    }
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+}
+
+impl From<std::ops::Range<usize>> for TextRange {
+    fn from(r: std::ops::Range<usize>) -> Self {
+        TextRange::new(r.start, r.end)
+    }
+}
+
+/// Which unit a column counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnUnit {
+    Utf8,
+    Utf16,
+    /// Unicode scalar values, as ruff and most CLIs print.
+    Char,
+}
+
+/// Line starts of a text, for offset <-> (line, column) conversion.
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    line_starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
+        LineIndex { line_starts }
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    /// 0-based line of a byte offset (clamped to the text).
+    pub fn line_of(&self, offset: usize) -> usize {
+        match self.line_starts.binary_search(&offset) {
+            Ok(l) => l,
+            Err(l) => l - 1,
+        }
+    }
+
+    pub fn line_start(&self, line: usize) -> usize {
+        self.line_starts.get(line).copied().unwrap_or_else(|| *self.line_starts.last().unwrap_or(&0))
+    }
+
+    /// 0-based (line, column) of a byte offset, the column in `unit`.
+    pub fn position(&self, text: &str, offset: usize, unit: ColumnUnit) -> (usize, usize) {
+        let offset = clamp_to_char_boundary(text, offset.min(text.len()));
+        let line = self.line_of(offset);
+        let start = self.line_start(line).min(offset);
+        let segment = &text[start..offset];
+        let col = match unit {
+            ColumnUnit::Utf8 => segment.len(),
+            ColumnUnit::Utf16 => segment.encode_utf16().count(),
+            ColumnUnit::Char => segment.chars().count(),
+        };
+        (line, col)
+    }
+
+    /// Byte offset of a 0-based (line, column); columns past the line end clamp to it.
+    pub fn offset(&self, text: &str, line: usize, col: usize, unit: ColumnUnit) -> usize {
+        if line >= self.line_starts.len() {
+            return text.len();
+        }
+        let start = self.line_starts[line];
+        let end = self.line_starts.get(line + 1).map(|e| e - 1).unwrap_or(text.len());
+        let line_text = &text[start..end.max(start)];
+        let mut seen = 0usize;
+        for (i, ch) in line_text.char_indices() {
+            if seen >= col {
+                return start + i;
+            }
+            seen += match unit {
+                ColumnUnit::Utf8 => ch.len_utf8(),
+                ColumnUnit::Utf16 => ch.len_utf16(),
+                ColumnUnit::Char => 1,
+            };
+        }
+        start + line_text.len()
+    }
+}
+
+fn clamp_to_char_boundary(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_in_each_unit() {
+        let text = "a = 1\nb = 'é𝄞' + c\n";
+        let idx = LineIndex::new(text);
+        let c = text.find("c\n").unwrap();
+        assert_eq!(idx.position(text, c, ColumnUnit::Utf8), (1, 15));
+        assert_eq!(idx.position(text, c, ColumnUnit::Utf16), (1, 12));
+        assert_eq!(idx.position(text, c, ColumnUnit::Char), (1, 11));
+        assert_eq!(idx.offset(text, 1, 12, ColumnUnit::Utf16), c);
+        assert_eq!(idx.offset(text, 1, 11, ColumnUnit::Char), c);
+        assert_eq!(idx.offset(text, 9, 0, ColumnUnit::Char), text.len());
+    }
+}
