@@ -33,10 +33,7 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Serve => {
-            eprintln!("serve: not built yet");
-            2
-        }
+        Command::Serve => kernel_lsp::lsp::serve_stdio(),
         Command::Check(_) | Command::Rules { .. } => 2,
     }
 }
