@@ -9,7 +9,8 @@
 # program before step t + 1 of another: `tl.debug_barrier()` only
 # synchronises the threads of one program, not the grid. On the GPU the
 # programs run concurrently and read half-written state: wrong, and different
-# from run to run.
+# from run to run (H100, task sizes: max abs error 0.36 against the reference,
+# and two identical runs differed by 0.37).
 #
 # Under the Triton CPU interpreter the programs run one after another, each
 # through all its steps. With a single hidden tile (hidden_size <= BLOCK_N =

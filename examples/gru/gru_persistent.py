@@ -10,6 +10,8 @@
 # count before launching and raises RuntimeError otherwise. The input gates
 # x @ W_ih^T + b_ih for all steps are one GEMM per layer outside the
 # recurrent kernel; W_hh^T stays in registers for the whole sequence.
+# H100, task sizes: max abs error 9e-4, identical across runs, about 12 ms a
+# forward against about 45-50 ms for nn.GRU (cuDNN).
 #
 # GPU only: the Triton interpreter runs programs one at a time, so the first
 # program would spin forever waiting for the others; forward() raises
