@@ -1,0 +1,82 @@
+"""SLOW candidate: Sinkhorn with an early-exit convergence check that syncs the host every iteration.
+
+Demonstrates: `.item()` inside the forward loop. Each iteration launches the
+row and column kernels and then pulls the residual back to the CPU to decide
+whether to stop. `.item()` blocks until the GPU has drained, so the launch
+queue never runs ahead: every iteration pays launch latency + a device->host
+copy + a synchronisation, and the GPU idles between iterations.
+Fires:        KL010 host-sync-in-loop (on `.item()` inside `for it in range(self.n_iters)`).
+Must not:     KL001 (the loop runs over a fixed iteration count from the
+              constructor, not over time steps of an input), KL004, KL005,
+              KL006, KL007, KL008.
+Checked:      runs and matches reference.py at atol = rtol = 1e-2 under
+              TRITON_INTERPRET=1 (if it exits early, it is because the
+              matrix has already converged to within tol).
+Fix:          candidate_fixed.py (same loop, no per-iteration sync) or
+              candidate_fused.py (all iterations in one kernel, one launch).
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def exp_kernel(x_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.exp(x), mask=mask)
+
+
+@triton.jit
+def row_normalize_kernel(p_ptr, n_rows, n, BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
+    # BLOCK_R rows of the (B*N, N) view per program
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n)
+    ptrs = p_ptr + rows[:, None] * n + cols[None, :]
+    p = tl.load(ptrs, mask=mask, other=0.0)
+    row_sum = tl.sum(p, axis=1)
+    tl.store(ptrs, p / row_sum[:, None], mask=mask)
+
+
+@triton.jit
+def col_normalize_kernel(p_ptr, n, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr):
+    # one program per (matrix, block of BLOCK_C columns)
+    b = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    rows = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < n) & (cols[None, :] < n)
+    ptrs = p_ptr + b * n * n + rows[:, None] * n + cols[None, :]
+    p = tl.load(ptrs, mask=mask, other=0.0)
+    col_sum = tl.sum(p, axis=0)
+    tl.store(ptrs, p / col_sum[None, :], mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n_iters):
+        super().__init__()
+        self.n_iters = n_iters
+        self.tol = 1e-6
+
+    def forward(self, scores):
+        scores = scores.contiguous()
+        B, n, _ = scores.shape
+        p = torch.empty_like(scores)
+        numel = scores.numel()
+        BLOCK = 1024
+        exp_kernel[(triton.cdiv(numel, BLOCK),)](scores, p, numel, BLOCK=BLOCK)
+
+        BLOCK_N = triton.next_power_of_2(n)
+        BLOCK_R, BLOCK_C = 16, 16
+        row_grid = (triton.cdiv(B * n, BLOCK_R),)
+        col_grid = (B, triton.cdiv(n, BLOCK_C))
+        for it in range(self.n_iters):
+            row_normalize_kernel[row_grid](p, B * n, n, BLOCK_R=BLOCK_R, BLOCK_N=BLOCK_N, num_warps=4)
+            col_normalize_kernel[col_grid](p, n, BLOCK_N=BLOCK_N, BLOCK_C=BLOCK_C, num_warps=4)
+            # stop early once the rows sum to one again
+            err = (p.sum(dim=-1) - 1.0).abs().max().item()
+            if err < self.tol:
+                break
+        return p
