@@ -14,14 +14,13 @@ enum Command {
     /// Speak the Language Server Protocol on stdin/stdout.
     Serve,
     /// Check files or directories for the KL001-KL010 mistakes.
-    Check(CheckArgs),
+    Check(crate::check_cmd::CheckArgs),
     /// List the rules, or explain one (`kernel-lsp rules KL001`).
-    Rules { code: Option<String> },
-}
-
-#[derive(clap::Args, Debug)]
-struct CheckArgs {
-    paths: Vec<std::path::PathBuf>,
+    Rules {
+        code: Option<String>,
+        #[arg(long, value_enum, default_value_t = crate::check_cmd::Format::Text)]
+        format: crate::check_cmd::Format,
+    },
 }
 
 pub fn main() -> i32 {
@@ -34,6 +33,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Serve => kernel_lsp::lsp::serve_stdio(),
-        Command::Check(_) | Command::Rules { .. } => 2,
+        Command::Check(args) => crate::check_cmd::run(args),
+        Command::Rules { code, format } => crate::check_cmd::rules_cmd(code, format),
     }
 }

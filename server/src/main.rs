@@ -3,6 +3,7 @@
 //! Exit codes follow ruff: 0 clean, 1 findings (or an incorrect candidate),
 //! 2 usage or I/O errors (or a benchmark that could not run).
 
+mod check_cmd;
 mod cli;
 
 fn main() {

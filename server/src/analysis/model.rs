@@ -1,20 +1,1347 @@
-//! The file model (stub; being written).
-use crate::text::{LineIndex, TextRange};
-use super::KernelSummary;
+//! The file model: what a Triton kernel file contains, read off the
+//! tree-sitter syntax tree in one walk.
+//!
+//! Kernels (`@triton.jit` defs, also under `@triton.autotune`/`@triton.heuristics`)
+//! with their parameters, loops, `tl.*` calls, assignments and subscripts; host
+//! functions (module scope, functions, methods) with their loops, calls,
+//! launches (`kernel[grid](...)`) and host syncs; classes; suppression and
+//! reference comments. The model holds tree-sitter nodes borrowed from the
+//! tree, so rules can look closer where they need to. Questions that several
+//! rules ask (data flow inside a kernel, whether a loop is a time loop, how
+//! many launches a call makes) are answered here, once.
 
-pub struct ClassInfo { pub name: String, pub name_range: TextRange }
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Tree};
+
+use super::KernelSummary;
+use crate::text::{LineIndex, TextRange};
+
+/// Deeper syntax than this is not descended into: it only occurs in generated
+/// or hostile input, and the walk must not overflow the stack.
+const MAX_DEPTH: usize = 200;
+
+pub fn range_of(node: Node) -> TextRange {
+    TextRange::new(node.start_byte(), node.end_byte())
+}
+
+#[derive(Debug, Clone)]
+pub struct ClassInfo<'a> {
+    pub name: String,
+    pub name_range: TextRange,
+    pub node: Node<'a>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Param<'a> {
+    pub name: String,
+    pub range: TextRange,
+    pub constexpr: bool,
+    pub default: Option<Node<'a>>,
+    /// The whole parameter node (name, annotation and default).
+    pub node: Node<'a>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    For,
+    While,
+}
+
+/// A `for` or `while` loop, in a kernel or in host code.
+#[derive(Debug, Clone)]
+pub struct Loop<'a> {
+    pub kind: LoopKind,
+    pub node: Node<'a>,
+    /// From the keyword through the end of the header (`for t in range(T)`).
+    pub header_range: TextRange,
+    /// The loop variable: the `for` target, or the variable compared in a `while` condition.
+    pub var: Option<String>,
+    /// `for`: the iterable; `while`: the condition.
+    pub head: Option<Node<'a>>,
+    pub start: Option<Node<'a>>,
+    pub stop: Option<Node<'a>>,
+    pub step: Option<Node<'a>>,
+    /// `reversed(range(...))` or a negative step.
+    pub reversed: bool,
+    pub body: Node<'a>,
+    /// Enclosing loop in the same function.
+    pub parent: Option<usize>,
+}
+
+impl<'a> Loop<'a> {
+    pub fn contains(&self, node: Node) -> bool {
+        range_of(self.body).contains_range(range_of(node))
+    }
+}
+
+/// A call inside a kernel.
+#[derive(Debug, Clone)]
+pub struct KCall<'a> {
+    pub node: Node<'a>,
+    /// `X` when the call is `tl.X(...)` (whatever `triton.language` is imported as).
+    pub tl_name: Option<String>,
+    /// The last name of the callee, e.g. `load` or `grid_barrier`.
+    pub callee: String,
+    pub args: Vec<Node<'a>>,
+    pub kwargs: Vec<(String, Node<'a>)>,
+    /// Enclosing loops, outermost first.
+    pub loops: Vec<usize>,
+}
+
+impl<'a> KCall<'a> {
+    pub fn is_tl(&self, name: &str) -> bool {
+        self.tl_name.as_deref() == Some(name)
+    }
+    pub fn arg(&self, index: usize, keyword: &str) -> Option<Node<'a>> {
+        self.args
+            .get(index)
+            .copied()
+            .or_else(|| self.kwargs.iter().find(|(k, _)| k == keyword).map(|(_, v)| *v))
+    }
+}
+
+/// `name = value`, `a, b = value` (each target), or `name op= value`.
+#[derive(Debug, Clone)]
+pub struct Assign<'a> {
+    pub target: String,
+    pub value: Node<'a>,
+    pub augmented: bool,
+    pub node: Node<'a>,
+    pub loops: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Kernel<'a> {
+    pub name: String,
+    pub name_range: TextRange,
+    /// The `function_definition` node.
+    pub node: Node<'a>,
+    /// `def` keyword through the name.
+    pub header_range: TextRange,
+    /// Decorator expressions, e.g. `triton.autotune(configs=[...], key=[...])`.
+    pub decorators: Vec<Node<'a>>,
+    pub params: Vec<Param<'a>>,
+    pub loops: Vec<Loop<'a>>,
+    pub calls: Vec<KCall<'a>>,
+    pub assigns: Vec<Assign<'a>>,
+    /// `value[index]` expressions inside the kernel body.
+    pub subscripts: Vec<(Node<'a>, Vec<usize>)>,
+    /// Identifier pairs multiplied together (`n * BLOCK_N`), for tile-loop recognition.
+    pub products: Vec<(String, String)>,
+}
+
+/// A call in host code: to a function of this file (`helper(...)`, `self.helper(...)`).
+#[derive(Debug, Clone)]
+pub struct HCall<'a> {
+    pub node: Node<'a>,
+    pub callee: String,
+    pub loops: Vec<usize>,
+}
+
+/// `.item()`, `.cpu()`, `torch.cuda.synchronize()` and friends.
+#[derive(Debug, Clone)]
+pub struct HostSync<'a> {
+    pub node: Node<'a>,
+    pub what: String,
+    pub loops: Vec<usize>,
+}
+
+/// Module scope (index 0), a function or a method.
+#[derive(Debug, Clone)]
+pub struct HostFn<'a> {
+    pub name: String,
+    pub class: Option<String>,
+    pub node: Node<'a>,
+    pub name_range: TextRange,
+    pub params: Vec<String>,
+    pub loops: Vec<Loop<'a>>,
+    pub calls: Vec<HCall<'a>>,
+    pub launches: Vec<usize>,
+    pub assigns: Vec<Assign<'a>>,
+    pub syncs: Vec<HostSync<'a>>,
+}
+
+/// `kernel[grid](args..., KW=...)`.
+#[derive(Debug, Clone)]
+pub struct Launch<'a> {
+    pub kernel: String,
+    pub node: Node<'a>,
+    pub name_range: TextRange,
+    pub grid: Node<'a>,
+    pub args: Vec<Node<'a>>,
+    pub kwargs: Vec<(String, Node<'a>)>,
+    pub host_fn: usize,
+    pub loops: Vec<usize>,
+}
+
+impl<'a> Launch<'a> {
+    pub fn kwarg(&self, name: &str) -> Option<Node<'a>> {
+        self.kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Suppression {
+    All,
+    Codes(Vec<String>),
+}
 
 pub struct FileModel<'a> {
     pub src: &'a str,
+    pub tree: &'a Tree,
     pub line_index: LineIndex,
-    pub classes: Vec<ClassInfo>,
+    /// Names bound to `triton.language` (usually `tl`).
+    pub tl_aliases: Vec<String>,
+    /// Names bound to `triton`.
+    pub triton_aliases: Vec<String>,
+    pub kernels: Vec<Kernel<'a>>,
+    /// Index 0 is the module scope.
+    pub host_fns: Vec<HostFn<'a>>,
+    pub launches: Vec<Launch<'a>>,
+    pub classes: Vec<ClassInfo<'a>>,
+    /// Every `tl.X` attribute access: (X, the attribute node).
+    pub tl_attrs: Vec<(String, Node<'a>)>,
     pub reference: Option<String>,
+    pub has_syntax_errors: bool,
+    suppressions: HashMap<usize, Suppression>,
 }
 
 impl<'a> FileModel<'a> {
-    pub fn build(src: &'a str, _tree: &tree_sitter::Tree) -> Self {
-        FileModel { src, line_index: LineIndex::new(src), classes: Vec::new(), reference: None }
+    pub fn build(src: &'a str, tree: &'a Tree) -> Self {
+        let mut model = FileModel {
+            src,
+            tree,
+            line_index: LineIndex::new(src),
+            tl_aliases: Vec::new(),
+            triton_aliases: Vec::new(),
+            kernels: Vec::new(),
+            host_fns: Vec::new(),
+            launches: Vec::new(),
+            classes: Vec::new(),
+            tl_attrs: Vec::new(),
+            reference: None,
+            has_syntax_errors: tree.root_node().has_error(),
+            suppressions: HashMap::new(),
+        };
+        let root = tree.root_node();
+        model.collect_imports(root);
+        model.host_fns.push(HostFn {
+            name: "<module>".to_string(),
+            class: None,
+            node: root,
+            name_range: TextRange::new(0, 0),
+            params: Vec::new(),
+            loops: Vec::new(),
+            calls: Vec::new(),
+            launches: Vec::new(),
+            assigns: Vec::new(),
+            syncs: Vec::new(),
+        });
+        let mut walker = Walker { m: &mut model, pending_launches: Vec::new() };
+        walker.visit(root, Scope::Host(0), &mut Vec::new(), None, 0);
+        let pending = std::mem::take(&mut walker.pending_launches);
+        model.resolve_launches(pending);
+        model
     }
-    pub fn kernel_summaries(&self) -> Vec<KernelSummary> { Vec::new() }
-    pub fn is_suppressed(&self, _offset: usize, _code: &str) -> bool { false }
+
+    pub fn text(&self, node: Node) -> &'a str {
+        self.src.get(node.byte_range()).unwrap_or("")
+    }
+
+    pub fn kernel(&self, name: &str) -> Option<&Kernel<'a>> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+
+    pub fn is_tl_alias(&self, name: &str) -> bool {
+        self.tl_aliases.iter().any(|a| a == name)
+    }
+
+    /// Whether a diagnostic of `code` starting at `offset` is suppressed by a
+    /// `# kernel-lsp: ignore[...]` comment on its line.
+    pub fn is_suppressed(&self, offset: usize, code: &str) -> bool {
+        match self.suppressions.get(&self.line_index.line_of(offset)) {
+            Some(Suppression::All) => true,
+            Some(Suppression::Codes(codes)) => codes.iter().any(|c| c.eq_ignore_ascii_case(code)),
+            None => false,
+        }
+    }
+
+    fn collect_imports(&mut self, root: Node<'a>) {
+        let mut cursor = root.walk();
+        for stmt in root.children(&mut cursor) {
+            match stmt.kind() {
+                "import_statement" => {
+                    let mut c = stmt.walk();
+                    for child in stmt.named_children(&mut c) {
+                        match child.kind() {
+                            "aliased_import" => {
+                                let name = child.child_by_field_name("name").map(|n| self.text(n));
+                                let alias = child.child_by_field_name("alias").map(|n| self.text(n).to_string());
+                                match (name, alias) {
+                                    (Some("triton.language"), Some(a)) => self.tl_aliases.push(a),
+                                    (Some("triton"), Some(a)) => self.triton_aliases.push(a),
+                                    _ => {}
+                                }
+                            }
+                            "dotted_name" if self.text(child) == "triton" || self.text(child) == "triton.language" => {
+                                self.triton_aliases.push("triton".to_string())
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                "import_from_statement" => {
+                    let module = stmt.child_by_field_name("module_name").map(|n| self.text(n)).unwrap_or("");
+                    let mut c = stmt.walk();
+                    for name in stmt.children_by_field_name("name", &mut c) {
+                        let (orig, alias) = match name.kind() {
+                            "aliased_import" => (
+                                name.child_by_field_name("name").map(|n| self.text(n)).unwrap_or(""),
+                                name.child_by_field_name("alias").map(|n| self.text(n)).unwrap_or(""),
+                            ),
+                            _ => (self.text(name), self.text(name)),
+                        };
+                        if module == "triton" && orig == "language" {
+                            self.tl_aliases.push(alias.to_string());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if self.tl_aliases.is_empty() {
+            self.tl_aliases.push("tl".to_string());
+        }
+        if self.triton_aliases.is_empty() {
+            self.triton_aliases.push("triton".to_string());
+        }
+    }
+
+    fn resolve_launches(&mut self, pending: Vec<Launch<'a>>) {
+        let known: HashSet<String> = self.kernels.iter().map(|k| k.name.clone()).collect();
+        for launch in pending {
+            let looks_like_kernel = known.contains(&launch.kernel) || launch.kernel.to_ascii_lowercase().contains("kernel");
+            if !looks_like_kernel {
+                continue;
+            }
+            let idx = self.launches.len();
+            self.host_fns[launch.host_fn].launches.push(idx);
+            self.launches.push(launch);
+        }
+    }
+
+    /// Host functions a call may reach: same-named functions, preferring the caller's class.
+    pub fn callees(&self, caller: usize, call: &HCall) -> Vec<usize> {
+        let class = self.host_fns[caller].class.as_deref();
+        let candidates: Vec<usize> = (1..self.host_fns.len()).filter(|&i| self.host_fns[i].name == call.callee).collect();
+        let same_class: Vec<usize> = candidates.iter().copied().filter(|&i| self.host_fns[i].class.as_deref() == class).collect();
+        if same_class.is_empty() {
+            candidates
+        } else {
+            same_class
+        }
+    }
+
+    /// Launch sites a call to host function `f` reaches, transitively, with the
+    /// number of launches one call makes (launches inside loops of the callee count once).
+    pub fn launches_reached(&self, f: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        self.collect_launches(f, &mut seen, &mut out);
+        out
+    }
+
+    fn collect_launches(&self, f: usize, seen: &mut HashSet<usize>, out: &mut Vec<usize>) {
+        if !seen.insert(f) {
+            return;
+        }
+        out.extend(self.host_fns[f].launches.iter().copied());
+        for call in &self.host_fns[f].calls {
+            for callee in self.callees(f, call) {
+                self.collect_launches(callee, seen, out);
+            }
+        }
+        seen.remove(&f);
+    }
+
+    /// Launch sites reached from inside the body of loop `l` of host function `f`:
+    /// direct launches and launches through helper calls. Each entry is
+    /// (launch index, the call site that leads there if indirect).
+    pub fn launches_in_loop(&self, f: usize, l: usize) -> Vec<(usize, Option<Node<'a>>)> {
+        let func = &self.host_fns[f];
+        let mut out: Vec<(usize, Option<Node<'a>>)> = func
+            .launches
+            .iter()
+            .filter(|&&i| self.launches[i].loops.contains(&l))
+            .map(|&i| (i, None))
+            .collect();
+        for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
+            for callee in self.callees(f, call) {
+                for li in self.launches_reached(callee) {
+                    out.push((li, Some(call.node)));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a host loop walks time steps (a sequence dimension) rather than
+    /// layers or a fixed count: its bound comes from a tensor's shape, or its
+    /// variable indexes a tensor that is not a module attribute. A loop over
+    /// `self.*` (layers, parameters) is never a time loop.
+    pub fn is_time_loop(&self, f: usize, l: usize) -> bool {
+        let func = &self.host_fns[f];
+        let lp = &func.loops[l];
+        let bound = match lp.kind {
+            LoopKind::For => lp.stop.or(lp.head),
+            LoopKind::While => lp.stop,
+        };
+        if let Some(b) = bound {
+            if self.rooted_in_self(f, b, 0) {
+                return false;
+            }
+            if self.shape_derived(f, b, 0) {
+                return true;
+            }
+            // Iterating a tensor directly: `for x_t in x` / `x.unbind(0)`.
+            if lp.kind == LoopKind::For && lp.start.is_none() && lp.stop.is_none() {
+                let t = self.text(b);
+                if t.contains(".unbind(") || t.contains(".split(") || t.contains(".chunk(") {
+                    return true;
+                }
+            }
+        }
+        match &lp.var {
+            Some(var) => self.var_indexes_tensor(lp.body, var),
+            None => false,
+        }
+    }
+
+    fn rooted_in_self(&self, f: usize, node: Node, depth: usize) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let t = self.text(node).trim();
+        if t.starts_with("self.") || t.starts_with("len(self.") || t.starts_with("enumerate(self.") || t.starts_with("zip(self.") {
+            return true;
+        }
+        if node.kind() == "identifier" {
+            if let Some(a) = self.host_fns[f].assigns.iter().find(|a| a.target == t) {
+                return self.rooted_in_self(f, a.value, depth + 1);
+            }
+        }
+        false
+    }
+
+    fn shape_derived(&self, f: usize, node: Node, depth: usize) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let t = self.text(node);
+        if t.contains(".size(") || t.contains(".shape") || t.contains("len(") && !t.contains("len(self.") {
+            return true;
+        }
+        let mut idents = Vec::new();
+        collect_identifiers(node, self.src, &mut idents);
+        idents.iter().any(|id| {
+            self.host_fns[f]
+                .assigns
+                .iter()
+                .filter(|a| &a.target == id)
+                .any(|a| self.shape_derived(f, a.value, depth + 1))
+        })
+    }
+
+    fn var_indexes_tensor(&self, body: Node, var: &str) -> bool {
+        let mut found = false;
+        visit_nodes(body, &mut |n| {
+            if found || n.kind() != "subscript" {
+                return;
+            }
+            let (Some(value), Some(index)) = (n.child_by_field_name("value"), n.child_by_field_name("subscript")) else {
+                return;
+            };
+            let vt = self.text(value);
+            if vt.starts_with("self.") {
+                return;
+            }
+            let mut ids = Vec::new();
+            collect_identifiers(index, self.src, &mut ids);
+            if ids.iter().any(|i| i == var) {
+                found = true;
+            }
+        });
+        found
+    }
+
+    /// A short name for what a host loop counts: `seq_len`, `num_layers`, `x.size(0)`.
+    pub fn loop_bound_text(&self, f: usize, l: usize) -> String {
+        let lp = &self.host_fns[f].loops[l];
+        let node = if lp.reversed && lp.step.is_some() { lp.start } else { lp.stop }.or(lp.head);
+        let Some(mut node) = node else { return "?".to_string() };
+        // `enumerate(xs)` / `zip(xs, ...)` count as many steps as `xs`.
+        if node.kind() == "call" {
+            let func = node.child_by_field_name("function").map(|f| self.text(f)).unwrap_or("");
+            if matches!(func, "enumerate" | "zip") {
+                if let Some(first) = node.child_by_field_name("arguments").and_then(|a| a.named_child(0)) {
+                    node = first;
+                }
+            }
+        }
+        if matches!(node.kind(), "tuple" | "list") {
+            return node.named_child_count().to_string();
+        }
+        let mut t = self.text(node).trim().to_string();
+        // `seq_len - 1` in a reversed range counts seq_len steps.
+        if lp.reversed {
+            if let Some(stripped) = t.strip_suffix("- 1").or_else(|| t.strip_suffix("-1")) {
+                t = stripped.trim().to_string();
+            }
+        }
+        for prefix in ["self.", "len(self."] {
+            if let Some(s) = t.strip_prefix(prefix) {
+                t = s.trim_end_matches(')').to_string();
+            }
+        }
+        t
+    }
+
+    pub fn kernel_summaries(&self) -> Vec<KernelSummary> {
+        let estimates = crate::rules::kl001::launch_estimates(self);
+        self.kernels
+            .iter()
+            .map(|k| {
+                let sites: Vec<&Launch> = self.launches.iter().filter(|l| l.kernel == k.name).collect();
+                let estimate = estimates.get(&k.name).cloned();
+                let has_time_loop = !k.time_loops(self).is_empty();
+                KernelSummary {
+                    name: k.name.clone(),
+                    range: k.header_range,
+                    persistent: has_time_loop && estimate.is_none(),
+                    has_time_loop,
+                    launch_sites: sites.len(),
+                    launches_per_forward: estimate,
+                }
+            })
+            .collect()
+    }
+
+    /// Integer value of a host expression where it is written as a literal,
+    /// a constant assigned in the same function or at module level, or
+    /// simple arithmetic of those.
+    pub fn eval_int(&self, f: usize, node: Node, depth: usize) -> Option<i64> {
+        if depth > 8 {
+            return None;
+        }
+        let t = self.text(node).trim();
+        match node.kind() {
+            "integer" => parse_int(t),
+            "parenthesized_expression" => node.named_child(0).and_then(|n| self.eval_int(f, n, depth + 1)),
+            "identifier" => {
+                for scope in [f, 0] {
+                    let assigns: Vec<&Assign> = self.host_fns[scope].assigns.iter().filter(|a| a.target == t && !a.augmented).collect();
+                    if assigns.len() == 1 {
+                        return self.eval_int(scope, assigns[0].value, depth + 1);
+                    }
+                    if !assigns.is_empty() {
+                        return None;
+                    }
+                }
+                None
+            }
+            "binary_operator" => {
+                let l = self.eval_int(f, node.child_by_field_name("left")?, depth + 1)?;
+                let r = self.eval_int(f, node.child_by_field_name("right")?, depth + 1)?;
+                match self.text(node.child_by_field_name("operator")?) {
+                    "+" => l.checked_add(r),
+                    "-" => l.checked_sub(r),
+                    "*" => l.checked_mul(r),
+                    "//" if r != 0 => Some(l.div_euclid(r)),
+                    "**" if (0..63).contains(&r) => l.checked_pow(r as u32),
+                    "<<" if (0..63).contains(&r) => l.checked_shl(r as u32),
+                    _ => None,
+                }
+            }
+            "call" => {
+                let func = self.text(node.child_by_field_name("function")?);
+                if func.ends_with("next_power_of_2") {
+                    let arg = node.child_by_field_name("arguments")?.named_child(0)?;
+                    let v = self.eval_int(f, arg, depth + 1)?;
+                    return (v > 0).then(|| (v as u64).next_power_of_two() as i64);
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<'a> FileModel<'a> {
+    /// The integer literal a host expression stands for: the literal itself,
+    /// or the literal a constant was assigned once (where an edit must go).
+    pub fn int_literal_node(&self, f: usize, node: Node<'a>) -> Option<Node<'a>> {
+        match node.kind() {
+            "integer" => Some(node),
+            "identifier" => {
+                let name = self.text(node);
+                for scope in [f, 0] {
+                    let assigns: Vec<&Assign<'a>> = self.host_fns[scope].assigns.iter().filter(|a| a.target == name).collect();
+                    match assigns.as_slice() {
+                        [one] if !one.augmented && one.value.kind() == "integer" => return Some(one.value),
+                        [] => continue,
+                        _ => return None,
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+pub fn parse_int(t: &str) -> Option<i64> {
+    let t = t.replace('_', "");
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return i64::from_str_radix(h, 16).ok();
+    }
+    t.parse().ok()
+}
+
+/// Calls `f` on `node` and every descendant, without recursion.
+pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
+    let mut cursor = node.walk();
+    let mut depth = 0usize;
+    loop {
+        f(cursor.node());
+        if depth < MAX_DEPTH * 4 && cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+            depth -= 1;
+        }
+    }
+}
+
+/// Identifiers an expression reads. `tl.program_id(a)` reads the pseudo
+/// identifier `@pid<a>` and `tl.num_programs(a)` reads `@nprog<a>`, so that
+/// data flow from grid axes can be followed like any variable. Attribute
+/// names and keyword names are not reads.
+pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
+    let mut stack = vec![(node, 0usize)];
+    while let Some((n, depth)) = stack.pop() {
+        if depth > MAX_DEPTH * 4 {
+            continue;
+        }
+        match n.kind() {
+            "identifier" => out.push(src[n.byte_range()].to_string()),
+            "call" => {
+                let func = n.child_by_field_name("function");
+                let ftext = func.map(|f| &src[f.byte_range()]).unwrap_or("");
+                if ftext.ends_with(".program_id") || ftext.ends_with(".num_programs") {
+                    let axis = n
+                        .child_by_field_name("arguments")
+                        .and_then(|a| a.named_child(0))
+                        .map(|a| src[a.byte_range()].trim_start_matches("axis=").trim().to_string())
+                        .unwrap_or_else(|| "0".to_string());
+                    let kind = if ftext.ends_with(".program_id") { "@pid" } else { "@nprog" };
+                    out.push(format!("{kind}{axis}"));
+                    continue;
+                }
+                if let Some(args) = n.child_by_field_name("arguments") {
+                    stack.push((args, depth + 1));
+                }
+                if let Some(f) = func {
+                    if f.kind() == "attribute" {
+                        if let Some(obj) = f.child_by_field_name("object") {
+                            stack.push((obj, depth + 1));
+                        }
+                    } else {
+                        stack.push((f, depth + 1));
+                    }
+                }
+            }
+            "attribute" => {
+                if let Some(obj) = n.child_by_field_name("object") {
+                    stack.push((obj, depth + 1));
+                }
+            }
+            "keyword_argument" => {
+                if let Some(v) = n.child_by_field_name("value") {
+                    stack.push((v, depth + 1));
+                }
+            }
+            _ => {
+                let mut c = n.walk();
+                for child in n.named_children(&mut c) {
+                    stack.push((child, depth + 1));
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Scope {
+    Host(usize),
+    Kernel(usize),
+}
+
+struct Walker<'m, 'a> {
+    m: &'m mut FileModel<'a>,
+    pending_launches: Vec<Launch<'a>>,
+}
+
+impl<'m, 'a> Walker<'m, 'a> {
+    fn text(&self, n: Node) -> &'a str {
+        self.m.text(n)
+    }
+
+    fn visit(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        match node.kind() {
+            "comment" => self.comment(node),
+            "decorated_definition" => {
+                if let Some(def) = node.child_by_field_name("definition") {
+                    let mut c = node.walk();
+                    let decorators: Vec<Node<'a>> =
+                        node.named_children(&mut c).filter(|n| n.kind() == "decorator").filter_map(|d| d.named_child(0)).collect();
+                    for d in &decorators {
+                        self.visit(*d, scope, loops, class, depth + 1);
+                    }
+                    if def.kind() == "function_definition" {
+                        self.function(def, decorators, class, depth);
+                    } else {
+                        self.visit(def, scope, loops, class, depth + 1);
+                    }
+                }
+                return;
+            }
+            "function_definition" => {
+                self.function(node, Vec::new(), class, depth);
+                return;
+            }
+            "class_definition" => {
+                let name = node.child_by_field_name("name").map(|n| self.text(n).to_string()).unwrap_or_default();
+                let name_range = node.child_by_field_name("name").map(range_of).unwrap_or_default();
+                self.m.classes.push(ClassInfo { name: name.clone(), name_range, node });
+                if let Some(body) = node.child_by_field_name("body") {
+                    self.visit_children(body, scope, loops, Some(&name), depth + 1);
+                }
+                return;
+            }
+            "for_statement" | "while_statement" => {
+                self.loop_stmt(node, scope, loops, class, depth);
+                return;
+            }
+            "call" => self.call(node, scope, loops),
+            "assignment" | "augmented_assignment" => self.assignment(node, scope, loops),
+            "subscript" => {
+                if let Scope::Kernel(k) = scope {
+                    self.m.kernels[k].subscripts.push((node, loops.clone()));
+                }
+            }
+            "binary_operator" => {
+                if let Scope::Kernel(k) = scope {
+                    let op = node.child_by_field_name("operator").map(|o| self.text(o));
+                    if op == Some("*") {
+                        if let (Some(l), Some(r)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) {
+                            let (lt, rt) = (self.text(l).to_string(), self.text(r).to_string());
+                            self.m.kernels[k].products.push((lt, rt));
+                        }
+                    }
+                }
+            }
+            "attribute" => {
+                if let (Some(obj), Some(attr)) = (node.child_by_field_name("object"), node.child_by_field_name("attribute")) {
+                    let obj_text = self.text(obj);
+                    if obj.kind() == "identifier" && self.m.is_tl_alias(obj_text) {
+                        let name = self.text(attr).to_string();
+                        self.m.tl_attrs.push((name, node));
+                    } else if obj_text == "triton.language" {
+                        let name = self.text(attr).to_string();
+                        self.m.tl_attrs.push((name, node));
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.visit_children(node, scope, loops, class, depth + 1);
+    }
+
+    fn visit_children(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
+        let mut c = node.walk();
+        let children: Vec<Node<'a>> = node.children(&mut c).collect();
+        for child in children {
+            self.visit(child, scope, loops, class, depth);
+        }
+    }
+
+    fn comment(&mut self, node: Node<'a>) {
+        let text = self.text(node);
+        let Some(rest) = text.find("kernel-lsp:").map(|i| text[i + "kernel-lsp:".len()..].trim()) else {
+            return;
+        };
+        let line = self.m.line_index.line_of(node.start_byte());
+        if let Some(after) = rest.strip_prefix("ignore") {
+            let after = after.trim_start();
+            let sup = match after.strip_prefix('[').and_then(|s| s.split(']').next()) {
+                Some(list) => Suppression::Codes(list.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()),
+                None => Suppression::All,
+            };
+            self.m.suppressions.insert(line, sup);
+        } else if let Some(after) = rest.strip_prefix("reference") {
+            let path = after.trim_start().trim_start_matches('=').trim();
+            if !path.is_empty() {
+                self.m.reference = Some(path.to_string());
+            }
+        }
+    }
+
+    fn is_kernel_decorator(&self, d: Node) -> bool {
+        let target = if d.kind() == "call" { d.child_by_field_name("function").unwrap_or(d) } else { d };
+        let t = self.text(target);
+        t == "jit" || t.ends_with(".jit") || t == "triton_jit"
+    }
+
+    fn function(&mut self, def: Node<'a>, decorators: Vec<Node<'a>>, class: Option<&str>, depth: usize) {
+        let name_node = def.child_by_field_name("name");
+        let name = name_node.map(|n| self.text(n).to_string()).unwrap_or_default();
+        let name_range = name_node.map(range_of).unwrap_or_else(|| range_of(def));
+        let Some(body) = def.child_by_field_name("body") else { return };
+        if decorators.iter().any(|d| self.is_kernel_decorator(*d)) {
+            let params = self.kernel_params(def);
+            let k = self.m.kernels.len();
+            self.m.kernels.push(Kernel {
+                name,
+                name_range,
+                node: def,
+                header_range: TextRange::new(def.start_byte(), name_range.end),
+                decorators,
+                params,
+                loops: Vec::new(),
+                calls: Vec::new(),
+                assigns: Vec::new(),
+                subscripts: Vec::new(),
+                products: Vec::new(),
+            });
+            self.visit_children(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
+            return;
+        }
+        let params = def
+            .child_by_field_name("parameters")
+            .map(|p| {
+                let mut c = p.walk();
+                p.named_children(&mut c).filter_map(|n| param_name(n, self.m.src)).collect()
+            })
+            .unwrap_or_default();
+        let f = self.m.host_fns.len();
+        self.m.host_fns.push(HostFn {
+            name,
+            class: class.map(str::to_string),
+            node: def,
+            name_range,
+            params,
+            loops: Vec::new(),
+            calls: Vec::new(),
+            launches: Vec::new(),
+            assigns: Vec::new(),
+            syncs: Vec::new(),
+        });
+        self.visit_children(body, Scope::Host(f), &mut Vec::new(), None, depth + 1);
+    }
+
+    fn kernel_params(&self, def: Node<'a>) -> Vec<Param<'a>> {
+        let Some(params) = def.child_by_field_name("parameters") else { return Vec::new() };
+        let mut c = params.walk();
+        params
+            .named_children(&mut c)
+            .filter_map(|p| {
+                let name = param_name(p, self.m.src)?;
+                let ty = p.child_by_field_name("type").map(|t| self.text(t)).unwrap_or("");
+                let name_range = match p.kind() {
+                    "identifier" => range_of(p),
+                    _ => p.child_by_field_name("name").or_else(|| p.named_child(0)).map(range_of).unwrap_or_else(|| range_of(p)),
+                };
+                Some(Param {
+                    name,
+                    range: name_range,
+                    constexpr: ty.ends_with("constexpr"),
+                    default: p.child_by_field_name("value"),
+                    node: p,
+                })
+            })
+            .collect()
+    }
+
+    fn loop_stmt(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
+        let Some(body) = node.child_by_field_name("body") else { return };
+        let header_end = self.header_end(node, body);
+        let kind = if node.kind() == "for_statement" { LoopKind::For } else { LoopKind::While };
+        let mut lp = Loop {
+            kind,
+            node,
+            header_range: TextRange::new(node.start_byte(), header_end),
+            var: None,
+            head: None,
+            start: None,
+            stop: None,
+            step: None,
+            reversed: false,
+            body,
+            parent: loops.last().copied(),
+        };
+        match kind {
+            LoopKind::For => {
+                let left = node.child_by_field_name("left");
+                lp.var = left.filter(|l| l.kind() == "identifier").map(|l| self.text(l).to_string());
+                lp.head = node.child_by_field_name("right");
+                if let Some(right) = lp.head {
+                    self.range_parts(right, &mut lp);
+                }
+            }
+            LoopKind::While => {
+                lp.head = node.child_by_field_name("condition");
+                if let Some(cond) = lp.head.filter(|c| c.kind() == "comparison_operator") {
+                    let left = cond.named_child(0);
+                    let right = cond.named_child(1);
+                    if let Some(l) = left.filter(|l| l.kind() == "identifier") {
+                        let var = self.text(l).to_string();
+                        lp.step = direct_augmented_step(body, &var, self.m.src);
+                        lp.var = Some(var);
+                        lp.stop = right;
+                        let op = cond.child(1).map(|o| self.text(o)).unwrap_or("");
+                        lp.reversed = op == ">" || op == ">=";
+                    }
+                }
+            }
+        }
+        // Header expressions belong to the enclosing loops.
+        for part in [node.child_by_field_name("right"), node.child_by_field_name("condition")].into_iter().flatten() {
+            self.visit(part, scope, loops, class, depth + 1);
+        }
+        let idx = match scope {
+            Scope::Host(f) => {
+                self.m.host_fns[f].loops.push(lp);
+                self.m.host_fns[f].loops.len() - 1
+            }
+            Scope::Kernel(k) => {
+                if let Some(var) = lp.var.clone() {
+                    // The loop variable starts at `start`: record it as an assignment for data flow.
+                    if let Some(start) = lp.start {
+                        self.m.kernels[k].assigns.push(Assign { target: var, value: start, augmented: false, node, loops: loops.clone() });
+                    }
+                }
+                self.m.kernels[k].loops.push(lp);
+                self.m.kernels[k].loops.len() - 1
+            }
+        };
+        loops.push(idx);
+        self.visit_children(body, scope, loops, class, depth + 1);
+        loops.pop();
+        if let Some(alt) = node.child_by_field_name("alternative") {
+            self.visit(alt, scope, loops, class, depth + 1);
+        }
+    }
+
+    fn header_end(&self, node: Node, body: Node) -> usize {
+        // The header ends at the ':' before the body.
+        let mut end = body.start_byte();
+        let mut c = node.walk();
+        for child in node.children(&mut c) {
+            if child.kind() == ":" {
+                end = child.end_byte();
+                break;
+            }
+        }
+        end.min(body.start_byte()).max(node.start_byte())
+    }
+
+    fn range_parts(&self, iter: Node<'a>, lp: &mut Loop<'a>) {
+        let mut call = iter;
+        let func_text = |n: Node| n.child_by_field_name("function").map(|f| self.text(f)).unwrap_or("");
+        if call.kind() == "call" && func_text(call) == "reversed" {
+            lp.reversed = true;
+            match call.child_by_field_name("arguments").and_then(|a| a.named_child(0)) {
+                Some(inner) => call = inner,
+                None => return,
+            }
+        }
+        if call.kind() != "call" {
+            return;
+        }
+        let f = func_text(call);
+        let is_range = f == "range" || f.ends_with(".range") || f.ends_with(".static_range");
+        if !is_range {
+            return;
+        }
+        let Some(args) = call.child_by_field_name("arguments") else { return };
+        let mut c = args.walk();
+        let positional: Vec<Node<'a>> = args.named_children(&mut c).filter(|a| a.kind() != "keyword_argument" && a.kind() != "comment").collect();
+        match positional.len() {
+            1 => lp.stop = Some(positional[0]),
+            2 => {
+                lp.start = Some(positional[0]);
+                lp.stop = Some(positional[1]);
+            }
+            n if n >= 3 => {
+                lp.start = Some(positional[0]);
+                lp.stop = Some(positional[1]);
+                lp.step = Some(positional[2]);
+                let step = self.text(positional[2]).trim();
+                if step.starts_with('-') {
+                    lp.reversed = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn call(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
+        let Some(func) = node.child_by_field_name("function") else { return };
+        let (args, kwargs) = call_arguments(node, self.m.src);
+        match scope {
+            Scope::Kernel(k) => {
+                let tl_name = match func.kind() {
+                    "attribute" => {
+                        let obj = func.child_by_field_name("object").map(|o| self.text(o)).unwrap_or("");
+                        let attr = func.child_by_field_name("attribute").map(|a| self.text(a)).unwrap_or("");
+                        (self.m.is_tl_alias(obj) || obj == "triton.language").then(|| attr.to_string())
+                    }
+                    _ => None,
+                };
+                let ftext = self.text(func);
+                let callee = ftext.rsplit('.').next().unwrap_or(ftext).to_string();
+                self.m.kernels[k].calls.push(KCall { node, tl_name, callee, args, kwargs, loops: loops.to_vec() });
+            }
+            Scope::Host(f) => {
+                if func.kind() == "subscript" {
+                    let value = func.child_by_field_name("value");
+                    let grid = func.child_by_field_name("subscript");
+                    if let (Some(value), Some(grid)) = (value, grid) {
+                        if value.kind() == "identifier" {
+                            self.pending_launches.push(Launch {
+                                kernel: self.text(value).to_string(),
+                                node,
+                                name_range: range_of(value),
+                                grid,
+                                args,
+                                kwargs,
+                                host_fn: f,
+                                loops: loops.to_vec(),
+                            });
+                        }
+                    }
+                    return;
+                }
+                let ftext = self.text(func);
+                let sync = match ftext {
+                    t if t.ends_with("cuda.synchronize") => Some("torch.cuda.synchronize()"),
+                    t if t.ends_with(".item") => Some(".item()"),
+                    t if t.ends_with(".cpu") => Some(".cpu()"),
+                    t if t.ends_with(".tolist") => Some(".tolist()"),
+                    t if t.ends_with(".numpy") => Some(".numpy()"),
+                    t if t.ends_with(".synchronize") => Some(".synchronize()"),
+                    _ => None,
+                };
+                if let Some(what) = sync {
+                    self.m.host_fns[f].syncs.push(HostSync { node, what: what.to_string(), loops: loops.to_vec() });
+                }
+                let callee = match func.kind() {
+                    "identifier" => Some(ftext.to_string()),
+                    "attribute" => {
+                        let obj = func.child_by_field_name("object").map(|o| self.text(o)).unwrap_or("");
+                        let attr = func.child_by_field_name("attribute").map(|a| self.text(a)).unwrap_or("");
+                        (obj == "self" || obj == "cls").then(|| attr.to_string())
+                    }
+                    _ => None,
+                };
+                if let Some(callee) = callee {
+                    self.m.host_fns[f].calls.push(HCall { node, callee, loops: loops.to_vec() });
+                }
+            }
+        }
+    }
+
+    fn assignment(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
+        let augmented = node.kind() == "augmented_assignment";
+        let (Some(left), Some(value)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) else {
+            return;
+        };
+        let mut targets: Vec<(String, Node<'a>)> = Vec::new();
+        match left.kind() {
+            "identifier" => targets.push((self.text(left).to_string(), value)),
+            "pattern_list" | "tuple_pattern" | "list_pattern" => {
+                let mut c = left.walk();
+                let names: Vec<Node<'a>> = left.named_children(&mut c).collect();
+                // `a, b = 1, 2` pairs up element-wise; `a, b = x.shape` gives each the whole value.
+                let mut vc = value.walk();
+                let values: Vec<Node<'a>> = match value.kind() {
+                    "expression_list" | "tuple" | "list" => value.named_children(&mut vc).collect(),
+                    _ => Vec::new(),
+                };
+                for (i, t) in names.iter().enumerate() {
+                    if t.kind() != "identifier" {
+                        continue;
+                    }
+                    let v = if values.len() == names.len() { values[i] } else { value };
+                    targets.push((self.text(*t).to_string(), v));
+                }
+            }
+            _ => {}
+        }
+        let list = match scope {
+            Scope::Host(f) => &mut self.m.host_fns[f].assigns,
+            Scope::Kernel(k) => &mut self.m.kernels[k].assigns,
+        };
+        for (target, value) in targets {
+            list.push(Assign { target, value, augmented, node, loops: loops.to_vec() });
+        }
+    }
+}
+
+fn param_name(p: Node, src: &str) -> Option<String> {
+    let n = match p.kind() {
+        "identifier" => p,
+        "typed_parameter" => p.named_child(0)?,
+        "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name")?,
+        _ => return None,
+    };
+    (n.kind() == "identifier").then(|| src[n.byte_range()].to_string())
+}
+
+/// Positional arguments and keyword arguments of a call.
+pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(String, Node<'a>)>) {
+    let mut args = Vec::new();
+    let mut kwargs = Vec::new();
+    if let Some(list) = call.child_by_field_name("arguments") {
+        let mut c = list.walk();
+        for a in list.named_children(&mut c) {
+            match a.kind() {
+                "keyword_argument" => {
+                    if let (Some(n), Some(v)) = (a.child_by_field_name("name"), a.child_by_field_name("value")) {
+                        kwargs.push((src[n.byte_range()].to_string(), v));
+                    }
+                }
+                "comment" => {}
+                _ => args.push(a),
+            }
+        }
+    }
+    (args, kwargs)
+}
+
+/// The step of `var += STEP` written directly in a loop body.
+fn direct_augmented_step<'a>(body: Node<'a>, var: &str, src: &str) -> Option<Node<'a>> {
+    let mut c = body.walk();
+    for stmt in body.named_children(&mut c) {
+        let inner = if stmt.kind() == "expression_statement" { stmt.named_child(0) } else { Some(stmt) };
+        let Some(a) = inner.filter(|a| a.kind() == "augmented_assignment") else { continue };
+        let left = a.child_by_field_name("left").map(|l| &src[l.byte_range()]);
+        let op = a.child_by_field_name("operator").map(|o| &src[o.byte_range()]);
+        if left == Some(var) && matches!(op, Some("+=") | Some("-=")) {
+            return a.child_by_field_name("right");
+        }
+    }
+    None
+}
+
+impl<'a> Kernel<'a> {
+    pub fn param(&self, name: &str) -> Option<&Param<'a>> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    pub fn is_constexpr(&self, name: &str) -> bool {
+        self.param(name).is_some_and(|p| p.constexpr)
+    }
+
+    pub fn tl_calls<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s KCall<'a>> + 's {
+        self.calls.iter().filter(move |c| c.is_tl(name))
+    }
+
+    /// Every identifier `expr` depends on through assignments inside the
+    /// kernel (flow-insensitive), including itself and pseudo identifiers for grid axes.
+    pub fn deps(&self, expr: Node, src: &str) -> HashSet<String> {
+        let mut ids = Vec::new();
+        collect_identifiers(expr, src, &mut ids);
+        self.closure(ids, src)
+    }
+
+    pub fn var_deps(&self, var: &str, src: &str) -> HashSet<String> {
+        self.closure(vec![var.to_string()], src)
+    }
+
+    fn closure(&self, mut work: Vec<String>, src: &str) -> HashSet<String> {
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(id) = work.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            for a in self.assigns.iter().filter(|a| a.target == id) {
+                collect_identifiers(a.value, src, &mut work);
+            }
+        }
+        seen
+    }
+
+    /// Grid axes (`tl.program_id(axis)`) an expression depends on.
+    pub fn pid_axes(&self, expr: Node, src: &str) -> HashSet<String> {
+        self.deps(expr, src).into_iter().filter_map(|d| d.strip_prefix("@pid").map(str::to_string)).collect()
+    }
+
+    /// Calls inside loop `l` (at any depth).
+    pub fn calls_in_loop<'s>(&'s self, l: usize) -> impl Iterator<Item = &'s KCall<'a>> + 's {
+        self.calls.iter().filter(move |c| c.loops.contains(&l))
+    }
+
+    /// A loop that walks tiles: its step, or a factor its variable is
+    /// multiplied by, is a `tl.constexpr` block size.
+    pub fn is_tile_loop(&self, l: usize, src: &str) -> bool {
+        let lp = &self.loops[l];
+        if let Some(step) = lp.step {
+            let mut ids = Vec::new();
+            collect_identifiers(step, src, &mut ids);
+            if ids.iter().any(|i| self.is_constexpr(i)) {
+                return true;
+            }
+        }
+        let Some(var) = &lp.var else { return false };
+        self.products
+            .iter()
+            .any(|(a, b)| (a == var && self.is_constexpr(b)) || (b == var && self.is_constexpr(a)))
+    }
+
+    /// Whether the loop's variable starts from, or strides by, the grid (a
+    /// grid-stride or per-program loop rather than a serial walk).
+    pub fn loop_follows_grid(&self, l: usize, src: &str) -> bool {
+        let lp = &self.loops[l];
+        let mut parts: Vec<Node> = [lp.start, lp.step].into_iter().flatten().collect();
+        if lp.kind == LoopKind::While {
+            if let Some(var) = &lp.var {
+                parts.extend(self.assigns.iter().filter(|a| &a.target == var && !lp.contains(a.node)).map(|a| a.value));
+            }
+        }
+        parts.iter().any(|p| self.deps(*p, src).iter().any(|d| d.starts_with("@pid") || d.starts_with("@nprog")))
+    }
+
+    /// Time loops inside the kernel: outermost loops that are not tile loops,
+    /// do not follow the grid, and both load and store in their body (they
+    /// carry state from one step to the next).
+    pub fn time_loops(&self, model: &FileModel) -> Vec<usize> {
+        let src = model.src;
+        let candidate = |l: usize| {
+            !self.is_tile_loop(l, src)
+                && !self.loop_follows_grid(l, src)
+                && self.calls_in_loop(l).any(|c| c.is_tl("store"))
+                && self.calls_in_loop(l).any(|c| c.is_tl("load"))
+                && (self.calls_in_loop(l).any(|c| c.is_tl("dot") || c.is_tl("sum"))
+                    || (0..self.loops.len()).any(|i| self.loop_is_within(i, l)))
+        };
+        (0..self.loops.len())
+            .filter(|&l| candidate(l))
+            .filter(|&l| {
+                // Outermost such loop.
+                let mut p = self.loops[l].parent;
+                while let Some(pl) = p {
+                    if candidate(pl) {
+                        return false;
+                    }
+                    p = self.loops[pl].parent;
+                }
+                true
+            })
+            .collect()
+    }
+
+    /// The leftmost name of a pointer expression after following local
+    /// aliases: the buffer a `tl.load`/`tl.store` addresses.
+    pub fn pointer_base(&self, ptr: Node, src: &str) -> Option<String> {
+        let mut node = ptr;
+        for _ in 0..16 {
+            match node.kind() {
+                "binary_operator" => node = node.child_by_field_name("left")?,
+                "parenthesized_expression" => node = node.named_child(0)?,
+                "subscript" => node = node.child_by_field_name("value")?,
+                "identifier" => {
+                    let name = &src[node.byte_range()];
+                    if self.param(name).is_some() {
+                        return Some(name.to_string());
+                    }
+                    let assigns: Vec<&Assign> = self.assigns.iter().filter(|a| a.target == name && !a.augmented).collect();
+                    match assigns.first() {
+                        Some(a) => node = a.value,
+                        None => return Some(name.to_string()),
+                    }
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// Whether the kernel (or a `@triton.jit` helper it calls) spins on a
+    /// grid-wide barrier inside loop `l`: an atomic plus a spinning `while`.
+    pub fn has_grid_barrier_in(&self, l: usize, model: &FileModel) -> bool {
+        let atomics = self.calls_in_loop(l).any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));
+        let spin = (0..self.loops.len()).any(|i| {
+            let lp = &self.loops[i];
+            lp.kind == LoopKind::While && self.loop_is_within(i, l) && self.is_spin(i, model)
+        });
+        if atomics && spin {
+            return true;
+        }
+        self.calls_in_loop(l).any(|c| {
+            c.tl_name.is_none()
+                && model
+                    .kernel(&c.callee)
+                    .is_some_and(|helper| helper.name != self.name && helper.is_grid_barrier(model))
+        })
+    }
+
+    fn loop_is_within(&self, inner: usize, outer: usize) -> bool {
+        let mut p = self.loops[inner].parent;
+        while let Some(x) = p {
+            if x == outer {
+                return true;
+            }
+            p = self.loops[x].parent;
+        }
+        false
+    }
+
+    /// A `while` loop that waits on memory: its condition or body reads
+    /// through an atomic or a (volatile) load.
+    fn is_spin(&self, i: usize, model: &FileModel) -> bool {
+        let lp = &self.loops[i];
+        let head = lp.head.map(|h| model.text(h)).unwrap_or("");
+        head.contains("atomic_")
+            || head.contains(".load(")
+            || self.calls_in_loop(i).any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_") || n == "load"))
+            || self.spin_var_reads_memory(lp, model)
+    }
+
+    /// `while count < target:` where `count` comes from an atomic or a load.
+    fn spin_var_reads_memory(&self, lp: &Loop, model: &FileModel) -> bool {
+        let Some(var) = &lp.var else { return false };
+        self.assigns
+            .iter()
+            .filter(|a| &a.target == var)
+            .any(|a| model.text(a.value).contains("atomic_") || model.text(a.value).contains(".load("))
+    }
+
+    /// A helper that is itself a barrier: atomics and a spinning `while`.
+    pub fn is_grid_barrier(&self, model: &FileModel) -> bool {
+        let atomics = self.calls.iter().any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));
+        atomics && (0..self.loops.len()).any(|i| self.loops[i].kind == LoopKind::While && self.is_spin(i, model))
+    }
 }

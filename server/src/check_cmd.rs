@@ -1,0 +1,323 @@
+//! `kernel-lsp check` and `kernel-lsp rules`: ruff-like output for people,
+//! one JSON object for pipelines.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use kernel_lsp::analysis::{self, CheckResult};
+use kernel_lsp::config::Settings;
+use kernel_lsp::diagnostic::{apply_edits, Applicability, Diagnostic};
+use kernel_lsp::rules::{self, RULES};
+use kernel_lsp::text::{ColumnUnit, LineIndex};
+use serde_json::json;
+
+/// Files larger than this are refused with a clear error rather than analysed.
+const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Files or directories (searched for `*.py`).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Only these rule codes (or prefixes), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub select: Vec<String>,
+    /// Never report these rule codes (or prefixes), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub ignore: Vec<String>,
+    /// GPU whose limits apply (h100, h200, a100, l4, rtx4090, rtx3090, v100, turing).
+    #[arg(long)]
+    pub target_gpu: Option<String>,
+    /// Apply safe fixes to the files.
+    #[arg(long)]
+    pub fix: bool,
+    /// With --fix, also apply fixes that need review.
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+struct FileReport {
+    path: PathBuf,
+    text: String,
+    result: CheckResult,
+    fixed: usize,
+}
+
+pub fn run(args: CheckArgs) -> i32 {
+    if let Some(gpu) = &args.target_gpu {
+        if kernel_lsp::config::gpu_by_name(gpu).is_none() {
+            eprintln!("error: {}", kernel_lsp::config::ConfigError::UnknownGpu(gpu.clone()));
+            return 2;
+        }
+    }
+    let mut io_errors = 0;
+    let mut files = Vec::new();
+    for p in &args.paths {
+        match collect_files(p, &mut files) {
+            Ok(()) => {}
+            Err(e) => {
+                eprintln!("error: {}: {e}", p.display());
+                io_errors += 1;
+            }
+        }
+    }
+    let mut reports = Vec::new();
+    for path in files {
+        match check_file(&path, &args) {
+            Ok(r) => reports.push(r),
+            Err(e) => {
+                eprintln!("error: {}: {e}", path.display());
+                io_errors += 1;
+            }
+        }
+    }
+    let total: usize = reports.iter().map(|r| r.result.diagnostics.len()).sum();
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let written = match args.format {
+        Format::Text => print_text(&mut out, &reports, &args),
+        Format::Json => print_json(&mut out, &reports),
+    };
+    if written.is_err() {
+        return 2;
+    }
+    if io_errors > 0 {
+        2
+    } else if total > 0 {
+        1
+    } else {
+        0
+    }
+}
+
+fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for e in entries {
+        let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with('.') || matches!(name, "__pycache__" | "node_modules" | "target" | "venv") {
+            continue;
+        }
+        if e.is_dir() {
+            collect_files(&e, out)?;
+        } else if name.ends_with(".py") {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+fn settings_for(path: &Path, args: &CheckArgs) -> Result<Settings, String> {
+    let (mut settings, _) = Settings::discover(&absolute(path)).map_err(|e| e.to_string())?;
+    if !args.select.is_empty() {
+        settings.select = args.select.clone();
+    }
+    if !args.ignore.is_empty() {
+        settings.ignore.extend(args.ignore.iter().cloned());
+    }
+    if let Some(gpu) = &args.target_gpu {
+        settings.target_gpu = gpu.clone();
+    }
+    Ok(settings)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn check_file(path: &Path, args: &CheckArgs) -> Result<FileReport, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("file is {} bytes, over the {} byte limit for analysis", meta.len(), MAX_FILE_BYTES));
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let mut text = String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (byte {}): not a Python source file", e.utf8_error().valid_up_to()))?;
+    if text.contains('\0') {
+        return Err("contains NUL bytes: not a Python source file".to_string());
+    }
+    let settings = settings_for(path, args)?;
+    let mut fixed = 0;
+    if args.fix {
+        let threshold = if args.unsafe_fixes { Applicability::NeedsReview } else { Applicability::Safe };
+        // Fixes can uncover or overlap each other: apply non-overlapping ones, re-check, repeat.
+        for _ in 0..10 {
+            let result = analysis::check_text(&text, &settings);
+            let (new_text, n) = apply_fixes(&text, &result.diagnostics, threshold);
+            if n == 0 {
+                break;
+            }
+            text = new_text;
+            fixed += n;
+        }
+        if fixed > 0 {
+            std::fs::write(path, &text).map_err(|e| e.to_string())?;
+        }
+    }
+    let result = analysis::check_text(&text, &settings);
+    Ok(FileReport { path: path.to_path_buf(), text, result, fixed })
+}
+
+/// Applies the fixes at or above `threshold` that do not overlap; returns the new text and how many applied.
+pub fn apply_fixes(text: &str, diagnostics: &[Diagnostic], threshold: Applicability) -> (String, usize) {
+    let mut edits = Vec::new();
+    let mut taken: Vec<(usize, usize)> = Vec::new();
+    let mut count = 0;
+    for d in diagnostics {
+        let Some(fix) = &d.fix else { continue };
+        if fix.applicability > threshold || fix.edits.is_empty() {
+            continue;
+        }
+        let overlaps = fix.edits.iter().any(|e| taken.iter().any(|(s, t)| e.range.start < *t && *s < e.range.end.max(e.range.start + 1)));
+        if overlaps {
+            continue;
+        }
+        taken.extend(fix.edits.iter().map(|e| (e.range.start, e.range.end.max(e.range.start + 1))));
+        edits.extend(fix.edits.iter().cloned());
+        count += 1;
+    }
+    match apply_edits(text, &edits) {
+        Ok(t) => (t, count),
+        Err(_) => (text.to_string(), 0),
+    }
+}
+
+fn position(text: &str, index: &LineIndex, offset: usize) -> (usize, usize) {
+    let (l, c) = index.position(text, offset, ColumnUnit::Char);
+    (l + 1, c + 1)
+}
+
+fn print_text(out: &mut impl Write, reports: &[FileReport], args: &CheckArgs) -> std::io::Result<()> {
+    let mut total = 0;
+    let mut fixable = 0;
+    let mut fixed = 0;
+    for r in reports {
+        let index = LineIndex::new(&r.text);
+        fixed += r.fixed;
+        for d in &r.result.diagnostics {
+            let (line, col) = position(&r.text, &index, d.range.start);
+            let marker = match &d.fix {
+                Some(f) if f.applicability == Applicability::Safe => {
+                    fixable += 1;
+                    "[*] "
+                }
+                Some(f) if f.applicability == Applicability::NeedsReview => "[review] ",
+                _ => "",
+            };
+            writeln!(out, "{}:{}:{}: {} {}{}", r.path.display(), line, col, d.code, marker, d.message)?;
+            total += 1;
+        }
+    }
+    if fixed > 0 {
+        writeln!(out, "Fixed {fixed} {}.", plural(fixed, "error", "errors"))?;
+    }
+    if total == 0 {
+        if fixed == 0 {
+            writeln!(out, "All checks passed!")?;
+        }
+        return Ok(());
+    }
+    writeln!(out, "Found {total} {}.", plural(total, "error", "errors"))?;
+    if fixable > 0 && !args.fix {
+        writeln!(out, "[*] {fixable} fixable with `kernel-lsp check --fix`.")?;
+    }
+    Ok(())
+}
+
+fn plural<'s>(n: usize, one: &'s str, many: &'s str) -> &'s str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+fn print_json(out: &mut impl Write, reports: &[FileReport]) -> std::io::Result<()> {
+    let mut diagnostics = Vec::new();
+    let mut kernels = Vec::new();
+    for r in reports {
+        let index = LineIndex::new(&r.text);
+        let file = r.path.display().to_string();
+        for d in &r.result.diagnostics {
+            let (line, column) = position(&r.text, &index, d.range.start);
+            let (end_line, end_column) = position(&r.text, &index, d.range.end);
+            let fix = d.fix.as_ref().map(|f| {
+                json!({
+                    "title": f.title,
+                    "applicability": f.applicability,
+                    "edits": f.edits.iter().map(|e| {
+                        let (l, c) = position(&r.text, &index, e.range.start);
+                        let (el, ec) = position(&r.text, &index, e.range.end);
+                        json!({"line": l, "column": c, "end_line": el, "end_column": ec, "content": e.new_text})
+                    }).collect::<Vec<_>>(),
+                })
+            });
+            let related: Vec<_> = d
+                .related
+                .iter()
+                .map(|rel| {
+                    let (l, c) = position(&r.text, &index, rel.range.start);
+                    json!({"line": l, "column": c, "message": rel.message})
+                })
+                .collect();
+            diagnostics.push(json!({
+                "file": file, "code": d.code, "name": d.name, "severity": d.severity,
+                "line": line, "column": column, "end_line": end_line, "end_column": end_column,
+                "message": d.message, "fix": fix, "related": related,
+            }));
+        }
+        for k in &r.result.kernels {
+            let (line, column) = position(&r.text, &index, k.range.start);
+            kernels.push(json!({
+                "file": file, "name": k.name, "line": line, "column": column,
+                "persistent": k.persistent, "has_time_loop": k.has_time_loop,
+                "launch_sites": k.launch_sites, "launches_per_forward": k.launches_per_forward,
+            }));
+        }
+    }
+    let doc = json!({"diagnostics": diagnostics, "kernels": kernels});
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}
+
+pub fn rules_cmd(code: Option<String>, format: Format) -> i32 {
+    match code {
+        Some(code) => match rules::by_code(&code) {
+            Some(rule) => {
+                println!("{}", rule.doc.trim_end());
+                0
+            }
+            None => {
+                eprintln!("error: no rule `{code}`; `kernel-lsp rules` lists them");
+                2
+            }
+        },
+        None => {
+            if format == Format::Json {
+                let list: Vec<_> = RULES
+                    .iter()
+                    .map(|r| json!({"code": r.code, "name": r.name, "severity": r.severity, "summary": r.summary}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+            } else {
+                for r in RULES {
+                    println!("{}  {:<32} {:<8} {}", r.code, r.name, r.severity.as_str(), r.summary);
+                }
+            }
+            0
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! KL004 arange-non-constexpr.
+
+use tree_sitter::Node;
+
+use crate::analysis::model::{collect_identifiers, parse_int, range_of, FileModel, Kernel};
+use crate::config::Settings;
+use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
+use crate::text::TextRange;
+
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL004",
+    name: "arange-non-constexpr",
+    severity: Severity::Error,
+    summary: "`tl.arange` bounds that are not constexpr, or not a power of two",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL004 arange-non-constexpr
+
+## What it does
+Checks the bounds of every `tl.arange(start, end)`: each must be a literal
+or a `tl.constexpr` parameter (directly or through an alias such as
+`H = HIDDEN`), and `end - start` must be a power of two, also for the values
+passed at launch sites and as defaults.
+
+## Why is this bad?
+Triton needs the shape of every block at compile time. A runtime bound fails
+to compile with `arange's arguments must be of type tl.constexpr`, reported
+as `CompilationError: at 37:13:` relative to the kernel's `def`. A length that
+is not a power of two fails with `arange's range must be a power of 2`.
+
+## Example
+```python
+@triton.jit
+def rnn_kernel(h_ptr, HIDDEN_SIZE):
+    H = HIDDEN_SIZE
+    offs = tl.arange(0, H)
+```
+
+## Use instead
+```python
+@triton.jit
+def rnn_kernel(h_ptr, HIDDEN_SIZE, BLOCK_H: tl.constexpr):
+    offs = tl.arange(0, BLOCK_H)          # BLOCK_H = triton.next_power_of_2(HIDDEN_SIZE)
+    mask = offs < HIDDEN_SIZE
+```
+The quick fix annotates the parameter `tl.constexpr` (each distinct value then
+compiles its own kernel); a length that is not a power of two needs a
+padded block and a mask.
+"#;
+
+/// What a bound expression is, as far as the kernel's text tells.
+enum Bound {
+    Const(i64),
+    /// A constexpr parameter (value known only at the launch site).
+    ConstexprParam(String),
+    /// Built from constexprs and literals.
+    ConstexprExpr,
+    /// Comes from a runtime (non-constexpr) parameter.
+    Runtime(String),
+    Unknown,
+}
+
+fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
+    if depth > 8 {
+        return Bound::Unknown;
+    }
+    let text = model.text(node).trim();
+    match node.kind() {
+        "integer" => parse_int(text).map(Bound::Const).unwrap_or(Bound::Unknown),
+        "parenthesized_expression" => node.named_child(0).map(|n| classify(k, model, n, depth + 1)).unwrap_or(Bound::Unknown),
+        "identifier" => {
+            if let Some(p) = k.param(text) {
+                return if p.constexpr { Bound::ConstexprParam(p.name.clone()) } else { Bound::Runtime(p.name.clone()) };
+            }
+            let assigns: Vec<_> = k.assigns.iter().filter(|a| a.target == text).collect();
+            match assigns.as_slice() {
+                [one] if !one.augmented => classify(k, model, one.value, depth + 1),
+                _ => Bound::Unknown,
+            }
+        }
+        "binary_operator" => {
+            let parts: Vec<Bound> = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+                .into_iter()
+                .flatten()
+                .map(|n| classify(k, model, n, depth + 1))
+                .collect();
+            if let Some(Bound::Runtime(p)) = parts.iter().find(|b| matches!(b, Bound::Runtime(_))) {
+                return Bound::Runtime(p.clone());
+            }
+            if parts.iter().all(|b| matches!(b, Bound::Const(_))) {
+                // Only the operators Triton folds for us.
+                let vals: Vec<i64> = parts.iter().filter_map(|b| if let Bound::Const(v) = b { Some(*v) } else { None }).collect();
+                let op = node.child_by_field_name("operator").map(|o| model.text(o)).unwrap_or("");
+                let v = match (op, vals.as_slice()) {
+                    ("+", [a, b]) => a.checked_add(*b),
+                    ("-", [a, b]) => a.checked_sub(*b),
+                    ("*", [a, b]) => a.checked_mul(*b),
+                    ("//", [a, b]) if *b != 0 => Some(a / b),
+                    _ => None,
+                };
+                return v.map(Bound::Const).unwrap_or(Bound::ConstexprExpr);
+            }
+            if parts.iter().all(|b| matches!(b, Bound::Const(_) | Bound::ConstexprParam(_) | Bound::ConstexprExpr)) {
+                return Bound::ConstexprExpr;
+            }
+            Bound::Unknown
+        }
+        _ => {
+            let mut ids = Vec::new();
+            collect_identifiers(node, model.src, &mut ids);
+            match ids.iter().find(|i| k.param(i).is_some_and(|p| !p.constexpr)) {
+                Some(p) => Bound::Runtime(p.clone()),
+                None => Bound::Unknown,
+            }
+        }
+    }
+}
+
+fn is_pow2(v: i64) -> bool {
+    v > 0 && (v & (v - 1)) == 0
+}
+
+/// Annotate parameter `name` of kernel `k` as `tl.constexpr`.
+fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
+    let p = k.param(name)?;
+    let tl = model.tl_aliases.first().map(String::as_str).unwrap_or("tl");
+    let edit = match p.node.kind() {
+        "identifier" => Edit { range: TextRange::new(p.range.end, p.range.end), new_text: format!(": {tl}.constexpr") },
+        // `n=4` becomes `n: tl.constexpr = 4` (PEP 8 spacing once annotated).
+        "default_parameter" => {
+            let value = p.node.child_by_field_name("value")?;
+            Edit { range: TextRange::new(p.range.end, value.start_byte()), new_text: format!(": {tl}.constexpr = ") }
+        }
+        "typed_parameter" | "typed_default_parameter" => {
+            let ty = p.node.child_by_field_name("type")?;
+            Edit { range: range_of(ty), new_text: format!("{tl}.constexpr") }
+        }
+        _ => return None,
+    };
+    let edits = vec![edit];
+    Some(Fix {
+        title: format!("Make `{name}` a `{tl}.constexpr` parameter"),
+        applicability: Applicability::NeedsReview,
+        edits,
+    })
+}
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    for k in &model.kernels {
+        let mut constexpr_bounds: Vec<(String, Node)> = Vec::new();
+        for call in k.tl_calls("arange") {
+            let start = call.arg(0, "start");
+            let end = call.arg(1, "end");
+            let (Some(start), Some(end)) = (start, end) else { continue };
+            let sb = classify(k, model, start, 0);
+            let eb = classify(k, model, end, 0);
+            let mut runtime = None;
+            for (node, b) in [(start, &sb), (end, &eb)] {
+                if let Bound::Runtime(p) = b {
+                    runtime = Some((node, p.clone()));
+                    break;
+                }
+            }
+            if let Some((node, param)) = runtime {
+                let text = model.text(node).trim();
+                let via = if text == param { String::new() } else { format!(" (it comes from the runtime parameter `{param}`)") };
+                let message = format!(
+                    "`tl.arange` bound `{text}` is not a `tl.constexpr`{via}: compilation fails with \"arange's arguments must be of type tl.constexpr\". Annotate `{param}: tl.constexpr`, or use a constexpr block size with a mask"
+                );
+                out.push(RULE.diagnostic(range_of(node), message).with_fix(constexpr_fix(model, k, &param)));
+                continue;
+            }
+            match (&sb, &eb) {
+                (Bound::Const(s), Bound::Const(e)) if !is_pow2(e - s) => {
+                    let message = format!(
+                        "`tl.arange({s}, {e})` has length {}, not a power of two: compilation fails with \"arange's range must be a power of 2\". Use {} and a mask",
+                        e - s,
+                        ((e - s).max(1) as u64).next_power_of_two()
+                    );
+                    out.push(RULE.diagnostic(range_of(call.node), message));
+                }
+                (Bound::Const(0), Bound::ConstexprParam(p)) => constexpr_bounds.push((p.clone(), call.node)),
+                _ => {}
+            }
+        }
+        // Constexpr bounds: the values given at launch sites and as defaults.
+        for (param, arange) in constexpr_bounds {
+            if let Some(default) = k.param(&param).and_then(|p| p.default) {
+                if let Some(v) = parse_int(model.text(default).trim()).filter(|v| !is_pow2(*v)) {
+                    out.push(RULE.diagnostic(range_of(default), not_pow2_message(&param, v)).with_related(range_of(arange), "used as an arange bound here"));
+                }
+            }
+            for launch in model.launches.iter().filter(|l| l.kernel == k.name) {
+                let Some(value) = launch.kwarg(&param) else { continue };
+                if let Some(v) = model.eval_int(launch.host_fn, value, 0).filter(|v| !is_pow2(*v)) {
+                    out.push(RULE.diagnostic(range_of(value), not_pow2_message(&param, v)).with_related(range_of(arange), "used as an arange bound here"));
+                }
+            }
+        }
+    }
+}
+
+fn not_pow2_message(param: &str, v: i64) -> String {
+    format!(
+        "`{param}={v}` is used as a `tl.arange` bound but is not a power of two: compilation fails with \"arange's range must be a power of 2\". Use `triton.next_power_of_2(...)` ({}) and mask the extra lanes",
+        (v.max(1) as u64).next_power_of_two()
+    )
+}

@@ -1,0 +1,271 @@
+//! KL006 shared-memory-over-limit.
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use crate::analysis::model::{call_arguments, parse_int, range_of, FileModel, Kernel};
+use crate::config::{GpuSpec, Settings};
+use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
+use crate::text::TextRange;
+
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL006",
+    name: "shared-memory-over-limit",
+    severity: Severity::Error,
+    summary: "A launch config's estimated shared memory exceeds the target GPU",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL006 shared-memory-over-limit
+
+## What it does
+For kernels with a `tl.dot` pipeline, estimates the shared memory each
+launch configuration needs (literal launch keywords, `triton.Config`
+entries of `@triton.autotune`, constexpr defaults) and compares it with the
+per-block limit of the target GPU (`target-gpu`, default `h100`):
+
+    stages × (BLOCK_M × BLOCK_K + BLOCK_K × BLOCK_N) × element bytes
+
+The block dimensions are read off the `tl.dot` operands (the constexpr
+sizes of the first operand's rows, the shared K, the second's columns), the
+element size off the kernel (2 bytes when it works in fp16/bf16, else 4).
+
+## Why is this bad?
+A config over the limit does not launch: `OutOfResources: out of resource:
+shared memory, Required: 102400, Hardware limit: 101376. Reducing block
+sizes or num_stages may help.` In the runs this rule comes from it was 1%
+over, the one repair attempt did not shrink the blocks, and the candidate was
+lost. Limits per block (opt-in): H100/H200 232,448 B, A100 166,912 B,
+L4 / RTX 30xx / 40xx 101,376 B, Turing 65,536 B.
+
+## Example
+```python
+matmul_kernel[grid](a, b, c, M, N, K, BLOCK_M=256, BLOCK_N=256, BLOCK_K=128, num_stages=4)
+```
+
+## Use instead
+```python
+matmul_kernel[grid](a, b, c, M, N, K, BLOCK_M=256, BLOCK_N=256, BLOCK_K=32, num_stages=3)
+```
+The quick fix lowers `num_stages` first (it keeps the tile), then `BLOCK_K`,
+then the larger of `BLOCK_M`/`BLOCK_N`, keeping powers of two and `tl.dot`'s
+minimum of 16, until the estimate fits.
+"#;
+
+/// Triton's default `num_stages` on NVIDIA GPUs.
+pub const DEFAULT_STAGES: i64 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tile {
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+    pub stages: i64,
+}
+
+/// Estimated shared memory, in bytes, of a `tl.dot` pipeline.
+pub fn estimate(tile: Tile, elem_bytes: i64) -> i64 {
+    tile.stages.max(1) * (tile.m * tile.k + tile.k * tile.n) * elem_bytes
+}
+
+/// The tile that fits `limit`, reached by the smallest cuts that keep the most
+/// work per program; `None` when even the smallest tile does not fit.
+pub fn shrink_to_fit(mut tile: Tile, elem_bytes: i64, limit: i64) -> Option<Tile> {
+    while estimate(tile, elem_bytes) > limit {
+        if tile.stages > 2 {
+            tile.stages -= 1;
+        } else if tile.k > 16 {
+            tile.k /= 2;
+        } else if tile.m.max(tile.n) > 16 {
+            if tile.m >= tile.n {
+                tile.m /= 2;
+            } else {
+                tile.n /= 2;
+            }
+        } else if tile.stages > 1 {
+            tile.stages -= 1;
+        } else {
+            return None;
+        }
+    }
+    Some(tile)
+}
+
+/// Names of the constexpr parameters that size the first `tl.dot`: (M, N, K).
+pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String)> {
+    let src = model.src;
+    let dot = k.tl_calls("dot").next()?;
+    let (a, b) = (dot.arg(0, "input")?, dot.arg(1, "other")?);
+    let sizes: Vec<String> = k
+        .tl_calls("arange")
+        .filter_map(|c| c.arg(1, "end"))
+        .map(|e| model.text(e).trim().to_string())
+        .filter(|t| k.is_constexpr(t))
+        .collect();
+    let in_sizes = |n: Node| -> Vec<String> {
+        let deps = k.deps(n, src);
+        let mut v: Vec<String> = sizes.iter().filter(|s| deps.contains(s.as_str())).cloned().collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let (da, db) = (in_sizes(a), in_sizes(b));
+    let shared: Vec<&String> = da.iter().filter(|x| db.contains(x)).collect();
+    let only_a: Vec<&String> = da.iter().filter(|x| !db.contains(x)).collect();
+    let only_b: Vec<&String> = db.iter().filter(|x| !da.contains(x)).collect();
+    if let ([kk], [m], [n]) = (shared.as_slice(), only_a.as_slice(), only_b.as_slice()) {
+        return Some(((*m).clone(), (*n).clone(), (*kk).clone()));
+    }
+    // Fall back on the usual names.
+    let find = |suffix: &str| {
+        k.params.iter().find(|p| p.constexpr && (p.name.ends_with(&format!("_{suffix}")) || p.name == format!("BLOCK{suffix}"))).map(|p| p.name.clone())
+    };
+    Some((find("M")?, find("N")?, find("K")?))
+}
+
+fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
+    let text = model.text(k.node);
+    if text.contains("float8") {
+        1
+    } else if text.contains("float16") || text.contains("bfloat16") || text.contains("fp16") {
+        2
+    } else {
+        4
+    }
+}
+
+/// One place a configuration is written, with the nodes holding each value.
+struct Config<'a> {
+    label: String,
+    at: TextRange,
+    values: HashMap<String, (i64, Option<Node<'a>>)>,
+}
+
+fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Config<'a>> {
+    let mut out = Vec::new();
+    let defaults: HashMap<String, (i64, Option<Node<'a>>)> = k
+        .params
+        .iter()
+        .filter_map(|p| Some((p.name.clone(), (parse_int(model.text(p.default?).trim())?, p.default))))
+        .collect();
+    for d in &k.decorators {
+        if d.kind() != "call" || !model.text(d.child_by_field_name("function").unwrap_or(*d)).ends_with("autotune") {
+            continue;
+        }
+        let (_, kwargs) = call_arguments(*d, model.src);
+        let Some((_, list)) = kwargs.iter().find(|(n, _)| n == "configs") else { continue };
+        let list = resolve_module_list(model, *list);
+        let mut c = list.walk();
+        for entry in list.named_children(&mut c).filter(|e| e.kind() == "call") {
+            let (args, kw) = call_arguments(entry, model.src);
+            let mut values = defaults.clone();
+            if let Some(dict) = args.first().filter(|d| d.kind() == "dictionary") {
+                let mut dc = dict.walk();
+                for pair in dict.named_children(&mut dc).filter(|p| p.kind() == "pair") {
+                    let (Some(key), Some(val)) = (pair.child_by_field_name("key"), pair.child_by_field_name("value")) else { continue };
+                    let key = model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string();
+                    if let Some(v) = parse_int(model.text(val).trim()) {
+                        values.insert(key, (v, Some(val)));
+                    }
+                }
+            }
+            for (name, val) in kw {
+                if let Some(v) = parse_int(model.text(val).trim()) {
+                    values.insert(name, (v, Some(val)));
+                }
+            }
+            out.push(Config { label: "this `triton.Config`".to_string(), at: range_of(entry), values });
+        }
+    }
+    let autotuned = !out.is_empty();
+    for launch in model.launches.iter().filter(|l| l.kernel == k.name) {
+        let mut values = defaults.clone();
+        for (name, val) in &launch.kwargs {
+            if let Some(v) = model.eval_int(launch.host_fn, *val, 0) {
+                let literal = model.int_literal_node(launch.host_fn, *val);
+                values.insert(name.clone(), (v, literal));
+            }
+        }
+        if autotuned && !names.iter().any(|n| launch.kwarg(n).is_some()) {
+            continue;
+        }
+        out.push(Config { label: format!("this launch of `{}`", k.name), at: launch.name_range, values });
+    }
+    out
+}
+
+fn resolve_module_list<'a>(model: &FileModel<'a>, node: Node<'a>) -> Node<'a> {
+    if node.kind() == "identifier" {
+        let name = model.text(node);
+        if let Some(a) = model.host_fns[0].assigns.iter().find(|a| a.target == name) {
+            return a.value;
+        }
+    }
+    node
+}
+
+fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
+    let gpu: &GpuSpec = settings.gpu();
+    for k in &model.kernels {
+        let Some((m, n, kd)) = dot_dims(k, model) else { continue };
+        let bytes = elem_bytes(k, model);
+        for cfg in configs(k, model, &[m.as_str(), n.as_str(), kd.as_str()]) {
+            let get = |name: &str| cfg.values.get(name).map(|v| v.0);
+            let (Some(bm), Some(bn), Some(bk)) = (get(&m), get(&n), get(&kd)) else { continue };
+            let stages = get("num_stages").unwrap_or(DEFAULT_STAGES);
+            let tile = Tile { m: bm, n: bn, k: bk, stages };
+            let need = estimate(tile, bytes);
+            let limit = gpu.smem_per_block as i64;
+            if need <= limit {
+                continue;
+            }
+            let message = format!(
+                "{} needs about {} B of shared memory ({stages} stages × ({m}={bm} × {kd}={bk} + {kd}={bk} × {n}={bn}) × {bytes} B), over the {} limit of {} B per block: the launch fails with OutOfResources",
+                cfg.label,
+                group(need),
+                gpu.name,
+                group(limit)
+            );
+            let fix = shrink_to_fit(tile, bytes, limit).and_then(|t| {
+                let mut edits = Vec::new();
+                let mut changed = Vec::new();
+                for (name, old, new) in [(m.as_str(), bm, t.m), (n.as_str(), bn, t.n), (kd.as_str(), bk, t.k), ("num_stages", stages, t.stages)] {
+                    if old == new {
+                        continue;
+                    }
+                    let node = cfg.values.get(name).and_then(|v| v.1)?;
+                    edits.push(Edit { range: range_of(node), new_text: new.to_string() });
+                    changed.push(format!("{name}={new}"));
+                }
+                let only_stages = t.m == bm && t.n == bn && t.k == bk;
+                Some(Fix {
+                    title: format!("Shrink to {} (about {} B)", changed.join(", "), group(estimate(t, bytes))),
+                    applicability: if only_stages { Applicability::Safe } else { Applicability::NeedsReview },
+                    edits,
+                })
+            });
+            out.push(RULE.diagnostic(cfg.at, message).with_fix(fix).with_related(k.name_range, format!("kernel `{}`", k.name)));
+        }
+    }
+}
+
+/// 232448 -> "232,448".
+pub fn group(v: i64) -> String {
+    let s = v.abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if v < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}

@@ -1,0 +1,73 @@
+//! KL007 tensor-indexed-by-tensor.
+
+use crate::analysis::model::{collect_identifiers, range_of, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL007",
+    name: "tensor-indexed-by-tensor",
+    severity: Severity::Error,
+    summary: "A Triton tensor subscripted by an index tensor",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL007 tensor-indexed-by-tensor
+
+## What it does
+Finds subscripts inside a kernel whose index is a value rather than `None`,
+`:` or `...`: `vals[idx]`, `row[offs]`, `ptr[i]`.
+
+## Why is this bad?
+Triton tensors live in registers spread over threads; they cannot be
+gathered by an index vector. Compilation fails with `unsupported tensor
+index: int32[constexpr[64]]`. Only `None` (new axis), `:` and `...` are
+allowed in a subscript.
+
+## Example
+```python
+vals = tl.load(table_ptr + tl.arange(0, BLOCK))
+out = vals[idx]
+```
+
+## Use instead
+Address memory with pointer arithmetic and load what you need:
+```python
+out = tl.load(table_ptr + idx, mask=idx < n)
+```
+"#;
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    for k in &model.kernels {
+        for (sub, _) in &k.subscripts {
+            let Some(value) = sub.child_by_field_name("value") else { continue };
+            if value.kind() != "identifier" {
+                continue;
+            }
+            let name = model.text(value);
+            let is_tensor = k.param(name).is_some_and(|p| !p.constexpr) || k.assigns.iter().any(|a| a.target == name);
+            if !is_tensor {
+                continue;
+            }
+            let mut c = sub.walk();
+            let offending = sub.children_by_field_name("subscript", &mut c).find(|idx| {
+                if matches!(idx.kind(), "none" | "slice" | "ellipsis" | "integer") {
+                    return false;
+                }
+                let mut ids = Vec::new();
+                collect_identifiers(*idx, model.src, &mut ids);
+                ids.iter().any(|i| i != "None" && !k.is_constexpr(i))
+            });
+            let Some(idx) = offending else { continue };
+            let message = format!(
+                "`{name}` is a Triton tensor indexed by the tensor `{}`: compilation fails with \"unsupported tensor index\". Load through pointer arithmetic instead: `tl.load(ptr + {})`",
+                model.text(idx).trim(),
+                model.text(idx).trim()
+            );
+            out.push(RULE.diagnostic(range_of(*sub), message));
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! KL009 input-projection-in-time-loop.
+
+use std::collections::HashSet;
+
+use crate::analysis::model::{range_of, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL009",
+    name: "input-projection-in-time-loop",
+    severity: Severity::Warning,
+    summary: "The input-side GEMM is recomputed every step inside the persistent loop",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL009 input-projection-in-time-loop
+
+## What it does
+Inside a kernel's time loop, finds a `tl.dot` (or a `tl.sum` of products)
+whose operand is loaded from an input indexed by the time step, from a
+buffer the loop does not write: the input projection `x_t @ W_ih`, computed
+step by step.
+
+## Why is this bad?
+The input projection does not depend on the hidden state: for all steps it
+is one large GEMM, `(seq_len × batch, input) @ W_ih`, which runs at full
+tensor-core speed before the recurrence starts. Computed inside the loop it
+becomes `seq_len` tiny products on the critical path, and `W_ih` is re-read
+every step. The fast GRU kernels of the runs this rule comes from all
+precomputed it.
+
+## Example
+```python
+for t in range(seq_len):
+    x_t = tl.load(x_ptr + t * stride_t + ...)
+    gx = tl.dot(x_t, w_ih)            # input projection, every step
+    gh = tl.dot(h, w_hh)
+```
+
+## Use instead
+```python
+# host: one GEMM for every step
+gates_x = torch.addmm(b_ih, x.reshape(seq_len * batch, input_size), w_ih.t())
+# kernel: only the recurrent product per step
+for t in range(seq_len):
+    gx = tl.load(gx_ptr + t * stride_t + ...)
+    gh = tl.dot(h, w_hh)
+```
+"#;
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    let src = model.src;
+    for k in &model.kernels {
+        for t in k.time_loops(model) {
+            let Some(var) = k.loops[t].var.clone() else { continue };
+            let stored: HashSet<String> = k
+                .calls_in_loop(t)
+                .filter(|c| c.is_tl("store"))
+                .filter_map(|c| c.arg(0, "pointer").and_then(|p| k.pointer_base(p, src)))
+                .collect();
+            // Buffers read at the current step that the loop does not write: inputs.
+            let inputs: HashSet<String> = k
+                .calls_in_loop(t)
+                .filter(|c| c.is_tl("load"))
+                .filter_map(|c| c.arg(0, "pointer"))
+                .filter(|p| k.deps(*p, src).contains(var.as_str()))
+                .filter_map(|p| k.pointer_base(p, src))
+                .filter(|b| !stored.contains(b))
+                .collect();
+            if inputs.is_empty() {
+                continue;
+            }
+            for call in k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum")) {
+                let operands: Vec<_> = if call.is_tl("dot") {
+                    [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten().collect()
+                } else {
+                    call.arg(0, "input").filter(|a| model.text(*a).contains('*')).into_iter().collect()
+                };
+                let hit = operands.iter().find_map(|o| {
+                    let deps = k.deps(*o, src);
+                    inputs.iter().find(|b| deps.contains(b.as_str())).cloned()
+                });
+                let Some(input) = hit else { continue };
+                let message = format!(
+                    "input projection inside the time loop of `{}`: this product reads `{input}` at step `{var}` and is recomputed every step. Compute it for all steps as one GEMM before the kernel and load the precomputed gates here",
+                    k.name
+                );
+                out.push(RULE.diagnostic(range_of(call.node), message).with_related(k.loops[t].header_range, "the time loop"));
+                break;
+            }
+        }
+    }
+}
