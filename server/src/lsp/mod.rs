@@ -1,7 +1,76 @@
-//! The language server (tower-lsp-server) — being written.
+//! The language server: `kernel-lsp serve` speaks LSP on stdin/stdout
+//! (tower-lsp-server on a tokio runtime).
+//!
+//! - `server`: the `LanguageServer` handlers; which ones mutate state and run
+//!   in order, which ones read, and where slow work goes.
+//! - `state`: open documents, settings, client capabilities, benchmark results.
+//! - `document`: a document's rope, tree-sitter tree and last analysis; the
+//!   incremental edit path.
+//! - `convert`: byte ranges <-> LSP positions in the negotiated encoding; our
+//!   diagnostics -> LSP diagnostics with their fix in `data`.
+//! - `actions`, `lens`, `hover`, `history`, `bench_view`, `settings`: one
+//!   feature each.
+//!
+//! Logs go to stderr through `tracing` (`KERNEL_LSP_LOG` sets the filter):
+//! stdout is the protocol.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tower_lsp_server::{LspService, Server as Transport};
+
+mod actions;
+mod bench_view;
+mod convert;
+mod document;
+mod history;
+mod hover;
+mod lens;
+mod server;
+mod settings;
+mod state;
+
+pub use bench_view::BENCH_CODES;
+pub use server::{Server, COMMANDS};
+
+/// Set by `shutdown`; `exit` without it ends the process with code 1, as the protocol asks.
+static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// Serves LSP on stdin/stdout until `exit`; returns the process exit code.
 pub fn serve_stdio() -> i32 {
-    eprintln!("kernel-lsp serve: not built yet");
-    2
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kernel_lsp=info,warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("kernel-lsp serve: cannot start the async runtime: {e}");
+            return 2;
+        }
+    };
+    runtime.block_on(async {
+        let (service, socket) = LspService::build(Server::new)
+            .custom_method(
+                "window/workDoneProgress/cancel",
+                Server::work_done_progress_cancel,
+            )
+            .finish();
+        Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+            .serve(service)
+            .await;
+    });
+    // Benchmark tasks still running would otherwise keep the runtime (and their harness) alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    if SHUTDOWN_REQUESTED.load(Ordering::SeqCst) {
+        0
+    } else {
+        1
+    }
 }

@@ -1,0 +1,220 @@
+//! Code actions: a diagnostic's own fix (read from `Diagnostic.data`, no
+//! analysis), "Explain KLxxx", the per-line suppression comment, and
+//! `source.fixAll.kernel-lsp` (safe fixes only).
+
+use std::collections::HashMap;
+
+use tower_lsp_server::ls_types::{
+    self as lsp, CodeAction, CodeActionKind, CodeActionOrCommand, Command, TextEdit, Uri,
+    WorkspaceEdit,
+};
+
+use crate::diagnostic::{Applicability, Edit};
+use crate::text::TextRange;
+
+use super::convert::{self, Encoding, FixData};
+use super::document::Document;
+
+pub const FIX_ALL_KIND: &str = "source.fixAll.kernel-lsp";
+pub const EXPLAIN_KIND: &str = "quickfix.kernel-lsp.explain";
+pub const SUPPRESS_KIND: &str = "quickfix.kernel-lsp.suppress";
+
+pub fn edit(uri: &Uri, edits: Vec<TextEdit>) -> WorkspaceEdit {
+    WorkspaceEdit {
+        changes: Some(HashMap::from([(uri.clone(), edits)])),
+        ..Default::default()
+    }
+}
+
+/// Whether the client asked for actions of `kind` (no `only` means all).
+fn wanted(only: Option<&[CodeActionKind]>, kind: &str) -> bool {
+    match only {
+        None => true,
+        Some(kinds) => kinds
+            .iter()
+            .any(|k| kind == k.as_str() || kind.starts_with(&format!("{}.", k.as_str()))),
+    }
+}
+
+pub fn code_actions(
+    uri: &Uri,
+    doc: &Document,
+    params: &lsp::CodeActionParams,
+    encoding: Encoding,
+) -> Vec<CodeActionOrCommand> {
+    let only = params.context.only.as_deref();
+    let mut out = Vec::new();
+    let mut explained = Vec::new();
+    for d in &params.context.diagnostics {
+        let Some(code) = convert::code_of(d) else {
+            continue;
+        };
+        if wanted(only, "quickfix") {
+            if let Some(fix) = convert::fix_of(d).or_else(|| stored_fix(doc, d, encoding)) {
+                out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                    title: fix.title.clone(),
+                    kind: Some(CodeActionKind::QUICKFIX),
+                    diagnostics: Some(vec![d.clone()]),
+                    edit: Some(edit(uri, fix.edits.clone())),
+                    is_preferred: Some(fix.applicability == Applicability::Safe),
+                    ..Default::default()
+                }));
+            }
+        }
+        if wanted(only, SUPPRESS_KIND) {
+            if let Some(e) = suppression_edit(doc, d.range.start.line as usize, code, encoding) {
+                out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                    title: format!("Ignore {code} on this line"),
+                    kind: Some(CodeActionKind::from(SUPPRESS_KIND)),
+                    diagnostics: Some(vec![d.clone()]),
+                    edit: Some(edit(uri, vec![e])),
+                    ..Default::default()
+                }));
+            }
+        }
+        if wanted(only, EXPLAIN_KIND) && !explained.contains(&code) {
+            explained.push(code);
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: format!("Explain {code}"),
+                kind: Some(CodeActionKind::from(EXPLAIN_KIND)),
+                command: Some(Command {
+                    title: format!("Explain {code}"),
+                    command: "kernel-lsp.explain".to_string(),
+                    arguments: Some(vec![serde_json::Value::String(code.to_string())]),
+                }),
+                ..Default::default()
+            }));
+        }
+    }
+    // Source actions are offered only when asked for, as editors run them on save.
+    if only.is_some() && wanted(only, FIX_ALL_KIND) {
+        let edits = fix_all(doc, encoding);
+        if !edits.is_empty() {
+            out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                title: "Fix all safe kernel-lsp issues".to_string(),
+                kind: Some(CodeActionKind::from(FIX_ALL_KIND)),
+                edit: Some(edit(uri, edits)),
+                ..Default::default()
+            }));
+        }
+    }
+    out
+}
+
+/// The fix of a diagnostic the client sent back without its `data`: looked up
+/// among the document's current diagnostics by code and range.
+fn stored_fix(doc: &Document, d: &lsp::Diagnostic, encoding: Encoding) -> Option<FixData> {
+    let code = convert::code_of(d)?;
+    let ours = doc
+        .result
+        .diagnostics
+        .iter()
+        .find(|x| x.code == code && doc.range(x.range, encoding) == d.range)?;
+    let fix = ours.fix.as_ref()?;
+    Some(FixData {
+        title: fix.title.clone(),
+        applicability: fix.applicability,
+        edits: lsp_edits(doc, &fix.edits, encoding),
+    })
+}
+
+fn lsp_edits(doc: &Document, edits: &[Edit], encoding: Encoding) -> Vec<TextEdit> {
+    edits
+        .iter()
+        .map(|e| TextEdit {
+            range: doc.range(e.range, encoding),
+            new_text: e.new_text.clone(),
+        })
+        .collect()
+}
+
+/// The safe fixes of the document's diagnostics, without overlaps (the first wins).
+pub fn fix_all(doc: &Document, encoding: Encoding) -> Vec<TextEdit> {
+    let mut taken: Vec<TextRange> = Vec::new();
+    let mut edits = Vec::new();
+    for d in &doc.result.diagnostics {
+        let Some(fix) = d
+            .fix
+            .as_ref()
+            .filter(|f| f.applicability == Applicability::Safe)
+        else {
+            continue;
+        };
+        let overlaps = fix.edits.iter().any(|e| {
+            taken
+                .iter()
+                .any(|t| e.range.start < t.end && t.start < e.range.end || e.range == *t)
+        });
+        if overlaps {
+            continue;
+        }
+        taken.extend(fix.edits.iter().map(|e| e.range));
+        edits.extend(lsp_edits(doc, &fix.edits, encoding));
+    }
+    edits
+}
+
+/// Inserts `# kernel-lsp: ignore[CODE]` at the end of `line`, or adds CODE to
+/// the list of an existing one. None when the line already ignores it.
+pub fn suppression_edit(
+    doc: &Document,
+    line: usize,
+    code: &str,
+    encoding: Encoding,
+) -> Option<TextEdit> {
+    let text = doc.line_text(line);
+    let line_start = doc.line_index().line_start(line);
+    const MARK: &str = "# kernel-lsp: ignore";
+    if let Some(at) = text.find(MARK) {
+        let after = &text[at + MARK.len()..];
+        let Some(list) = after.strip_prefix('[') else {
+            return None; // a bare `ignore` already covers every code
+        };
+        let close = list.find(']')?;
+        if list[..close].split(',').any(|c| c.trim() == code) {
+            return None;
+        }
+        let insert_at = line_start + at + MARK.len() + 1 + close;
+        let range = doc.range(TextRange::new(insert_at, insert_at), encoding);
+        return Some(TextEdit {
+            range,
+            new_text: format!(", {code}"),
+        });
+    }
+    let end = line_start + text.trim_end().len();
+    let range = doc.range(TextRange::new(end, end), encoding);
+    Some(TextEdit {
+        range,
+        new_text: format!("  {MARK}[{code}]"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use std::sync::Arc;
+
+    fn apply(doc: &Document, e: &TextEdit) -> String {
+        let start = doc.offset(e.range.start, Encoding::Utf16);
+        let end = doc.offset(e.range.end, Encoding::Utf16);
+        let mut t = doc.text().to_string();
+        t.replace_range(start..end, &e.new_text);
+        t
+    }
+
+    #[test]
+    fn suppression_comment_is_added_or_extended() {
+        let doc = Document::new(
+            "y = tl.tanh(x)  \nz = 1  # kernel-lsp: ignore[KL004]\nw = 2  # kernel-lsp: ignore\n",
+            0,
+            Arc::new(Settings::default()),
+        );
+        let e = suppression_edit(&doc, 0, "KL005", Encoding::Utf16).unwrap();
+        assert!(apply(&doc, &e).starts_with("y = tl.tanh(x)  # kernel-lsp: ignore[KL005]  \n"));
+        let e = suppression_edit(&doc, 1, "KL005", Encoding::Utf16).unwrap();
+        assert!(apply(&doc, &e).contains("z = 1  # kernel-lsp: ignore[KL004, KL005]\n"));
+        assert_eq!(suppression_edit(&doc, 1, "KL004", Encoding::Utf16), None);
+        assert_eq!(suppression_edit(&doc, 2, "KL001", Encoding::Utf16), None);
+    }
+}

@@ -1,0 +1,258 @@
+//! How a benchmark result shows in the editor: the code-lens title on
+//! `ModelNew`, per-kernel inlay hints, and the harness's located error as a
+//! `KL9xx` diagnostic. The table of `KL9xx` codes lives here, in one place.
+
+use crate::bench::{BenchErrorInfo, BenchResult, KernelStats};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::{LineIndex, TextRange};
+
+/// A result from running the kernel: harness error kind -> code, name, severity, doc.
+pub struct BenchCode {
+    pub kind: &'static str,
+    pub code: &'static str,
+    pub name: &'static str,
+    pub severity: Severity,
+    pub doc: &'static str,
+}
+
+pub static BENCH_CODES: &[BenchCode] = &[
+    BenchCode {
+        kind: "compile-error",
+        code: "KL901",
+        name: "compile-error",
+        severity: Severity::Error,
+        doc: "## What it means\nTriton could not compile the kernel. The diagnostic sits on the line the compiler \
+              named (Triton reports `at L:C` relative to the kernel's `def`; the harness maps it back to the file).\n\n\
+              ## What to do\nRead the compiler message; common causes are non-constexpr shapes, unsupported \
+              operations, or mismatched block shapes.",
+    },
+    BenchCode {
+        kind: "out-of-resources",
+        code: "KL902",
+        name: "out-of-resources",
+        severity: Severity::Error,
+        doc: "## What it means\nThe compiled kernel needs more shared memory or registers than the GPU has.\n\n\
+              ## What to do\nShrink `BLOCK_*` sizes or `num_stages`; see KL006 for the static estimate.",
+    },
+    BenchCode {
+        kind: "mismatch",
+        code: "KL903",
+        name: "mismatch",
+        severity: Severity::Error,
+        doc: "## What it means\n`ModelNew` gives results that differ from the reference `Model` beyond the \
+              tolerances (`atol`, `rtol`) on fresh random inputs.\n\n## What to do\nCheck masks, accumulation \
+              dtype, and boundary handling.",
+    },
+    BenchCode {
+        kind: "nondeterministic",
+        code: "KL904",
+        name: "nondeterministic",
+        severity: Severity::Error,
+        doc: "## What it means\nTwo runs on the same input gave different results: usually a race between \
+              programs of the grid (see KL003) or unordered atomics.",
+    },
+    BenchCode {
+        kind: "timeout",
+        code: "KL905",
+        name: "timeout",
+        severity: Severity::Warning,
+        doc: "## What it means\nThe benchmark did not finish within `bench.timeout` seconds and was killed.",
+    },
+    BenchCode {
+        kind: "exception",
+        code: "KL906",
+        name: "exception",
+        severity: Severity::Error,
+        doc: "## What it means\nRunning the model raised a Python exception at this line.",
+    },
+    BenchCode {
+        kind: "no-reference",
+        code: "KL907",
+        name: "no-reference",
+        severity: Severity::Warning,
+        doc: "## What it means\nNo reference model was found: add `# kernel-lsp: reference = PATH`, a `Model` \
+              class in the same file, or `reference` in the settings.",
+    },
+    BenchCode {
+        kind: "missing-dependency",
+        code: "KL908",
+        name: "missing-dependency",
+        severity: Severity::Warning,
+        doc: "## What it means\nThe Python interpreter (`python` setting) lacks torch or triton.",
+    },
+    BenchCode {
+        kind: "harness",
+        code: "KL909",
+        name: "harness-error",
+        severity: Severity::Warning,
+        doc: "## What it means\nThe benchmark harness itself failed; the message says why.",
+    },
+];
+
+pub fn bench_code(kind: &str) -> &'static BenchCode {
+    BENCH_CODES
+        .iter()
+        .find(|c| c.kind == kind)
+        .unwrap_or(&BENCH_CODES[BENCH_CODES.len() - 1])
+}
+
+pub fn bench_code_by_code(code: &str) -> Option<&'static BenchCode> {
+    BENCH_CODES
+        .iter()
+        .find(|c| c.code.eq_ignore_ascii_case(code.trim()))
+}
+
+/// The code-lens title for a finished benchmark.
+pub fn lens_title(r: &BenchResult) -> String {
+    let correct = match r.correct {
+        Some(true) => "correct",
+        Some(false) => "INCORRECT",
+        None => "correctness unknown",
+    };
+    if r.mode == "cpu-interpreter" {
+        return format!("{correct} (CPU interpreter, no timing)");
+    }
+    let mut parts = Vec::new();
+    if let Some(s) = r.speedup {
+        parts.push(format!("{s:.2}x vs PyTorch"));
+    }
+    if let (Some(new), Some(old)) = (r.new_ms, r.ref_ms) {
+        parts.push(format!("{new:.1} ms vs {old:.1} ms"));
+    }
+    parts.push(correct.to_string());
+    if let Some(n) = r.launches_per_forward {
+        parts.push(format!("{n} launch{}", if n == 1 { "" } else { "es" }));
+    }
+    if let Some(e) = &r.error {
+        parts.push(e.kind.clone());
+    }
+    parts.join(" · ")
+}
+
+/// The inlay-hint label for one compiled kernel.
+pub fn kernel_hint(k: &KernelStats) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(r) = k.registers {
+        parts.push(format!("regs {r}"));
+    }
+    if let Some(s) = k.spills {
+        parts.push(format!("spills {s}"));
+    }
+    if let Some(b) = k.shared {
+        parts.push(format!("smem {:.1} KB", b as f64 / 1024.0));
+    }
+    if let Some(w) = k.num_warps {
+        parts.push(format!("warps {w}"));
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
+/// The harness's error as a diagnostic on its line (1-based line/column), when
+/// it concerns this file; without a line, on `fallback`.
+pub fn error_diagnostic(
+    e: &BenchErrorInfo,
+    this_file: &std::path::Path,
+    text: &str,
+    index: &LineIndex,
+    fallback: TextRange,
+) -> Diagnostic {
+    let code = bench_code(&e.kind);
+    let same_file = match &e.file {
+        None => true,
+        Some(f) => {
+            let p = std::path::Path::new(f);
+            p == this_file || this_file.ends_with(p) || p.file_name() == this_file.file_name()
+        }
+    };
+    let range = match e.line.filter(|l| *l >= 1 && same_file) {
+        Some(line) => {
+            let line = (line as usize - 1).min(index.line_count().saturating_sub(1));
+            let start = index.line_start(line);
+            let line_text = text[start.min(text.len())..]
+                .split('\n')
+                .next()
+                .unwrap_or("");
+            let indent = line_text.len() - line_text.trim_start().len();
+            let col = e
+                .column
+                .map(|c| c.saturating_sub(1) as usize)
+                .unwrap_or(indent);
+            let col_byte = index.offset(text, line, col, crate::text::ColumnUnit::Char) - start;
+            let col_byte = col_byte.min(line_text.len());
+            let end = line_text
+                .trim_end()
+                .len()
+                .max(col_byte + 1)
+                .min(line_text.len());
+            TextRange::new(start + col_byte, start + end)
+        }
+        None => fallback,
+    };
+    let location = match (&e.file, e.line) {
+        (Some(f), Some(l)) if !same_file => format!(" (at {f}:{l})"),
+        _ => String::new(),
+    };
+    Diagnostic {
+        code: code.code.to_string(),
+        name: code.name.to_string(),
+        severity: code.severity,
+        range,
+        message: format!("{}{location}", e.message.trim()),
+        related: Vec::new(),
+        fix: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(mode: &str) -> BenchResult {
+        BenchResult {
+            mode: mode.to_string(),
+            correct: Some(true),
+            speedup: Some(1.6187),
+            ref_ms: Some(48.4),
+            new_ms: Some(29.9),
+            launches_per_forward: Some(6),
+            kernels: Vec::new(),
+            device: None,
+            error: None,
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn lens_titles() {
+        assert_eq!(
+            lens_title(&result("gpu")),
+            "1.62x vs PyTorch · 29.9 ms vs 48.4 ms · correct · 6 launches"
+        );
+        assert_eq!(
+            lens_title(&result("cpu-interpreter")),
+            "correct (CPU interpreter, no timing)"
+        );
+    }
+
+    #[test]
+    fn errors_land_on_their_line() {
+        let text = "import triton\n\ndef k():\n    x = tl.foo(1)\n";
+        let index = LineIndex::new(text);
+        let e = BenchErrorInfo {
+            kind: "compile-error".into(),
+            message: "foo is not defined".into(),
+            file: Some("/w/k.py".into()),
+            line: Some(4),
+            column: Some(9),
+        };
+        let d = error_diagnostic(
+            &e,
+            std::path::Path::new("/w/k.py"),
+            text,
+            &index,
+            TextRange::new(0, 1),
+        );
+        assert_eq!(d.code, "KL901");
+        assert_eq!(&text[d.range.start..d.range.end], "tl.foo(1)");
+    }
+}

@@ -1,0 +1,166 @@
+//! Between the analysis's byte ranges and LSP positions in the negotiated
+//! encoding, and from our diagnostics to LSP diagnostics.
+//!
+//! A diagnostic's fix travels in `Diagnostic.data` already converted to LSP
+//! text edits, so a code-action request does no analysis and no conversion
+//! against a text that may have changed since.
+
+use serde::{Deserialize, Serialize};
+use tower_lsp_server::ls_types::{
+    self as lsp, DiagnosticRelatedInformation, Location, NumberOrString, Position,
+    PositionEncodingKind, Range, TextEdit, Uri,
+};
+
+use crate::diagnostic::{Applicability, Diagnostic, Severity};
+use crate::text::{ColumnUnit, LineIndex, TextRange};
+
+pub const SOURCE: &str = "kernel-lsp";
+
+/// The negotiated position encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Utf8,
+    Utf16,
+}
+
+impl Encoding {
+    /// UTF-8 when the client offers it, UTF-16 (the protocol's default) otherwise.
+    pub fn negotiate(offered: Option<&[PositionEncodingKind]>) -> Encoding {
+        match offered {
+            Some(kinds) if kinds.contains(&PositionEncodingKind::UTF8) => Encoding::Utf8,
+            _ => Encoding::Utf16,
+        }
+    }
+
+    pub fn kind(self) -> PositionEncodingKind {
+        match self {
+            Encoding::Utf8 => PositionEncodingKind::UTF8,
+            Encoding::Utf16 => PositionEncodingKind::UTF16,
+        }
+    }
+
+    pub fn unit(self) -> ColumnUnit {
+        match self {
+            Encoding::Utf8 => ColumnUnit::Utf8,
+            Encoding::Utf16 => ColumnUnit::Utf16,
+        }
+    }
+
+    /// How many columns `ch` takes.
+    pub fn width(self, ch: char) -> usize {
+        match self {
+            Encoding::Utf8 => ch.len_utf8(),
+            Encoding::Utf16 => ch.len_utf16(),
+        }
+    }
+}
+
+pub fn position(text: &str, index: &LineIndex, offset: usize, encoding: Encoding) -> Position {
+    let (line, col) = index.position(text, offset, encoding.unit());
+    Position::new(line as u32, col as u32)
+}
+
+pub fn range(text: &str, index: &LineIndex, range: TextRange, encoding: Encoding) -> Range {
+    Range::new(
+        position(text, index, range.start, encoding),
+        position(text, index, range.end, encoding),
+    )
+}
+
+/// What `Diagnostic.data` carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosticData {
+    pub fix: Option<FixData>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixData {
+    pub title: String,
+    pub applicability: Applicability,
+    pub edits: Vec<TextEdit>,
+}
+
+pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
+    match s {
+        Severity::Error => lsp::DiagnosticSeverity::ERROR,
+        Severity::Warning => lsp::DiagnosticSeverity::WARNING,
+        Severity::Info => lsp::DiagnosticSeverity::INFORMATION,
+        Severity::Hint => lsp::DiagnosticSeverity::HINT,
+    }
+}
+
+pub fn diagnostic(
+    uri: &Uri,
+    text: &str,
+    index: &LineIndex,
+    d: &Diagnostic,
+    encoding: Encoding,
+) -> lsp::Diagnostic {
+    let fix = d.fix.as_ref().map(|f| FixData {
+        title: f.title.clone(),
+        applicability: f.applicability,
+        edits: f
+            .edits
+            .iter()
+            .map(|e| TextEdit {
+                range: range(text, index, e.range, encoding),
+                new_text: e.new_text.clone(),
+            })
+            .collect(),
+    });
+    let related = (!d.related.is_empty()).then(|| {
+        d.related
+            .iter()
+            .map(|r| DiagnosticRelatedInformation {
+                location: Location {
+                    uri: uri.clone(),
+                    range: range(text, index, r.range, encoding),
+                },
+                message: r.message.clone(),
+            })
+            .collect()
+    });
+    lsp::Diagnostic {
+        range: range(text, index, d.range, encoding),
+        severity: Some(severity(d.severity)),
+        code: Some(NumberOrString::String(d.code.clone())),
+        code_description: None,
+        source: Some(SOURCE.to_string()),
+        message: format!("{} [{}]", d.message, d.name),
+        related_information: related,
+        tags: None,
+        data: serde_json::to_value(DiagnosticData { fix }).ok(),
+    }
+}
+
+/// The fix a client sent back inside a diagnostic, if it is one of ours.
+pub fn fix_of(d: &lsp::Diagnostic) -> Option<FixData> {
+    if d.source.as_deref() != Some(SOURCE) {
+        return None;
+    }
+    let data: DiagnosticData = serde_json::from_value(d.data.clone()?).ok()?;
+    data.fix
+}
+
+pub fn code_of(d: &lsp::Diagnostic) -> Option<&str> {
+    match &d.code {
+        Some(NumberOrString::String(s)) if d.source.as_deref() == Some(SOURCE) => Some(s),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_is_chosen_only_when_offered() {
+        let both = [PositionEncodingKind::UTF16, PositionEncodingKind::UTF8];
+        assert_eq!(Encoding::negotiate(Some(&both)), Encoding::Utf8);
+        assert_eq!(
+            Encoding::negotiate(Some(&[PositionEncodingKind::UTF32])),
+            Encoding::Utf16
+        );
+        assert_eq!(Encoding::negotiate(None), Encoding::Utf16);
+    }
+}

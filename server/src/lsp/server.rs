@@ -1,0 +1,840 @@
+//! The `LanguageServer` implementation.
+//!
+//! Two kinds of handlers, as in ruff's server: those that change state
+//! (`didOpen`, `didChange`, `didClose`, configuration, workspace folders) take
+//! the state lock before their first `.await` and so apply in the order the
+//! client sent them; those that read (hover, code actions, lenses, pull
+//! diagnostics) take the lock briefly and answer from the document's last
+//! analysis. Slow work (benchmarks) runs as a spawned task that reports
+//! through `$/progress` and stops when cancelled. Diagnostics are pushed by a
+//! single publisher task, in the order documents changed.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer};
+use tracing::{info, warn};
+
+use crate::bench::{self, BenchRequest};
+use crate::text::TextRange;
+
+use super::actions::{self, EXPLAIN_KIND, FIX_ALL_KIND, SUPPRESS_KIND};
+use super::bench_view;
+use super::convert::Encoding;
+use super::document::Document;
+use super::history;
+use super::hover;
+use super::lens;
+use super::state::{file_path, BenchState, ClientCaps, Publish, State};
+
+pub const COMMANDS: &[&str] = &[
+    "kernel-lsp.benchmark",
+    "kernel-lsp.rewrite",
+    "kernel-lsp.history",
+    "kernel-lsp.timeline",
+    "kernel-lsp.explain",
+    "kernel-lsp.fixAll",
+];
+
+pub struct Server {
+    client: Client,
+    state: Arc<Mutex<State>>,
+    publish_tx: mpsc::UnboundedSender<Publish>,
+    next_token: AtomicU64,
+    /// An invalid-settings message from `initialize`, shown once the client can receive it.
+    init_error: Mutex<Option<String>>,
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A panic while holding the lock must not take every later request down with it.
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// LSP's `RequestFailed`: the request was valid but could not be carried out.
+const REQUEST_FAILED: ErrorCode = ErrorCode::ServerError(-32803);
+
+fn invalid_params(message: impl Into<String>) -> Error {
+    Error {
+        code: ErrorCode::InvalidParams,
+        message: message.into().into(),
+        data: None,
+    }
+}
+
+fn arg_uri(args: &[Value], i: usize) -> Result<Uri> {
+    let s = args
+        .get(i)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid_params(format!("argument {i} must be a document URI")))?;
+    Uri::from_str(s).map_err(|e| invalid_params(format!("invalid URI {s:?}: {e}")))
+}
+
+impl Server {
+    pub fn new(client: Client) -> Self {
+        let (publish_tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(publisher(client.clone(), rx));
+        Server {
+            client,
+            state: Arc::new(Mutex::new(State::default())),
+            publish_tx,
+            next_token: AtomicU64::new(1),
+            init_error: Mutex::new(None),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Queues the document's diagnostics for pushing, unless the client pulls them.
+    fn push(&self, st: &State, uri: &Uri) {
+        if st.caps.pull_diagnostics {
+            return;
+        }
+        if let Some(p) = st.publish(uri) {
+            let _ = self.publish_tx.send(p);
+        }
+    }
+
+    /// After diagnostics changed other than through an edit: push them, or ask a pulling client to pull.
+    async fn diagnostics_changed(&self, uris: &[Uri]) {
+        let caps = {
+            let st = self.state();
+            for uri in uris {
+                self.push(&st, uri);
+            }
+            st.caps
+        };
+        if caps.pull_diagnostics && caps.diagnostic_refresh {
+            let _ = self.client.workspace_diagnostic_refresh().await;
+        }
+        self.views_changed(caps).await;
+    }
+
+    async fn views_changed(&self, caps: ClientCaps) {
+        if caps.code_lens_refresh {
+            let _ = self.client.code_lens_refresh().await;
+        }
+        if caps.inlay_hint_refresh {
+            let _ = self.client.inlay_hint_refresh().await;
+        }
+    }
+
+    /// Re-reads every open document's settings and re-analyses it.
+    async fn reload_settings(&self) {
+        let (uris, errors) = {
+            let mut st = self.state();
+            let uris: Vec<Uri> = st.docs.keys().cloned().collect();
+            let mut errors = Vec::new();
+            for uri in &uris {
+                let (settings, error) = st.settings_for(uri);
+                errors.extend(error);
+                if let Some(doc) = st.docs.get_mut(uri) {
+                    if *doc.settings != *settings {
+                        doc.settings = settings;
+                        doc.reanalyze();
+                    }
+                }
+            }
+            errors.sort();
+            errors.dedup();
+            (uris, errors)
+        };
+        for e in errors {
+            self.client
+                .show_message(MessageType::ERROR, format!("kernel-lsp: {e}"))
+                .await;
+        }
+        self.diagnostics_changed(&uris).await;
+    }
+
+    async fn apply_editor_settings(&self, value: &Value) {
+        match super::settings::editor_settings(value) {
+            Ok(v) => {
+                self.state().editor = v;
+                self.reload_settings().await;
+            }
+            Err(e) => {
+                warn!("invalid settings: {e}");
+                self.client
+                    .show_message(
+                        MessageType::ERROR,
+                        format!("kernel-lsp: invalid settings, keeping the previous ones: {e}"),
+                    )
+                    .await;
+            }
+        }
+    }
+
+    pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        let key = token_key(&params.token);
+        if let Some(handle) = self.state().runs.remove(&key) {
+            info!("benchmark {key} cancelled by the client");
+            handle.abort();
+        }
+    }
+
+    async fn benchmark(
+        &self,
+        args: &[Value],
+        token: Option<ProgressToken>,
+    ) -> Result<Option<Value>> {
+        let uri = arg_uri(args, 0)?;
+        let path = file_path(&uri).ok_or_else(|| invalid_params("benchmark needs a file: URI"))?;
+        let (settings, reference, caps) = {
+            let mut st = self.state();
+            let (settings, reference) = match st.docs.get(&uri) {
+                Some(doc) => (doc.settings.clone(), doc.result.reference.clone()),
+                None => (st.settings_for(&uri).0, None),
+            };
+            let caps = st.caps;
+            let entry = st.bench.entry(uri.clone()).or_default();
+            if entry.running {
+                return Err(Error {
+                    code: REQUEST_FAILED,
+                    message: "a benchmark of this file is already running".into(),
+                    data: None,
+                });
+            }
+            entry.running = true;
+            (settings, reference, caps)
+        };
+        let token = match token {
+            Some(t) => Some(t),
+            None if caps.work_done_progress => {
+                let t = NumberOrString::String(format!(
+                    "kernel-lsp/benchmark/{}",
+                    self.next_token.fetch_add(1, Ordering::Relaxed)
+                ));
+                self.client
+                    .create_work_done_progress(t.clone())
+                    .await
+                    .ok()
+                    .map(|_| t)
+            }
+            None => None,
+        };
+        let key = token
+            .as_ref()
+            .map(token_key)
+            .unwrap_or_else(|| format!("untracked/{}", uri.as_str()));
+        let reference = reference.map(|r| {
+            path.parent()
+                .map(|d| d.join(&r))
+                .unwrap_or_else(|| r.into())
+        });
+        let request = BenchRequest {
+            candidate: path.clone(),
+            reference,
+            settings: (*settings).clone(),
+            python: None,
+            overrides: Vec::new(),
+            cpu: args
+                .get(1)
+                .and_then(|o| o.get("cpu"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            timeout: None,
+        };
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<String>();
+        let task = tokio::spawn(bench::run(request, move |m| {
+            let _ = progress_tx.send(m);
+        }));
+        // Dropping this guard (the request was cancelled with `$/cancelRequest`, or
+        // finished) stops the run and marks it no longer running.
+        let guard = RunGuard {
+            state: self.state.clone(),
+            uri: uri.clone(),
+            key: key.clone(),
+            handle: task.abort_handle(),
+        };
+        self.state().runs.insert(key, task.abort_handle());
+        self.views_changed(caps).await;
+
+        let progress = match token {
+            Some(t) => Some(
+                self.client
+                    .progress(t, "Benchmark vs reference")
+                    .with_message(
+                        path.file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                    )
+                    .with_cancel_button()
+                    .begin()
+                    .await,
+            ),
+            None => None,
+        };
+        let mut task = task;
+        let outcome = loop {
+            tokio::select! {
+                Some(message) = progress_rx.recv() => {
+                    if let Some(p) = &progress {
+                        p.report_with_message(message, None).await;
+                    }
+                }
+                joined = &mut task => break joined,
+            }
+        };
+        if let Some(p) = progress {
+            let done = match &outcome {
+                Ok(Ok(r)) => bench_view::lens_title(r),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "cancelled".to_string(),
+            };
+            p.finish_with_message(done).await;
+        }
+        drop(guard);
+        let result = match outcome {
+            Err(_) => {
+                return Err(Error {
+                    code: ErrorCode::RequestCancelled,
+                    message: "benchmark cancelled".into(),
+                    data: None,
+                })
+            }
+            Ok(Err(e)) => {
+                self.client
+                    .show_message(MessageType::ERROR, format!("kernel-lsp benchmark: {e}"))
+                    .await;
+                self.views_changed(caps).await;
+                return Err(Error {
+                    code: REQUEST_FAILED,
+                    message: e.to_string().into(),
+                    data: None,
+                });
+            }
+            Ok(Ok(r)) => r,
+        };
+        {
+            let mut st = self.state();
+            let (diagnostics, version) = match (st.docs.get(&uri), &result.error) {
+                (Some(doc), Some(e)) => {
+                    let fallback = doc
+                        .result
+                        .classes
+                        .iter()
+                        .find(|c| c.name == "ModelNew")
+                        .map(|c| c.range)
+                        .unwrap_or(TextRange::new(0, doc.line_text(0).len()));
+                    let d = bench_view::error_diagnostic(
+                        e,
+                        &path,
+                        doc.text(),
+                        doc.line_index(),
+                        fallback,
+                    );
+                    (vec![d], doc.version)
+                }
+                (Some(doc), None) => (Vec::new(), doc.version),
+                (None, _) => (Vec::new(), 0),
+            };
+            st.bench.insert(
+                uri.clone(),
+                BenchState {
+                    running: false,
+                    result: Some(result.clone()),
+                    version,
+                    diagnostics,
+                },
+            );
+        }
+        self.diagnostics_changed(std::slice::from_ref(&uri)).await;
+        serde_json::to_value(&result)
+            .map(Some)
+            .map_err(|e| Error::internal_error().tap_message(e.to_string()))
+    }
+
+    async fn fix_all_command(&self, args: &[Value]) -> Result<Option<Value>> {
+        let uri = arg_uri(args, 0)?;
+        let (edits, version, caps) = {
+            let st = self.state();
+            let doc = st
+                .docs
+                .get(&uri)
+                .ok_or_else(|| invalid_params(format!("{} is not open", uri.as_str())))?;
+            (actions::fix_all(doc, st.encoding), doc.version, st.caps)
+        };
+        if edits.is_empty() {
+            return Ok(Some(Value::Bool(false)));
+        }
+        if !caps.apply_edit {
+            return Err(Error {
+                code: REQUEST_FAILED,
+                message: "the client cannot apply workspace edits; use the source.fixAll.kernel-lsp code action".into(),
+                data: None,
+            });
+        }
+        let edit = if caps.document_changes {
+            WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
+                    text_document: OptionalVersionedTextDocumentIdentifier {
+                        uri: uri.clone(),
+                        version: Some(version),
+                    },
+                    edits: edits.into_iter().map(OneOf::Left).collect(),
+                }])),
+                ..Default::default()
+            }
+        } else {
+            actions::edit(&uri, edits)
+        };
+        let response = self.client.apply_edit(edit).await?;
+        Ok(Some(Value::Bool(response.applied)))
+    }
+
+    fn history_command(&self, args: &[Value], kind: history::Kind) -> Result<Option<Value>> {
+        let uri = arg_uri(args, 0)?;
+        let path = file_path(&uri).ok_or_else(|| invalid_params("history needs a file: URI"))?;
+        let root = self
+            .state()
+            .root_for(&path)
+            .ok_or_else(|| invalid_params("no workspace root for this file"))?;
+        Ok(Some(Value::String(history::table(
+            &root,
+            Some(&path),
+            kind,
+        ))))
+    }
+}
+
+trait TapMessage {
+    fn tap_message(self, m: String) -> Self;
+}
+impl TapMessage for Error {
+    fn tap_message(mut self, m: String) -> Self {
+        self.message = m.into();
+        self
+    }
+}
+
+struct RunGuard {
+    state: Arc<Mutex<State>>,
+    uri: Uri,
+    key: String,
+    handle: tokio::task::AbortHandle,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.handle.abort();
+        let mut st = lock(&self.state);
+        st.runs.remove(&self.key);
+        if let Some(b) = st.bench.get_mut(&self.uri) {
+            b.running = false;
+        }
+    }
+}
+
+fn token_key(t: &ProgressToken) -> String {
+    match t {
+        NumberOrString::Number(n) => n.to_string(),
+        NumberOrString::String(s) => s.clone(),
+    }
+}
+
+/// Sends queued diagnostics in order; when several versions of one document
+/// are waiting, only the newest goes out.
+async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while let Ok(p) = rx.try_recv() {
+            batch.push(p);
+        }
+        let mut latest: Vec<Publish> = Vec::with_capacity(batch.len());
+        for p in batch {
+            latest.retain(|q| q.uri != p.uri);
+            latest.push(p);
+        }
+        for p in latest {
+            client
+                .publish_diagnostics(p.uri, p.diagnostics, p.version)
+                .await;
+        }
+    }
+}
+
+impl LanguageServer for Server {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let caps = ClientCaps::from(&params.capabilities);
+        let offered = params
+            .capabilities
+            .general
+            .as_ref()
+            .and_then(|g| g.position_encodings.as_deref());
+        let encoding = Encoding::negotiate(offered);
+        let mut folders: Vec<_> = params
+            .workspace_folders
+            .iter()
+            .flatten()
+            .filter_map(|f| file_path(&f.uri))
+            .collect();
+        #[allow(deprecated)]
+        if folders.is_empty() {
+            folders.extend(params.root_uri.as_ref().and_then(file_path));
+        }
+        {
+            let mut st = self.state();
+            st.caps = caps;
+            st.encoding = encoding;
+            st.folders = folders;
+            if let Some(options) = &params.initialization_options {
+                match super::settings::editor_settings(options) {
+                    Ok(v) => st.editor = v,
+                    Err(e) => {
+                        *self.init_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                            "kernel-lsp: invalid initialization options, using defaults: {e}"
+                        ))
+                    }
+                }
+            }
+        }
+        info!(?encoding, pull = caps.pull_diagnostics, "initialized");
+        let code_action_kinds = vec![
+            CodeActionKind::QUICKFIX,
+            CodeActionKind::from(EXPLAIN_KIND),
+            CodeActionKind::from(SUPPRESS_KIND),
+            CodeActionKind::SOURCE_FIX_ALL,
+            CodeActionKind::from(FIX_ALL_KIND),
+        ];
+        let capabilities = ServerCapabilities {
+            position_encoding: Some(encoding.kind()),
+            text_document_sync: Some(TextDocumentSyncCapability::Options(
+                TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    will_save: None,
+                    will_save_wait_until: None,
+                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                },
+            )),
+            hover_provider: Some(HoverProviderCapability::Simple(true)),
+            completion_provider: Some(CompletionOptions {
+                trigger_characters: Some(vec![".".to_string()]),
+                ..Default::default()
+            }),
+            code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+                code_action_kinds: Some(code_action_kinds),
+                work_done_progress_options: Default::default(),
+                resolve_provider: Some(false),
+            })),
+            code_lens_provider: Some(CodeLensOptions {
+                resolve_provider: Some(false),
+            }),
+            inlay_hint_provider: Some(OneOf::Left(true)),
+            execute_command_provider: Some(ExecuteCommandOptions {
+                commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
+                work_done_progress_options: WorkDoneProgressOptions {
+                    work_done_progress: Some(true),
+                },
+            }),
+            diagnostic_provider: caps.pull_diagnostics.then(|| {
+                DiagnosticServerCapabilities::Options(DiagnosticOptions {
+                    identifier: Some("kernel-lsp".to_string()),
+                    inter_file_dependencies: false,
+                    workspace_diagnostics: false,
+                    work_done_progress_options: Default::default(),
+                })
+            }),
+            workspace: Some(WorkspaceServerCapabilities {
+                workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                    supported: Some(true),
+                    change_notifications: Some(OneOf::Left(true)),
+                }),
+                file_operations: None,
+            }),
+            ..Default::default()
+        };
+        Ok(InitializeResult {
+            capabilities,
+            server_info: Some(ServerInfo {
+                name: "kernel-lsp".to_string(),
+                version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let error = self
+            .init_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(e) = error {
+            self.client.show_message(MessageType::ERROR, e).await;
+        }
+        let caps = self.state().caps;
+        if caps.watched_files_dynamic {
+            let watchers = ["**/kernel-lsp.toml", "**/pyproject.toml"]
+                .iter()
+                .map(|g| FileSystemWatcher {
+                    glob_pattern: GlobPattern::String(g.to_string()),
+                    kind: None,
+                })
+                .collect();
+            let options =
+                serde_json::to_value(DidChangeWatchedFilesRegistrationOptions { watchers }).ok();
+            let registration = Registration {
+                id: "kernel-lsp/config-files".to_string(),
+                method: "workspace/didChangeWatchedFiles".to_string(),
+                register_options: options,
+            };
+            if let Err(e) = self.client.register_capability(vec![registration]).await {
+                warn!("could not watch configuration files: {e}");
+            }
+        }
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        super::SHUTDOWN_REQUESTED.store(true, Ordering::SeqCst);
+        let mut st = self.state();
+        for (_, handle) in st.runs.drain() {
+            handle.abort();
+        }
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let item = params.text_document;
+        let error = {
+            let mut st = self.state();
+            let (settings, error) = st.settings_for(&item.uri);
+            st.docs.insert(
+                item.uri.clone(),
+                Document::new(&item.text, item.version, settings),
+            );
+            if let Some(b) = st.bench.get_mut(&item.uri) {
+                b.diagnostics.clear();
+            }
+            self.push(&st, &item.uri);
+            error
+        };
+        if let Some(e) = error {
+            self.client
+                .show_message(MessageType::ERROR, format!("kernel-lsp: {e}"))
+                .await;
+        }
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let uri = params.text_document.uri;
+        let mut st = self.state();
+        let encoding = st.encoding;
+        let Some(doc) = st.docs.get_mut(&uri) else {
+            warn!("didChange for {} which is not open; ignored", uri.as_str());
+            return;
+        };
+        if params.text_document.version <= doc.version {
+            warn!(
+                "didChange for {} goes from version {} to {}",
+                uri.as_str(),
+                doc.version,
+                params.text_document.version
+            );
+        }
+        for w in doc.apply_changes(
+            params.text_document.version,
+            &params.content_changes,
+            encoding,
+        ) {
+            warn!("{}: {w}", uri.as_str());
+        }
+        if let Some(b) = st.bench.get_mut(&uri) {
+            b.diagnostics.clear();
+        }
+        self.push(&st, &uri);
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        let name = file_path(&params.text_document.uri)
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+        if matches!(name.as_deref(), Some("kernel-lsp.toml" | "pyproject.toml")) {
+            self.reload_settings().await;
+        }
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        let uri = params.text_document.uri;
+        let pull = {
+            let mut st = self.state();
+            st.docs.remove(&uri);
+            st.bench.remove(&uri);
+            st.caps.pull_diagnostics
+        };
+        if !pull {
+            let _ = self.publish_tx.send(Publish {
+                uri,
+                version: None,
+                diagnostics: Vec::new(),
+            });
+        }
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        let mut value = params.settings;
+        let wants_pull = value.is_null() || value.as_object().is_some_and(|m| m.is_empty());
+        if wants_pull && self.state().caps.configuration {
+            let item = ConfigurationItem {
+                scope_uri: None,
+                section: Some("kernel-lsp".to_string()),
+            };
+            if let Ok(mut items) = self.client.configuration(vec![item]).await {
+                value = items.pop().unwrap_or(Value::Null);
+            }
+        }
+        self.apply_editor_settings(&value).await;
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        {
+            let mut st = self.state();
+            let removed: Vec<_> = params
+                .event
+                .removed
+                .iter()
+                .filter_map(|f| file_path(&f.uri))
+                .collect();
+            st.folders.retain(|f| !removed.contains(f));
+            st.folders
+                .extend(params.event.added.iter().filter_map(|f| file_path(&f.uri)));
+        }
+        self.reload_settings().await;
+    }
+
+    async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {
+        self.reload_settings().await;
+    }
+
+    async fn diagnostic(
+        &self,
+        params: DocumentDiagnosticParams,
+    ) -> Result<DocumentDiagnosticReportResult> {
+        let st = self.state();
+        let uri = &params.text_document.uri;
+        let result_id = st.docs.get(uri).map(|d| d.version.to_string());
+        let items = st.lsp_diagnostics(uri);
+        Ok(DocumentDiagnosticReportResult::Report(
+            DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
+                related_documents: None,
+                full_document_diagnostic_report: FullDocumentDiagnosticReport { result_id, items },
+            }),
+        ))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let st = self.state();
+        let uri = &params.text_document.uri;
+        let Some(doc) = st.docs.get(uri) else {
+            return Ok(None);
+        };
+        Ok(Some(actions::code_actions(uri, doc, &params, st.encoding)))
+    }
+
+    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        let st = self.state();
+        let uri = &params.text_document.uri;
+        let Some(doc) = st.docs.get(uri) else {
+            return Ok(None);
+        };
+        Ok(Some(lens::code_lenses(
+            uri,
+            doc,
+            st.bench.get(uri),
+            st.encoding,
+        )))
+    }
+
+    async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        let st = self.state();
+        let uri = &params.text_document.uri;
+        let Some(doc) = st.docs.get(uri) else {
+            return Ok(None);
+        };
+        Ok(Some(lens::inlay_hints(doc, st.bench.get(uri), st.encoding)))
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        let st = self.state();
+        let p = &params.text_document_position_params;
+        let Some(doc) = st.docs.get(&p.text_document.uri) else {
+            return Ok(None);
+        };
+        let offset = doc.offset(p.position, st.encoding);
+        Ok(hover::hover_markdown(doc, offset).map(|value| Hover {
+            contents: HoverContents::Markup(MarkupContent {
+                kind: MarkupKind::Markdown,
+                value,
+            }),
+            range: None,
+        }))
+    }
+
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let st = self.state();
+        let p = &params.text_document_position;
+        let Some(doc) = st.docs.get(&p.text_document.uri) else {
+            return Ok(None);
+        };
+        let offset = doc.offset(p.position, st.encoding);
+        let before = &doc.text()[..offset];
+        let partial = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        if !partial.ends_with("tl.") {
+            return Ok(None);
+        }
+        let items = crate::analysis::triton_names::all()
+            .map(|name| CompletionItem {
+                label: name.to_string(),
+                kind: Some(CompletionItemKind::FUNCTION),
+                detail: Some(format!("triton.language.{name}")),
+                ..Default::default()
+            })
+            .collect();
+        Ok(Some(CompletionResponse::Array(items)))
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
+        let args = &params.arguments;
+        match params.command.as_str() {
+            "kernel-lsp.benchmark" => {
+                self.benchmark(
+                    args,
+                    params.work_done_progress_params.work_done_token.clone(),
+                )
+                .await
+            }
+            "kernel-lsp.rewrite" => {
+                arg_uri(args, 0)?;
+                Err(Error {
+                    code: REQUEST_FAILED,
+                    message: "kernel-lsp.rewrite is not available yet: the LLM rewrite pipeline has not been built".into(),
+                    data: None,
+                })
+            }
+            "kernel-lsp.history" => self.history_command(args, history::Kind::History),
+            "kernel-lsp.timeline" => self.history_command(args, history::Kind::Timeline),
+            "kernel-lsp.explain" => {
+                let code = args
+                    .first()
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid_params("argument 0 must be a rule code"))?;
+                hover::rule_doc(code)
+                    .map(|d| Some(Value::String(d)))
+                    .ok_or_else(|| invalid_params(format!("unknown rule {code:?}")))
+            }
+            "kernel-lsp.fixAll" => self.fix_all_command(args).await,
+            other => Err(invalid_params(format!(
+                "unknown command {other:?}; known: {}",
+                COMMANDS.join(", ")
+            ))),
+        }
+    }
+}

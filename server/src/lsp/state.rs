@@ -1,0 +1,169 @@
+//! The server's mutable state: open documents, the editor's settings, the
+//! workspace folders, what the client can do, and benchmark results.
+//!
+//! It sits behind one `std::sync::Mutex`, taken only for short, synchronous
+//! stretches and never across an `.await`. Handlers that change documents
+//! (open, change, close, configuration) take it before their first `.await`:
+//! tower-lsp-server starts handler futures in the order messages arrive, so
+//! document changes apply in order without a queue of our own.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tower_lsp_server::ls_types::{self as lsp, ClientCapabilities, Uri};
+
+use crate::bench::BenchResult;
+use crate::config::Settings;
+use crate::diagnostic::Diagnostic;
+
+use super::convert::{self, Encoding};
+use super::document::Document;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientCaps {
+    /// The client pulls diagnostics (`textDocument/diagnostic`); we then do not push.
+    pub pull_diagnostics: bool,
+    pub diagnostic_refresh: bool,
+    pub code_lens_refresh: bool,
+    pub inlay_hint_refresh: bool,
+    pub work_done_progress: bool,
+    pub apply_edit: bool,
+    pub document_changes: bool,
+    pub configuration: bool,
+    pub watched_files_dynamic: bool,
+}
+
+impl ClientCaps {
+    pub fn from(c: &ClientCapabilities) -> Self {
+        let text = c.text_document.as_ref();
+        let ws = c.workspace.as_ref();
+        ClientCaps {
+            pull_diagnostics: text.and_then(|t| t.diagnostic.as_ref()).is_some(),
+            diagnostic_refresh: ws
+                .and_then(|w| w.diagnostics.as_ref())
+                .and_then(|d| d.refresh_support)
+                .unwrap_or(false),
+            code_lens_refresh: ws
+                .and_then(|w| w.code_lens.as_ref())
+                .and_then(|d| d.refresh_support)
+                .unwrap_or(false),
+            inlay_hint_refresh: ws
+                .and_then(|w| w.inlay_hint.as_ref())
+                .and_then(|d| d.refresh_support)
+                .unwrap_or(false),
+            work_done_progress: c
+                .window
+                .as_ref()
+                .and_then(|w| w.work_done_progress)
+                .unwrap_or(false),
+            apply_edit: ws.and_then(|w| w.apply_edit).unwrap_or(false),
+            document_changes: ws
+                .and_then(|w| w.workspace_edit.as_ref())
+                .and_then(|e| e.document_changes)
+                .unwrap_or(false),
+            configuration: ws.and_then(|w| w.configuration).unwrap_or(false),
+            watched_files_dynamic: ws
+                .and_then(|w| w.did_change_watched_files.as_ref())
+                .and_then(|d| d.dynamic_registration)
+                .unwrap_or(false),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BenchState {
+    pub running: bool,
+    pub result: Option<BenchResult>,
+    /// Document version the result was measured on.
+    pub version: i32,
+    /// The result's located error, dropped when the document changes.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+pub struct State {
+    pub docs: HashMap<Uri, Document>,
+    pub encoding: Encoding,
+    /// The editor's settings object, already validated.
+    pub editor: Value,
+    pub folders: Vec<PathBuf>,
+    pub caps: ClientCaps,
+    pub bench: HashMap<Uri, BenchState>,
+    /// Running benchmarks by progress token, for `window/workDoneProgress/cancel`.
+    pub runs: HashMap<String, tokio::task::AbortHandle>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            docs: HashMap::new(),
+            encoding: Encoding::Utf16,
+            editor: Value::Object(Default::default()),
+            folders: Vec::new(),
+            caps: ClientCaps::default(),
+            bench: HashMap::new(),
+            runs: HashMap::new(),
+        }
+    }
+}
+
+/// What the publisher sends: diagnostics for one document version.
+pub struct Publish {
+    pub uri: Uri,
+    pub version: Option<i32>,
+    pub diagnostics: Vec<lsp::Diagnostic>,
+}
+
+pub fn file_path(uri: &Uri) -> Option<PathBuf> {
+    if uri.scheme().as_str() != "file" {
+        return None;
+    }
+    uri.to_file_path().map(|p| p.into_owned())
+}
+
+impl State {
+    /// Settings for a document at `uri`, and an error to show about its project file.
+    pub fn settings_for(&self, uri: &Uri) -> (Arc<Settings>, Option<String>) {
+        let path = file_path(uri);
+        let (settings, error) = super::settings::for_file(&self.editor, path.as_deref());
+        (Arc::new(settings), error)
+    }
+
+    /// All diagnostics of a document in LSP form: the analysis's and the last benchmark's.
+    pub fn lsp_diagnostics(&self, uri: &Uri) -> Vec<lsp::Diagnostic> {
+        let Some(doc) = self.docs.get(uri) else {
+            return Vec::new();
+        };
+        let bench = self
+            .bench
+            .get(uri)
+            .map(|b| b.diagnostics.as_slice())
+            .unwrap_or(&[]);
+        doc.result
+            .diagnostics
+            .iter()
+            .chain(bench)
+            .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding))
+            .collect()
+    }
+
+    pub fn publish(&self, uri: &Uri) -> Option<Publish> {
+        let doc = self.docs.get(uri)?;
+        Some(Publish {
+            uri: uri.clone(),
+            version: Some(doc.version),
+            diagnostics: self.lsp_diagnostics(uri),
+        })
+    }
+
+    /// The workspace folder that holds `path` (the deepest), else the file's directory.
+    pub fn root_for(&self, path: &Path) -> Option<PathBuf> {
+        self.folders
+            .iter()
+            .filter(|f| path.starts_with(f))
+            .max_by_key(|f| f.components().count())
+            .cloned()
+            .or_else(|| path.parent().map(Path::to_path_buf))
+    }
+}
