@@ -9,9 +9,12 @@ like the 0.71x VGG16 seed (which kept PyTorch's conv and fused bias + ReLU
 into a Triton GEMM).
 Fires:        nothing.
 Must not:     KL008 (there is a tl.dot; the only loop is the K loop around it),
-              KL004, KL005, KL006 ((64*32 + 32*16) * 4 B * 3 stages = 30,720 B),
+              KL004, KL005, KL006 ((64*32 + 32*BLOCK_N) * 4 B * 3 stages: 30,720 B
+              at the default 16 channels, 49,152 B at BLOCK_N = 64),
               KL007, KL001 / KL010.
-Checked:      matches reference.py at atol = rtol = 1e-2 under TRITON_INTERPRET=1.
+Checked:      matches reference.py at atol = rtol = 1e-2 under TRITON_INTERPRET=1,
+              and on an H100 (Triton 3.6; 30,720 B shared, max abs diff 1.8e-3
+              from TF32 dot).
 """
 import torch
 import torch.nn as nn
@@ -86,7 +89,8 @@ class ModelNew(nn.Module):
         H_out = H + 2 * pad - KH + 1
         W_out = W + 2 * pad - KW + 1
         out = torch.empty((N, C_out, H_out, W_out), device=x.device, dtype=x.dtype)
-        BLOCK_M, BLOCK_N, BLOCK_K = 64, 16, 32
+        BLOCK_M, BLOCK_K = 64, 32
+        BLOCK_N = max(16, min(64, triton.next_power_of_2(C_out)))  # tl.dot needs >= 16
         grid = (triton.cdiv(N * H_out * W_out, BLOCK_M), triton.cdiv(C_out, BLOCK_N))
         conv2d_implicit_gemm_kernel[grid](
             x, w, self.conv.bias, out,

@@ -8,8 +8,9 @@ Fires:        KL007 tensor-indexed-by-tensor (on `table[ids, :]`: `table` and
               `ids` are both results of tl.load).
 Must not:     KL004 (BLOCK_* are constexpr powers of two), KL005, KL006 (no dot,
               no pipelined loop), KL008, KL001 / KL010.
-Error:        GPU compiler: CompilationError at the subscript line,
-              ValueError: unsupported tensor index: int64[constexpr[16]]
+Error:        GPU compiler (seen on an H100 with Triton 3.6, and from Triton
+              3.9's front end): CompilationError: at 19:11: <source, caret under
+              `table[ids, :]`> unsupported tensor index: int64[constexpr[16]]
               (the seed run saw `int32[constexpr[64]]`).
               Interpreter: InterpreterError wrapping
               ValueError('unsupported tensor index: [<the 16 id values>]'): the

@@ -5,14 +5,17 @@ of the table (all num_embeddings values of feature d) and picks the entries
 for its tokens with `col[ids]`.
 Fires:        KL007 tensor-indexed-by-tensor (on `col[ids]`).
 Must not:     KL004, KL005, KL006, KL008, KL001 / KL010.
-Error:        GPU compiler: CompilationError at the subscript line,
-              ValueError: unsupported tensor index: int64[constexpr[16]].
-              Interpreter: it fails too, but with a different message:
+Error:        GPU compiler (seen on an H100 with Triton 3.6, and from Triton
+              3.9's front end): CompilationError: at 16:11: <caret under
+              `col[ids]`> Did you forget to add @triton.jit ? (`_semantic`
+              argument must be provided outside of JIT functions.)
+              A misleading message for this mistake (the bare-tensor subscript
+              is not routed through the tensor-index check; the 2-D form gets
+              the real `unsupported tensor index`), which is why a static rule
+              that names the problem helps.
+              Interpreter: it fails too, with yet another message:
               InterpreterError wrapping TypeError("'int' object is not
-              iterable") (the interpreter's tensor reaches
-              tensor.__getitem__ in a form it cannot iterate). So under
-              TRITON_INTERPRET=1 only the 2-D form (candidate_tensor_index.py)
-              reproduces the real text.
+              iterable").
 Fix:          candidate_fixed.py.
 """
 import torch

@@ -1,12 +1,12 @@
 """FIXED candidate: Sinkhorn without the per-iteration host sync.
 
-Demonstrates: the minimal KL010 fix: drop the `.item()` convergence check and
-run the fixed number of iterations (what the reference does anyway). The host
-now only enqueues launches, so the CPU runs ahead of the GPU and launch
-latency overlaps with execution. It still launches 1 + 2 * n_iters kernels per
-forward; candidate_fused.py goes further (one launch).
+Demonstrates: the minimal KL010 fix: the divergence guard moves out of the
+loop and runs once per forward. Inside the loop the host only enqueues
+launches, so the CPU runs ahead of the GPU and launch latency overlaps with
+execution. It still launches 1 + 2 * n_iters kernels per forward;
+candidate_fused.py goes further (one launch, no guard).
 Fires:        nothing.
-Must not:     KL010 (no .item() / .cpu() / synchronize in the loop), KL001
+Must not:     KL010 (the one `.item()` is after the loop, not in it), KL001
               (loop over a constructor iteration count, not time steps),
               KL004, KL005, KL006, KL007, KL008.
 Checked:      matches reference.py at atol = rtol = 1e-2 under TRITON_INTERPRET=1.
@@ -70,4 +70,7 @@ class ModelNew(nn.Module):
         for _ in range(self.n_iters):
             row_normalize_kernel[row_grid](p, B * n, n, BLOCK_R=BLOCK_R, BLOCK_N=BLOCK_N, num_warps=4)
             col_normalize_kernel[col_grid](p, n, BLOCK_N=BLOCK_N, BLOCK_C=BLOCK_C, num_warps=4)
+        # one check per forward, after all launches are queued
+        if not torch.isfinite(p).all().item():
+            raise RuntimeError("Sinkhorn diverged")
         return p

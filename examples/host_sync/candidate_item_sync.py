@@ -1,17 +1,18 @@
-"""SLOW candidate: Sinkhorn with an early-exit convergence check that syncs the host every iteration.
+"""SLOW candidate: Sinkhorn with a divergence guard that syncs the host every iteration.
 
 Demonstrates: `.item()` inside the forward loop. Each iteration launches the
-row and column kernels and then pulls the residual back to the CPU to decide
-whether to stop. `.item()` blocks until the GPU has drained, so the launch
-queue never runs ahead: every iteration pays launch latency + a device->host
-copy + a synchronisation, and the GPU idles between iterations.
+row and column kernels and then pulls a flag back to the CPU to check that no
+NaN/inf appeared. `.item()` blocks until the GPU has drained, so the launch
+queue never runs ahead: every iteration pays launch latency + extra reduction
+kernels + a device->host copy + a synchronisation, and the GPU idles between
+iterations. (An early-exit convergence check, `err.item() < tol`, is the
+other common form; it has the same cost.)
 Fires:        KL010 host-sync-in-loop (on `.item()` inside `for it in range(self.n_iters)`).
 Must not:     KL001 (the loop runs over a fixed iteration count from the
               constructor, not over time steps of an input), KL004, KL005,
               KL006, KL007, KL008.
 Checked:      runs and matches reference.py at atol = rtol = 1e-2 under
-              TRITON_INTERPRET=1 (if it exits early, it is because the
-              matrix has already converged to within tol).
+              TRITON_INTERPRET=1.
 Fix:          candidate_fixed.py (same loop, no per-iteration sync) or
               candidate_fused.py (all iterations in one kernel, one launch).
 """
@@ -58,7 +59,6 @@ class ModelNew(nn.Module):
     def __init__(self, n_iters):
         super().__init__()
         self.n_iters = n_iters
-        self.tol = 1e-6
 
     def forward(self, scores):
         scores = scores.contiguous()
@@ -75,8 +75,7 @@ class ModelNew(nn.Module):
         for it in range(self.n_iters):
             row_normalize_kernel[row_grid](p, B * n, n, BLOCK_R=BLOCK_R, BLOCK_N=BLOCK_N, num_warps=4)
             col_normalize_kernel[col_grid](p, n, BLOCK_N=BLOCK_N, BLOCK_C=BLOCK_C, num_warps=4)
-            # stop early once the rows sum to one again
-            err = (p.sum(dim=-1) - 1.0).abs().max().item()
-            if err < self.tol:
-                break
+            # fail loudly instead of returning NaNs if exp over/underflowed
+            if not torch.isfinite(p).all().item():
+                raise RuntimeError(f"Sinkhorn diverged at iteration {it}")
         return p

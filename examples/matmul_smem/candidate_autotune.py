@@ -11,10 +11,13 @@ Fires:        KL006 shared-memory-over-limit, on the one triton.Config
               with BLOCK_M=256, BLOCK_N=256, BLOCK_K=64, num_stages=4 (only that
               config, not the other two).
 Must not:     KL004, KL005, KL007, KL008, KL001 / KL010.
-Error:        on a GPU: the autotuner hits OutOfResources (shared memory) for
-              that config (it prunes configs that fail while benchmarking, so
-              the bad config is wasted tuning time at best; on a card with less
-              shared memory more configs fail).
+Error:        seen on an H100 (Triton 3.6): the autotuner catches the
+              OutOfResources of that config while benchmarking (timing inf) and
+              picks another (64x128x64 here), so the forward still works: the
+              bad config is wasted tuning time. Pinned alone, it raises
+              OutOfResources: out of resource: shared memory, Required: 262144,
+              Hardware limit: 232448 (exactly the estimate). The other two
+              compiled to 49,152 B and 98,304 B, also exactly the estimate.
 Interpreter:  TRITON_INTERPRET=1 does not model shared memory, so every config
               runs and matches the reference (checked one config at a time).
               But with more than one config the autotuner tries to benchmark

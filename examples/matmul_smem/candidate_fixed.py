@@ -6,7 +6,9 @@ the H100's 232,448 B and under the 101,376 B of the seed runs' RTX 6000 class
 card as well.
 Fires:        nothing.
 Must not:     KL006 (98,304 B fits), KL004, KL005, KL007, KL008, KL001 / KL010.
-Checked:      matches reference.py at atol = rtol = 1e-2 under TRITON_INTERPRET=1.
+Checked:      matches reference.py at atol = rtol = 1e-2 under TRITON_INTERPRET=1,
+              and on an H100 (Triton 3.6; compiled shared memory 98,304 B,
+              max abs diff 1.8e-3 from TF32 dot).
 """
 import torch
 import torch.nn as nn

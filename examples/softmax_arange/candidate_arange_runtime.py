@@ -9,9 +9,10 @@ Fires:        KL004 arange-non-constexpr (on `tl.arange(0, H)`; H comes from the
               non-constexpr parameter N_COLS).
 Must not:     KL005, KL006, KL007, KL008 (a row reduction, no MAC loop),
               KL001 / KL010 (one launch, no host loop).
-Error:        GPU compiler: CompilationError: at 4:11: ... ValueError("arange's
-              arguments must be of type tl.constexpr") with the source line and
-              a caret (line:col relative to the kernel's `def`).
+Error:        GPU compiler (seen on an H100 with Triton 3.6, and from Triton
+              3.9's front end): CompilationError: at 4:11: <source up to the
+              line, caret under `tl.arange`> arange's arguments must be of type
+              tl.constexpr (line:col relative to the kernel's `def`).
               Interpreter (TRITON_INTERPRET=1): InterpreterError wrapping
               ValueError("arange's arguments must be of type tl.constexpr").
 Fix:          candidate_fixed.py (BLOCK_N: tl.constexpr = next_power_of_2(n_cols) + mask).

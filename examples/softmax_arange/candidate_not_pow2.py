@@ -6,8 +6,9 @@ power-of-two range, so this still does not compile.
 Fires:        KL004 arange-non-constexpr (power-of-two half: BLOCK_N=100 at the
               launch site flows into `tl.arange(0, BLOCK_N)`).
 Must not:     KL005, KL006, KL007, KL008, KL001 / KL010.
-Error:        GPU compiler: CompilationError ... ValueError("arange's range must
-              be a power of 2"). Interpreter: InterpreterError wrapping the same
+Error:        GPU compiler (seen on an H100, Triton 3.6): CompilationError:
+              at 4:11: ... arange's range must be a power of 2.
+              Interpreter: InterpreterError wrapping the same
               ValueError("arange's range must be a power of 2").
 Fix:          candidate_fixed.py (BLOCK_N = triton.next_power_of_2(n_cols) = 128,
               with a mask on cols < n_cols).

@@ -7,9 +7,11 @@ Must not:     KL004 (aranges use constexpr powers of two), KL006 (32x32x32
               fp32 tiles, ~24 KiB of shared memory), KL008 (uses tl.dot),
               KL001 / KL010 (one launch, no host loop).
 Error:        GPU compiler and interpreter alike raise
-              AttributeError("module 'triton.language' has no attribute 'tanh'")
-              (the interpreter wraps it in triton.runtime.errors.InterpreterError,
-              the compiler in CompilationError pointing at the `tl.tanh` line).
+              AttributeError("module 'triton.language' has no attribute 'tanh'").
+              Seen on an H100 (Triton 3.6): CompilationError: at 27:10: with the
+              source up to `out = tl.tanh(acc)` and a caret under `tl.tanh`.
+              Interpreter (Triton 3.9, TRITON_INTERPRET=1): InterpreterError
+              wrapping the same AttributeError.
 Fix:          candidate_fixed.py (tanh(x) = 2 * sigmoid(2x) - 1).
 """
 import torch
