@@ -1181,13 +1181,26 @@ impl<'a> Kernel<'a> {
         self.closure(vec![var.to_string()], src)
     }
 
-    fn closure(&self, mut work: Vec<String>, src: &str) -> HashSet<String> {
+    fn closure(&self, work: Vec<String>, src: &str) -> HashSet<String> {
+        self.closure_before(work, src, usize::MAX)
+    }
+
+    /// Like `deps`, but follows only assignments written before byte `before`:
+    /// what a value at that point can depend on in the same iteration and
+    /// before, not what the loop computes from it afterwards.
+    pub fn deps_before(&self, expr: Node, src: &str, before: usize) -> HashSet<String> {
+        let mut ids = Vec::new();
+        collect_identifiers(expr, src, &mut ids);
+        self.closure_before(ids, src, before)
+    }
+
+    fn closure_before(&self, mut work: Vec<String>, src: &str, before: usize) -> HashSet<String> {
         let mut seen: HashSet<String> = HashSet::new();
         while let Some(id) = work.pop() {
             if !seen.insert(id.clone()) {
                 continue;
             }
-            for a in self.assigns.iter().filter(|a| a.target == id) {
+            for a in self.assigns.iter().filter(|a| a.target == id && a.node.start_byte() < before) {
                 collect_identifiers(a.value, src, &mut work);
             }
         }

@@ -81,7 +81,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     call.arg(0, "input").filter(|a| model.text(*a).contains('*')).into_iter().collect()
                 };
                 let hit = operands.iter().find_map(|o| {
-                    let deps = k.deps(*o, src);
+                    let deps = k.deps_before(*o, src, call.node.start_byte());
                     inputs.iter().find(|b| deps.contains(b.as_str())).cloned()
                 });
                 let Some(input) = hit else { continue };
