@@ -21,6 +21,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = crate::check_cmd::Format::Text)]
         format: crate::check_cmd::Format,
     },
+    Bench(kernel_lsp::bench::cli::BenchArgs),
+    History(kernel_lsp::bench::cli::HistoryArgs),
 }
 
 pub fn main() -> i32 {
@@ -33,6 +35,8 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Serve => kernel_lsp::lsp::serve_stdio(),
+        Command::Bench(args) => kernel_lsp::bench::cli::run_cli(args),
+        Command::History(args) => kernel_lsp::bench::cli::history_cli(args),
         Command::Check(args) => crate::check_cmd::run(args),
         Command::Rules { code, format } => crate::check_cmd::rules_cmd(code, format),
     }

@@ -6,16 +6,28 @@
 //! Cancellation is dropping the future: the runner kills the harness's whole
 //! process group when it is dropped.
 //!
-//! (Interface agreed between the LSP and the runner; the body is being written.)
+//! What lives here: the request/result types (the interface the LSP uses),
+//! turning a request into harness arguments, and the two ways to run it
+//! (`process`: one-shot or through the warm worker). `history` keeps the
+//! timeline, `cli` the `bench` and `history` subcommands. Nothing here knows
+//! about the LSP.
 
-use std::path::PathBuf;
+pub mod cli;
+pub mod history;
+mod process;
+mod sha256;
+
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
 
+/// The harness, written to a cache directory at run time under a content-hashed name.
+pub const HARNESS_SOURCE: &str = include_str!("../../harness/harness.py");
+
 /// What to benchmark.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct BenchRequest {
     pub candidate: PathBuf,
     /// Explicit reference; otherwise found by the harness's rules.
@@ -25,6 +37,10 @@ pub struct BenchRequest {
     pub python: Option<String>,
     /// Module-level constants to override in both files (e.g. `SEQ=16`), for CPU-sized runs.
     pub overrides: Vec<(String, String)>,
+    /// Run under Triton's interpreter on the CPU even when a GPU is present.
+    pub cpu: bool,
+    /// Seconds before the run is killed; `settings.bench.timeout` when `None`.
+    pub timeout: Option<f64>,
 }
 
 /// A located error from the harness: compile error, out of resources, mismatch, race, timeout, ...
@@ -49,37 +65,225 @@ pub struct KernelStats {
     pub shared: Option<u64>,
     pub num_warps: Option<u32>,
     pub num_stages: Option<u32>,
+    /// Launches of this kernel in one forward.
+    #[serde(default)]
+    pub launches: Option<u64>,
+    /// File and 1-based line of the kernel's `def`.
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub line: Option<u32>,
 }
 
 /// One benchmark result, as `bench --format json` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchResult {
-    /// `gpu` or `cpu-interpreter`.
+    /// `gpu` or `cpu-interpreter`; `none` when the run never started.
     pub mode: String,
     pub correct: Option<bool>,
     pub speedup: Option<f64>,
     pub ref_ms: Option<f64>,
     pub new_ms: Option<f64>,
     pub launches_per_forward: Option<u64>,
+    #[serde(default)]
     pub kernels: Vec<KernelStats>,
     pub device: Option<String>,
     pub error: Option<BenchErrorInfo>,
-    /// Anything else the harness reported (spread, worst difference, versions, ...).
+    /// Anything else the harness reported (spread, worst difference, versions,
+    /// `worker_pid`, ...).
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Why a benchmark could not run at all.
+impl BenchResult {
+    /// A result for a run that could not happen, with the error that says why.
+    pub fn failed(kind: &str, message: impl Into<String>, file: Option<&Path>, line: Option<u32>) -> BenchResult {
+        BenchResult {
+            mode: "none".to_string(),
+            correct: None,
+            speedup: None,
+            ref_ms: None,
+            new_ms: None,
+            launches_per_forward: None,
+            kernels: Vec::new(),
+            device: None,
+            error: Some(BenchErrorInfo {
+                kind: kind.to_string(),
+                message: message.into(),
+                file: file.map(|f| f.display().to_string()),
+                line,
+                column: line.map(|_| 1),
+            }),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// The process exit code for this result: 0 ran and correct, 1 ran and
+    /// incorrect, 2 could not run.
+    pub fn exit_code(&self) -> i32 {
+        match (self.correct, &self.error) {
+            (Some(true), None) => 0,
+            (Some(false), _) => 1,
+            _ => 2,
+        }
+    }
+
+    /// The pid of the warm worker that forked this run, if one did.
+    pub fn worker_pid(&self) -> Option<u64> {
+        self.extra.get("worker_pid").and_then(|v| v.as_u64())
+    }
+}
+
+/// Why a benchmark could not run at all (the harness never got to say).
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error("{0}")]
     Setup(String),
+    #[error("cannot write the harness to {path}: {source}")]
+    WriteHarness { path: PathBuf, source: std::io::Error },
+    #[error("cannot start `{python}`: {source}")]
+    Spawn { python: String, source: std::io::Error },
+    #[error("lost the harness's output: {0}")]
+    Io(#[from] std::io::Error),
 }
 
-/// Runs one benchmark. `on_progress` receives the harness's progress messages.
-pub async fn run(
-    _req: BenchRequest,
-    _on_progress: impl FnMut(String) + Send,
-) -> Result<BenchResult, BenchError> {
-    Err(BenchError::Setup("the benchmark runner is not built yet".into()))
+impl BenchError {
+    /// The same failure as a result, so every surface reports it one way.
+    pub fn into_result(self, candidate: &Path) -> BenchResult {
+        let kind = match &self {
+            BenchError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "missing-dependency",
+            _ => "harness",
+        };
+        let mut message = self.to_string();
+        if kind == "missing-dependency" {
+            message.push_str(
+                ": no such interpreter. Point kernel-lsp at a Python with torch and triton (--python PATH, or the `python` setting).",
+            );
+        }
+        BenchResult::failed(kind, message, Some(candidate), None)
+    }
+}
+
+/// Runs one benchmark through the warm worker (started on first use and kept
+/// for the process's life), and appends it to the history. `on_progress`
+/// receives the harness's progress messages.
+pub async fn run(req: BenchRequest, on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
+    run_with(req, true, on_progress).await
+}
+
+/// Runs one benchmark in a fresh Python process (no worker left behind): what
+/// the CLI uses, since it exits right after.
+pub async fn run_cold(req: BenchRequest, on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
+    run_with(req, false, on_progress).await
+}
+
+/// `run` for callers without an async runtime (scripts, tests): blocks the
+/// calling thread. The warm worker is shared with `run`.
+pub fn run_blocking(req: BenchRequest, on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(run(req, on_progress))
+}
+
+async fn run_with(req: BenchRequest, warm: bool, on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
+    let candidate = std::path::absolute(&req.candidate)?;
+    let plan = process::Plan {
+        python: resolve_python(&req),
+        harness: write_harness()?,
+        argv: harness_args(&req, &candidate),
+        cpu: req.cpu,
+        timeout: std::time::Duration::from_secs_f64(req.timeout.unwrap_or(req.settings.bench.timeout).max(0.1)),
+        candidate: candidate.clone(),
+    };
+    let result = if warm { process::run_warm(&plan, on_progress).await } else { process::run_cold(&plan, on_progress).await };
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => e.into_result(&candidate),
+    };
+    if let Err(e) = history::append(&candidate, &result) {
+        tracing::warn!("cannot append to the benchmark history: {e}");
+    }
+    Ok(result)
+}
+
+/// `--python`, else the `python` setting, else the active virtualenv, else `python3`.
+pub fn resolve_python(req: &BenchRequest) -> String {
+    if let Some(p) = req.python.as_ref().or(req.settings.python.as_ref()) {
+        return p.clone();
+    }
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
+        let p = Path::new(&venv).join("bin").join("python");
+        if p.is_file() {
+            return p.display().to_string();
+        }
+    }
+    "python3".to_string()
+}
+
+fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
+    let s = &req.settings;
+    let mut argv = vec!["--candidate".to_string(), candidate.display().to_string()];
+    if let Some(r) = &req.reference {
+        let r = std::path::absolute(r).unwrap_or_else(|_| r.clone());
+        argv.extend(["--reference".to_string(), r.display().to_string()]);
+    }
+    if let Some(r) = &s.reference {
+        argv.extend(["--config-reference".to_string(), config_relative(candidate, r).display().to_string()]);
+    }
+    for (flag, value) in [
+        ("--atol", s.atol.to_string()),
+        ("--rtol", s.rtol.to_string()),
+        ("--trials", s.bench.correctness_trials.to_string()),
+        ("--warmup", s.bench.warmup.to_string()),
+        ("--repeats", s.bench.repeats.to_string()),
+    ] {
+        argv.extend([flag.to_string(), value]);
+    }
+    for (name, value) in &req.overrides {
+        argv.extend(["--set".to_string(), format!("{name}={value}")]);
+    }
+    if req.cpu {
+        argv.push("--cpu".to_string());
+    }
+    argv
+}
+
+/// The `reference` setting is relative to the config file that set it.
+fn config_relative(candidate: &Path, reference: &str) -> PathBuf {
+    let base = match Settings::discover(candidate) {
+        Ok((_, Some(cfg))) => cfg.parent().map(Path::to_path_buf),
+        _ => None,
+    };
+    base.or_else(|| candidate.parent().map(Path::to_path_buf)).unwrap_or_default().join(reference)
+}
+
+/// Writes the embedded harness under a content-hashed name (once per version).
+fn write_harness() -> Result<PathBuf, BenchError> {
+    let dir = cache_dir();
+    let hash = sha256::hex(HARNESS_SOURCE.as_bytes());
+    let path = dir.join(format!("harness-{}.py", &hash[..16]));
+    if path.is_file() {
+        return Ok(path);
+    }
+    let err = |source| BenchError::WriteHarness { path: path.clone(), source };
+    std::fs::create_dir_all(&dir).map_err(err)?;
+    let tmp = dir.join(format!("harness-{}.{}.tmp", &hash[..16], std::process::id()));
+    std::fs::write(&tmp, HARNESS_SOURCE).map_err(err)?;
+    std::fs::rename(&tmp, &path).map_err(err)?;
+    Ok(path)
+}
+
+fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("kernel-lsp");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(h).join(".cache").join("kernel-lsp");
+    }
+    std::env::temp_dir().join("kernel-lsp")
+}
+
+/// 1-based line of `class ModelNew` in the candidate, where run-level errors land.
+fn model_new_line(candidate: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(candidate).ok()?;
+    text.lines().position(|l| l.starts_with("class ModelNew")).map(|i| i as u32 + 1)
 }

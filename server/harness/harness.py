@@ -1,0 +1,693 @@
+"""kernel-lsp benchmark harness: a Triton candidate against its PyTorch reference.
+
+Shipped inside the kernel-lsp binary and written to a cache directory at run
+time. Imports nothing outside torch, triton and the standard library.
+
+Protocol: JSON lines on stdout, one object per line, each with a "type":
+  {"type": "started",  "pid": N}                      the process that runs user code
+  {"type": "progress", "stage": "...", "message": "..."}
+  {"type": "result",   ...}                           exactly one per run, last
+  {"type": "error",    "kind": ..., "message": ...}   only when the harness itself breaks
+User code may print anything: while it runs, fd 1 points at stderr and the
+protocol goes to a saved copy of the real stdout.
+
+Modes:
+  python harness.py run --candidate F [options]   one run, then exit
+  python harness.py serve [--cpu]                 warm worker: imports torch and
+      triton once, reads one JSON request per line on stdin ({"argv": [...]}),
+      forks a fresh child per request before CUDA is touched, and writes
+      {"type": "done", "pid": CHILD, "status": S} when the child has ended.
+
+Steps of one run, in order: find_reference, load_module (both, with --set
+overrides), build_models, check_correctness, check_determinism,
+time_models, count_launches, kernel_stats; any exception is located in the
+candidate by locate_error.
+"""
+
+import argparse
+import ast
+import importlib.util
+import inspect
+import json
+import math
+import os
+import platform
+import re
+import sys
+import time
+import traceback
+
+PROTOCOL_FD = 1
+SIBLING_SUFFIXES = ("_new", "_triton", "_candidate", "_opt", "_kernel")
+REFERENCE_COMMENT = re.compile(r"^\s*#\s*kernel-lsp:\s*reference\s*=\s*(\S+)\s*$", re.MULTILINE)
+HAS_MODEL = re.compile(r"^class\s+Model\s*[(:]", re.MULTILINE)
+
+
+# ---------------------------------------------------------------- protocol
+
+
+def emit(obj):
+    data = (json.dumps(obj, default=str) + "\n").encode()
+    while data:
+        data = data[os.write(PROTOCOL_FD, data):]
+
+
+def progress(stage, message):
+    emit({"type": "progress", "stage": stage, "message": message})
+
+
+def protect_protocol():
+    """Keeps user prints off the protocol: fd 1 becomes stderr, the protocol a saved fd."""
+    global PROTOCOL_FD
+    sys.stdout.flush()
+    PROTOCOL_FD = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
+class BenchFailure(Exception):
+    """An error with a kind and a place, reported in the result's `error`."""
+
+    def __init__(self, kind, message, file=None, line=None, column=None, **extra):
+        super().__init__(message)
+        self.info = {"kind": kind, "message": message, "file": file, "line": line, "column": column}
+        self.extra = extra
+
+
+# ---------------------------------------------------------------- imports
+
+
+def import_torch_and_triton(cpu):
+    """Imports torch, picks the mode, then imports triton (TRITON_INTERPRET is read at import)."""
+    # NVML answers "is there a GPU" without initialising CUDA, so a forked child still can.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    try:
+        import torch
+    except ImportError as e:
+        raise missing_dependency("torch", e)
+    gpu = not cpu and torch.cuda.is_available()
+    if not gpu:
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import triton  # noqa: F401
+    except ImportError as e:
+        raise missing_dependency("triton", e)
+    return "gpu" if gpu else "cpu-interpreter"
+
+
+def missing_dependency(name, err):
+    return BenchFailure(
+        "missing-dependency",
+        f"{sys.executable} cannot import {name} ({err}). Install it with "
+        f"`{sys.executable} -m pip install torch triton`, or point kernel-lsp at a Python "
+        f"that has them (--python PATH, or the `python` setting).",
+    )
+
+
+# ---------------------------------------------------------------- find_reference
+
+
+def find_reference(candidate, explicit, configured):
+    """Returns (path or None if the candidate holds Model itself, how it was found).
+
+    Order: --reference on the command line; a `# kernel-lsp: reference = PATH`
+    comment in the candidate (relative to it); `class Model` in the candidate;
+    the configured `reference`; a sibling named by the rule in `sibling_references`.
+    """
+    if explicit:
+        return require_file(explicit, "--reference"), "--reference"
+    source = read_text(candidate)
+    m = REFERENCE_COMMENT.search(source)
+    if m:
+        path = os.path.join(os.path.dirname(candidate), m.group(1))
+        line = source[: m.start(1)].count("\n") + 1
+        return require_file(path, "the reference comment", candidate, line), "comment"
+    if HAS_MODEL.search(source):
+        return None, "same-file"
+    if configured:
+        return require_file(configured, "the `reference` setting"), "config"
+    for path in sibling_references(candidate):
+        if os.path.isfile(path) and HAS_MODEL.search(read_text(path)):
+            return path, "sibling"
+    names = ", ".join(os.path.basename(p) for p in sibling_references(candidate))
+    raise BenchFailure(
+        "no-reference",
+        f"no reference found for {os.path.basename(candidate)}. Declare one: add "
+        f"`# kernel-lsp: reference = path/to/ref.py` to the candidate, pass --reference, "
+        f"set `reference` in kernel-lsp.toml, define `class Model` in the same file, "
+        f"or put one beside it named {names}.",
+        candidate, 1, 1,
+    )
+
+
+def sibling_references(candidate):
+    """foo_new.py (or _triton, _candidate, _opt, _kernel) -> foo.py; then foo_ref.py,
+    foo_reference.py, reference.py and ref.py in the same directory."""
+    folder = os.path.dirname(candidate)
+    stem = os.path.splitext(os.path.basename(candidate))[0]
+    bases = [stem[: -len(s)] for s in SIBLING_SUFFIXES if stem.endswith(s) and len(stem) > len(s)]
+    names = [f"{b}.py" for b in bases]
+    for b in bases + [stem]:
+        names += [f"{b}_ref.py", f"{b}_reference.py"]
+    names += ["reference.py", "ref.py"]
+    out = []
+    for n in names:
+        p = os.path.join(folder, n)
+        if p not in out and os.path.abspath(p) != os.path.abspath(candidate):
+            out.append(p)
+    return out
+
+
+def require_file(path, what, file=None, line=None):
+    if not os.path.isfile(path):
+        raise BenchFailure("no-reference", f"{what} names {path}, which does not exist", file, line, 1)
+    return os.path.abspath(path)
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+# ---------------------------------------------------------------- load_module
+
+
+def load_module(path, name, overrides, used):
+    """Executes a file as a module, replacing top-level `NAME = ...` assignments
+    named in `overrides` (so derived constants follow); records which were used."""
+    source = read_text(path)
+    tree = ast.parse(source, filename=path)
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in overrides:
+                    node.value = ast.copy_location(ast.Constant(overrides[t.id]), node.value)
+                    used.add(t.id)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    folder = os.path.dirname(path)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    exec(compile(tree, path, "exec"), module.__dict__)
+    return module
+
+
+def parse_overrides(pairs):
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.isidentifier():
+            raise BenchFailure("harness", f"--set expects NAME=VALUE, got {pair!r}")
+        try:
+            out[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------- build_models
+
+
+def build_models(ref_mod, new_mod, device, seed):
+    import torch
+
+    init = getattr(ref_mod, "get_init_inputs", None) or getattr(new_mod, "get_init_inputs", None)
+    init_args = list(init()) if init else []
+    if not hasattr(ref_mod, "Model"):
+        raise BenchFailure("no-reference", f"{ref_mod.__file__} defines no `class Model`", ref_mod.__file__, 1, 1)
+    if not hasattr(new_mod, "ModelNew"):
+        raise BenchFailure("exception", "the candidate defines no `class ModelNew`", new_mod.__file__, 1, 1)
+    torch.manual_seed(seed)
+    ref = ref_mod.Model(*init_args).to(device).eval()
+    torch.manual_seed(seed)
+    new = new_mod.ModelNew(*init_args).to(device).eval()
+    return ref, new
+
+
+def make_inputs(ref_mod, new_mod, device, seed):
+    import torch
+
+    torch.manual_seed(seed)
+    get = getattr(ref_mod, "get_inputs", None) or getattr(new_mod, "get_inputs")
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in get()]
+
+
+# ---------------------------------------------------------------- check_correctness
+
+
+def flatten(out):
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in flatten(o)]
+    return [out]
+
+
+def compare(ref_out, new_out, atol, rtol):
+    """Returns None when all outputs match, else a description of the worst element."""
+    import torch
+
+    refs, news = flatten(ref_out), flatten(new_out)
+    if len(refs) != len(news):
+        return {"message": f"the candidate returns {len(news)} outputs, the reference {len(refs)}"}
+    for i, (r, n) in enumerate(zip(refs, news)):
+        if not isinstance(r, torch.Tensor):
+            continue
+        if not isinstance(n, torch.Tensor) or n.shape != r.shape:
+            got = tuple(n.shape) if isinstance(n, torch.Tensor) else type(n).__name__
+            return {"output": i, "message": f"output {i}: shape {got}, expected {tuple(r.shape)}"}
+        r64, n64 = r.detach().double().cpu(), n.detach().double().cpu()
+        diff = (r64 - n64).abs()
+        diff = torch.where(torch.isnan(r64) & torch.isnan(n64), torch.zeros_like(diff), diff)
+        diff = torch.nan_to_num(diff, nan=math.inf)
+        excess = diff - (atol + rtol * r64.abs())
+        if diff.numel() == 0 or bool((excess <= 0).all()):
+            continue
+        flat = int(torch.argmax(excess).item())
+        index = list(torch.unravel_index(torch.tensor(flat), r.shape)) if r.dim() else []
+        index = [int(v) for v in index]
+        worst_abs = float(diff.reshape(-1)[flat])
+        ref_v, new_v = float(r64.reshape(-1)[flat]), float(n64.reshape(-1)[flat])
+        rel = worst_abs / abs(ref_v) if ref_v else math.inf
+        bad = int((excess > 0).sum())
+        return {
+            "output": i, "index": index, "max_abs_diff": worst_abs, "max_rel_diff": rel,
+            "expected": ref_v, "got": new_v, "mismatched": bad, "total": diff.numel(),
+            "message": f"output {i} differs at {tuple(index)}: expected {ref_v:.6g}, got {new_v:.6g} "
+                       f"(abs {worst_abs:.3g}, rel {rel:.3g}; {bad} of {diff.numel()} elements "
+                       f"outside atol={atol:g} rtol={rtol:g})",
+        }
+    return None
+
+
+def max_diff(ref_out, new_out):
+    worst = 0.0
+    for r, n in zip(flatten(ref_out), flatten(new_out)):
+        if hasattr(r, "shape") and hasattr(n, "shape") and r.shape == n.shape and r.numel():
+            worst = max(worst, float((r.detach().double() - n.detach().double()).abs().max()))
+    return worst
+
+
+def check_correctness(ref, new, ref_mod, new_mod, device, args, where):
+    import torch
+
+    worst = 0.0
+    for trial in range(args.trials):
+        progress("correctness", f"trial {trial + 1} of {args.trials}")
+        inputs = make_inputs(ref_mod, new_mod, device, args.seed + 1 + trial)
+        with torch.no_grad():
+            expected = ref(*inputs)
+            got = new(*inputs)
+        bad = compare(expected, got, args.atol, args.rtol)
+        if bad:
+            bad["trial"] = trial
+            raise BenchFailure("mismatch", bad.pop("message"), *where, **{"mismatch": bad})
+        worst = max(worst, max_diff(expected, got))
+    return worst
+
+
+# ---------------------------------------------------------------- check_determinism
+
+
+def check_determinism(new, ref_mod, new_mod, device, args, where):
+    """Runs one input twice: outputs that differ beyond the tolerance mean a race."""
+    import torch
+
+    progress("determinism", "running one input twice")
+    inputs = make_inputs(ref_mod, new_mod, device, args.seed + 1000)
+    with torch.no_grad():
+        first = [t.clone() if isinstance(t, torch.Tensor) else t for t in flatten(new(*inputs))]
+        second = flatten(new(*inputs))
+    bad = compare(first, second, args.atol, args.rtol)
+    if bad:
+        raise BenchFailure("nondeterministic",
+                           "two runs on the same input differ (a race between programs?): " + bad.pop("message"),
+                           *where, **{"mismatch": bad})
+    return all(torch.equal(a, b) for a, b in zip(first, second) if isinstance(a, torch.Tensor))
+
+
+# ---------------------------------------------------------------- time_models
+
+
+def time_model(model, inputs, args, label):
+    """Median and spread of CUDA-event times, flushing L2 between repeats."""
+    import torch
+
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        model(*inputs)
+        torch.cuda.synchronize()
+        once = time.perf_counter() - t0
+        for _ in range(args.warmup):
+            model(*inputs)
+        torch.cuda.synchronize()
+        once = min(once, (time.perf_counter() - t0) / (args.warmup + 1))
+        repeats = max(3, min(args.repeats, int(args.time_budget / max(once, 1e-6))))
+        progress("timing", f"{label}: {repeats} repeats")
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
+        for s, e in zip(starts, ends):
+            flush.zero_()
+            s.record()
+            model(*inputs)
+            e.record()
+        torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    n = len(times)
+    median = times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
+    return {"median_ms": median, "min_ms": times[0], "max_ms": times[-1],
+            "p10_ms": times[n // 10], "p90_ms": times[(9 * n) // 10], "repeats": n}
+
+
+# ---------------------------------------------------------------- count_launches
+
+
+class LaunchRecorder:
+    """Wraps Triton's launch entry (JITFunction.run, or the interpreter's) to count
+    launches per kernel and keep the compiled kernel each launch used."""
+
+    def __init__(self):
+        self.active = False
+        self.counts = {}
+        self.compiled = {}
+        self.functions = {}
+
+    def install(self):
+        import triton.runtime.jit as jit
+
+        classes = [jit.JITFunction]
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            from triton.runtime.interpreter import InterpretedFunction
+            classes.append(InterpretedFunction)
+        for cls in classes:
+            original = cls.run
+
+            def run(fn, *a, _original=original, **kw):
+                result = _original(fn, *a, **kw)
+                if self.active and not kw.get("warmup", False):
+                    key = id(fn)
+                    self.functions[key] = fn
+                    self.counts[key] = self.counts.get(key, 0) + 1
+                    if result is not None and hasattr(result, "metadata"):
+                        self.compiled[key] = result
+                return result
+
+            cls.run = run
+
+    def record(self, call):
+        self.active, self.counts = True, {}
+        try:
+            call()
+        finally:
+            self.active = False
+        return sum(self.counts.values())
+
+
+def count_cuda_kernels(model, inputs):
+    """Exact count of every CUDA kernel one forward launches, from the profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        model(*inputs)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               and not e.name.startswith(("Memcpy", "Memset"))]
+    return len(kernels) or None
+
+
+# ---------------------------------------------------------------- kernel_stats
+
+
+def kernel_source(fn):
+    """(file, absolute line of `def`, indentation) of a @triton.jit function."""
+    inner = getattr(fn, "fn", fn)
+    while hasattr(inner, "fn") and not inspect.isfunction(inner):
+        inner = inner.fn
+    lines, start = inspect.getsourcelines(inner)
+    for i, text in enumerate(lines):
+        if text.lstrip().startswith("def "):
+            return inspect.getsourcefile(inner), start + i, len(text) - len(text.lstrip())
+    return inspect.getsourcefile(inner), start, 0
+
+
+def kernel_stats(recorder):
+    out = []
+    for key, fn in recorder.functions.items():
+        k = recorder.compiled.get(key)
+        meta = getattr(k, "metadata", None)
+        entry = {"name": getattr(getattr(fn, "fn", fn), "__name__", str(fn)),
+                 "launches": recorder.counts.get(key, 0),
+                 "registers": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None),
+                 "shared": getattr(meta, "shared", None), "num_warps": getattr(meta, "num_warps", None),
+                 "num_stages": getattr(meta, "num_stages", None)}
+        try:
+            entry["file"], entry["line"], _ = kernel_source(fn)
+        except (OSError, TypeError):
+            pass
+        out.append(entry)
+    return out
+
+
+# ---------------------------------------------------------------- locate_error
+
+
+def exception_chain(exc):
+    seen = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def innermost_frame(exc, path):
+    """(line, column) of the innermost traceback frame in `path`, 1-based."""
+    best = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == path:
+            best = frame
+    if best is None:
+        return None, None
+    col = getattr(best, "colno", None)
+    return best.lineno, (col + 1) if col is not None else None
+
+
+def jit_functions(module):
+    import triton
+
+    found = []
+    for value in vars(module).values():
+        fn = value
+        while fn is not None and not isinstance(fn, triton.runtime.JITFunction) and hasattr(fn, "fn"):
+            fn = fn.fn
+        if fn is not None and hasattr(fn, "fn") and hasattr(fn, "src"):
+            found.append(fn)
+    return found
+
+
+def locate_compile_error(err, modules):
+    """Triton's `at L:C:` counts lines from the kernel's `def` (line 1) and columns in
+    the dedented source; finds that kernel by its source and returns absolute (file, line, col)."""
+    m = re.search(r"at (\d+):(\d+):", str(err))
+    if not m:
+        return None
+    rel_line, rel_col = int(m.group(1)), int(m.group(2))
+    for module in modules:
+        for fn in jit_functions(module):
+            src = getattr(fn, "src", None)
+            if err.src is not None and src is not None and src.strip() == err.src.strip():
+                file, def_line, indent = kernel_source(fn)
+                return os.path.abspath(file), def_line + rel_line - 1, indent + rel_col + 1
+    return None
+
+
+def locate_error(exc, candidate, modules):
+    """Maps any exception from user code to a kind and a place in the candidate."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import OutOfResources
+
+    try:
+        from triton.runtime.errors import InterpreterError
+    except ImportError:
+        InterpreterError = ()
+    chain = exception_chain(exc)
+    message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    for e in chain:
+        if isinstance(e, CompilationError):
+            place = locate_compile_error(e, modules)
+            if place:
+                return BenchFailure("compile-error", str(e).strip(), *place)
+            return BenchFailure("compile-error", str(e).strip(), candidate, *innermost_frame(exc, candidate))
+        if isinstance(e, OutOfResources):
+            return BenchFailure("out-of-resources", str(e).strip(), candidate, *innermost_frame(exc, candidate))
+        if InterpreterError and isinstance(e, InterpreterError) and e.__cause__ is not None:
+            # Under the interpreter the kernel body runs as Python: what would be a
+            # compile error on the GPU raises in the kernel's own frame.
+            cause = e.__cause__
+            line, col = innermost_frame(cause, candidate)
+            if line is None:
+                line, col = innermost_frame(exc, candidate)
+            text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+            return BenchFailure("compile-error", f"{text} (under the Triton interpreter)", candidate, line, col)
+    line, col = innermost_frame(exc, candidate)
+    return BenchFailure("exception", message, candidate, line, col,
+                        traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:])
+
+
+# ---------------------------------------------------------------- run
+
+
+def model_new_line(candidate):
+    m = re.search(r"^class\s+ModelNew\b", read_text(candidate), re.MULTILINE)
+    return (read_text(candidate)[: m.start()].count("\n") + 1) if m else 1
+
+
+def run_benchmark(args, mode):
+    """One full run; returns the result object (without "type")."""
+    import torch
+    import triton
+
+    candidate = os.path.abspath(args.candidate)
+    result = {"mode": mode, "correct": None, "speedup": None, "ref_ms": None, "new_ms": None,
+              "launches_per_forward": None, "kernels": [], "device": None, "error": None,
+              "candidate": candidate, "torch": torch.__version__, "triton": triton.__version__,
+              "python": platform.python_version(), "worker_pid": args.worker_pid, "pid": os.getpid()}
+    device = "cuda" if mode == "gpu" else "cpu"
+    result["device"] = torch.cuda.get_device_name() if mode == "gpu" else f"cpu ({platform.machine()})"
+    recorder = LaunchRecorder()
+    recorder.install()
+    modules = []
+    try:
+        overrides = parse_overrides(args.set)
+        used = set()
+        progress("load", "finding the reference")
+        ref_path, how = find_reference(candidate, args.reference, args.config_reference)
+        result["reference"], result["reference_found_by"] = ref_path or candidate, how
+        new_mod = load_module(candidate, "kernel_lsp_candidate", overrides, used)
+        modules.append(new_mod)
+        ref_mod = new_mod if ref_path is None else load_module(ref_path, "kernel_lsp_reference", overrides, used)
+        unused = sorted(set(overrides) - used)
+        if unused:
+            result["overrides_unused"] = unused
+        progress("build", "building Model and ModelNew")
+        ref, new = build_models(ref_mod, new_mod, device, args.seed)
+        where = (candidate, model_new_line(candidate), 1)
+        result["max_abs_diff"] = check_correctness(ref, new, ref_mod, new_mod, device, args, where)
+        result["bitwise_deterministic"] = check_determinism(new, ref_mod, new_mod, device, args, where)
+        result["correct"] = True
+        inputs = make_inputs(ref_mod, new_mod, device, args.seed + 2000)
+        with torch.no_grad():
+            result["triton_launches_per_forward"] = recorder.record(lambda: new(*inputs))
+        result["launches_per_forward"] = result["triton_launches_per_forward"]
+        result["launch_count_source"] = "triton-hook"
+        result["kernels"] = kernel_stats(recorder)
+        if mode == "gpu":
+            progress("launches", "counting kernel launches")
+            try:
+                counted = count_cuda_kernels(new, inputs)
+                ref_count = count_cuda_kernels(ref, inputs)
+            except Exception as e:  # the profiler (CUPTI) may be unavailable
+                result["profiler_error"] = str(e)
+            else:
+                if counted:
+                    result["launches_per_forward"], result["launch_count_source"] = counted, "profiler"
+                result["ref_launches_per_forward"] = ref_count
+            t_ref = time_model(ref, inputs, args, "reference")
+            t_new = time_model(new, inputs, args, "candidate")
+            result["ref_ms"], result["new_ms"] = t_ref["median_ms"], t_new["median_ms"]
+            result["ref_timing"], result["new_timing"] = t_ref, t_new
+            result["speedup"] = t_ref["median_ms"] / t_new["median_ms"] if t_new["median_ms"] > 0 else None
+    except BenchFailure as f:
+        result["error"] = f.info
+        result.update(f.extra)
+        if f.info["kind"] in ("mismatch", "nondeterministic"):
+            result["correct"] = False
+    except Exception as e:
+        f = locate_error(e, candidate, modules)
+        result["error"] = f.info
+        result.update(f.extra)
+    return result
+
+
+def parse_run_args(argv):
+    p = argparse.ArgumentParser(prog="harness.py run")
+    p.add_argument("--candidate", required=True)
+    p.add_argument("--reference")
+    p.add_argument("--config-reference")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--cpu", action="store_true")
+    p.add_argument("--atol", type=float, default=1e-2)
+    p.add_argument("--rtol", type=float, default=1e-2)
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=50)
+    p.add_argument("--time-budget", type=float, default=10.0, help="seconds of timing per model at most")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--worker-pid", type=int)
+    return p.parse_args(argv)
+
+
+def run_once(argv, mode=None):
+    """The body of one run, in the process that will run user code."""
+    try:
+        args = parse_run_args(argv)
+    except SystemExit:
+        emit({"type": "result", "mode": mode or "none", "correct": None, "speedup": None, "error":
+              {"kind": "harness", "message": f"bad harness arguments: {argv}", "file": None,
+               "line": None, "column": None}})
+        return
+    emit({"type": "started", "pid": os.getpid()})
+    try:
+        mode = mode or import_torch_and_triton(args.cpu)
+    except BenchFailure as f:
+        emit({"type": "result", "mode": "none", "correct": None, "speedup": None, "ref_ms": None,
+              "new_ms": None, "launches_per_forward": None, "kernels": [], "device": None, "error": f.info})
+        return
+    result = run_benchmark(args, mode)
+    emit({"type": "result", **result})
+
+
+def serve(cpu):
+    """Warm worker: imports once, forks one child per request."""
+    try:
+        mode = import_torch_and_triton(cpu)
+    except BenchFailure as f:
+        emit({"type": "error", **f.info})
+        return
+    emit({"type": "ready", "pid": os.getpid(), "mode": mode})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            argv = json.loads(line)["argv"]
+        except (ValueError, KeyError, TypeError):
+            emit({"type": "error", "kind": "harness", "message": f"bad request: {line[:200]}"})
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.setpgid(0, 0)  # the runner kills the child's whole group on timeout
+                run_once(argv + ["--worker-pid", str(os.getppid())] + (["--cpu"] if mode != "gpu" else []), mode)
+            except BaseException:
+                code = 1
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        emit({"type": "done", "pid": pid, "status": status})
+
+
+def main():
+    protect_protocol()
+    if len(sys.argv) >= 2 and sys.argv[1] == "serve":
+        serve("--cpu" in sys.argv[2:])
+    elif len(sys.argv) >= 2 and sys.argv[1] == "run":
+        run_once(sys.argv[2:])
+    else:
+        emit({"type": "error", "kind": "harness", "message": "usage: harness.py run|serve ..."})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+//! `kernel-lsp bench` and `kernel-lsp history`: the benchmark as a table or
+//! one JSON object, and a file's timeline of scores.
+//!
+//! Exit codes: 0 ran and correct, 1 ran and incorrect, 2 could not run.
+
+use std::path::{Path, PathBuf};
+
+use super::{history, BenchRequest, BenchResult};
+use crate::config::Settings;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Benchmark a candidate (`ModelNew`) against its PyTorch reference (`Model`).
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// The candidate file, defining `class ModelNew`.
+    pub candidate: PathBuf,
+    /// The reference file, defining `class Model`; found by the rules in docs/bench.md when omitted.
+    #[arg(long)]
+    pub reference: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Seconds before the run is killed (default: the `bench.timeout` setting, 300).
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// Python interpreter with torch and triton (default: the `python` setting, $VIRTUAL_ENV, python3).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<String>,
+    /// Override a module-level constant in both files, e.g. `--set SEQ=8` for a CPU-sized run.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
+    pub set: Vec<(String, String)>,
+    /// Run under Triton's interpreter on the CPU (correctness only) even with a GPU.
+    #[arg(long)]
+    pub cpu: bool,
+}
+
+/// Show the timeline of benchmark runs kept in `.kernel-lsp/history.jsonl`.
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// A candidate file: its runs only. Without it, every file of the project around the current directory.
+    pub file: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+fn parse_override(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
+    }
+}
+
+pub fn run_cli(args: BenchArgs) -> i32 {
+    let settings = match Settings::discover(&args.candidate) {
+        Ok((s, _)) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let json = args.format == Format::Json;
+    let req = BenchRequest {
+        candidate: args.candidate.clone(),
+        reference: args.reference,
+        settings,
+        python: args.python,
+        overrides: args.set,
+        cpu: args.cpu,
+        timeout: args.timeout,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return 2;
+        }
+    };
+    let outcome = runtime.block_on(super::run_cold(req, |message| {
+        if !json {
+            eprintln!("  {message}");
+        }
+    }));
+    let result = outcome.unwrap_or_else(|e| e.into_result(&args.candidate));
+    if json {
+        match serde_json::to_string_pretty(&result) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        }
+    } else {
+        print!("{}", render_text(&args.candidate, &result));
+    }
+    result.exit_code()
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".to_string())
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".to_string())
+}
+
+/// The `bench` table.
+pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
+    let mut out = String::new();
+    let extra = |k: &str| r.extra.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_string();
+    out.push_str(&format!("candidate  {}\n", candidate.display()));
+    if let Some(reference) = r.extra.get("reference").and_then(|v| v.as_str()) {
+        out.push_str(&format!("reference  {reference} (found by {})\n", extra("reference_found_by")));
+    }
+    out.push_str(&format!(
+        "mode       {} on {} · torch {} · triton {}\n\n",
+        r.mode,
+        r.device.as_deref().unwrap_or("-"),
+        extra("torch"),
+        extra("triton")
+    ));
+    let correct = match r.correct {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "-",
+    };
+    let speedup = r.speedup.map(|s| format!("{s:.3}x")).unwrap_or_else(|| "-".to_string());
+    out.push_str(&format!("{:>10} {:>10} {:>9} {:>8} {:>9}\n", "ref ms", "new ms", "speedup", "correct", "launches"));
+    out.push_str(&format!(
+        "{:>10} {:>10} {:>9} {:>8} {:>9}\n",
+        ms(r.ref_ms),
+        ms(r.new_ms),
+        speedup,
+        correct,
+        opt(r.launches_per_forward)
+    ));
+    if r.mode == "cpu-interpreter" && r.error.is_none() {
+        out.push_str("(CPU interpreter: correctness only, no timing)\n");
+    }
+    if !r.kernels.is_empty() {
+        out.push_str(&format!(
+            "\n{:<32} {:>5} {:>8} {:>5} {:>7} {:>6} {:>6}\n",
+            "kernel", "line", "launches", "regs", "spills", "smem", "warps"
+        ));
+        for k in &r.kernels {
+            out.push_str(&format!(
+                "{:<32} {:>5} {:>8} {:>5} {:>7} {:>6} {:>6}\n",
+                k.name,
+                opt(k.line),
+                opt(k.launches),
+                opt(k.registers),
+                opt(k.spills),
+                opt(k.shared),
+                opt(k.num_warps)
+            ));
+        }
+    }
+    if let Some(e) = &r.error {
+        let place = match (&e.file, e.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}:{}: ", e.column.unwrap_or(1)),
+            (Some(f), None) => format!("{f}: "),
+            _ => String::new(),
+        };
+        out.push_str(&format!("\nerror[{}]: {place}{}\n", e.kind, e.message));
+    }
+    out
+}
+
+pub fn history_cli(args: HistoryArgs) -> i32 {
+    let (root, file) = match &args.file {
+        Some(f) => match std::path::absolute(f) {
+            Ok(abs) => {
+                let root = history::project_root(&abs);
+                let rel = abs.strip_prefix(&root).unwrap_or(&abs).display().to_string();
+                (root, Some(rel))
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", f.display());
+                return 2;
+            }
+        },
+        None => match std::env::current_dir() {
+            Ok(cwd) => (history::project_root(&cwd.join("_")), None),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+    };
+    let entries = match history::read(&root) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", history::history_path(&root).display());
+            return 2;
+        }
+    };
+    let rows = history::timeline(&entries, file.as_deref());
+    if args.format == Format::Json {
+        match serde_json::to_string_pretty(&rows) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        }
+        return 0;
+    }
+    if rows.is_empty() {
+        println!("no benchmark runs recorded in {}", history::history_path(&root).display());
+        return 0;
+    }
+    let file_w = rows.iter().map(|r| r.file.len()).max().unwrap_or(4).max(4);
+    println!(
+        "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | problem |",
+        "time", "stage", "file", "hash", "score", "latency"
+    );
+    println!("|{:-<22}|{:-<7}|{:-<w$}|{:-<10}|{:-<21}|{:-<26}|---------|", "", "", "", "", "", "", w = file_w + 2);
+    for r in rows {
+        println!(
+            "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | {} |",
+            r.time, r.stage, r.file, r.hash, r.score, r.latency, r.problem
+        );
+    }
+    0
+}

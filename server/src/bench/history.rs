@@ -1,0 +1,175 @@
+//! The benchmark history: every run appended as one JSON line to
+//! `.kernel-lsp/history.jsonl` at the candidate's project root (the nearest
+//! directory with `kernel-lsp.toml`, `pyproject.toml` or `.git`, else the
+//! candidate's own directory), and the timeline built from it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{sha256, BenchResult};
+
+/// One line of `history.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// UTC, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub time: String,
+    pub unix: u64,
+    /// The candidate, relative to the project root.
+    pub file: String,
+    /// SHA-256 of the candidate's content when it ran.
+    pub hash: String,
+    pub device: Option<String>,
+    pub mode: String,
+    pub result: BenchResult,
+}
+
+/// One row of the timeline table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineRow {
+    pub time: String,
+    /// `v1`, `v2`, ...: the file's versions in the order they first ran.
+    pub stage: String,
+    pub file: String,
+    pub hash: String,
+    pub score: String,
+    pub latency: String,
+    pub problem: String,
+}
+
+pub fn project_root(candidate: &Path) -> PathBuf {
+    let start = candidate.parent().unwrap_or(Path::new("."));
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        if ["kernel-lsp.toml", "pyproject.toml", ".git"].iter().any(|m| d.join(m).exists()) {
+            return d.to_path_buf();
+        }
+        dir = d.parent();
+    }
+    start.to_path_buf()
+}
+
+pub fn history_path(root: &Path) -> PathBuf {
+    root.join(".kernel-lsp").join("history.jsonl")
+}
+
+/// Appends a run of `candidate` (an absolute path) to its project's history.
+pub fn append(candidate: &Path, result: &BenchResult) -> std::io::Result<()> {
+    let root = project_root(candidate);
+    let content = std::fs::read(candidate).unwrap_or_default();
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let entry = HistoryEntry {
+        time: utc_time(unix),
+        unix,
+        file: candidate.strip_prefix(&root).unwrap_or(candidate).display().to_string(),
+        hash: sha256::hex(&content),
+        device: result.device.clone(),
+        mode: result.mode.clone(),
+        result: result.clone(),
+    };
+    let path = history_path(&root);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let line = serde_json::to_string(&entry).map_err(std::io::Error::other)? + "\n";
+    // One write of one line: appends from concurrent runs do not interleave.
+    std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(line.as_bytes())
+}
+
+/// Every readable entry of a project's history, oldest first.
+pub fn read(root: &Path) -> std::io::Result<Vec<HistoryEntry>> {
+    let path = history_path(root);
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(path)?;
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+/// The timeline of `file` (relative to the root), or of every file.
+pub fn timeline(entries: &[HistoryEntry], file: Option<&str>) -> Vec<TimelineRow> {
+    let mut versions: Vec<(String, String)> = Vec::new();
+    let mut rows = Vec::new();
+    for e in entries.iter().filter(|e| file.is_none_or(|f| e.file == f)) {
+        let n = match versions.iter().filter(|(f, _)| *f == e.file).position(|(_, h)| *h == e.hash) {
+            Some(i) => i + 1,
+            None => {
+                versions.push((e.file.clone(), e.hash.clone()));
+                versions.iter().filter(|(f, _)| *f == e.file).count()
+            }
+        };
+        rows.push(TimelineRow {
+            time: e.time.replace('T', " "),
+            stage: format!("v{n}"),
+            file: e.file.clone(),
+            hash: e.hash.chars().take(8).collect(),
+            score: score(&e.result),
+            latency: latency(&e.result),
+            problem: problem(&e.result),
+        });
+    }
+    rows
+}
+
+fn score(r: &BenchResult) -> String {
+    match (r.speedup, r.correct) {
+        (Some(s), _) => format!("{s:.4}x"),
+        (None, Some(true)) => "correct (no timing)".to_string(),
+        (None, Some(false)) => "incorrect".to_string(),
+        (None, None) => "-".to_string(),
+    }
+}
+
+fn latency(r: &BenchResult) -> String {
+    match (r.new_ms, r.ref_ms) {
+        (Some(n), Some(f)) => format!("{n:.2} ms vs {f:.2} ms"),
+        (Some(n), None) => format!("{n:.2} ms"),
+        _ => "-".to_string(),
+    }
+}
+
+fn problem(r: &BenchResult) -> String {
+    match &r.error {
+        Some(e) => {
+            let first = e.message.lines().next().unwrap_or_default();
+            let short: String = first.chars().take(70).collect();
+            let at = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
+            format!("{}{at}: {short}", e.kind)
+        }
+        None => match r.launches_per_forward {
+            Some(n) => format!("ok, {n} launches/forward"),
+            None => "ok".to_string(),
+        },
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the epoch (proleptic Gregorian, UTC).
+pub fn utc_time(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_time_matches_known_dates() {
+        assert_eq!(super::utc_time(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::utc_time(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(super::utc_time(1_766_469_602), "2025-12-23T06:00:02Z");
+    }
+}
