@@ -538,6 +538,19 @@ def locate_error(exc, candidate, modules):
 # ---------------------------------------------------------------- run
 
 
+class Phases:
+    """Wall seconds per step, so a caller can tell the kernels' time from the overhead."""
+
+    def __init__(self):
+        self.seconds = {}
+        self.started = time.perf_counter()
+
+    def __call__(self, name):
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self.started, 4)
+        self.started = now
+
+
 def model_new_line(candidate):
     m = re.search(r"^class\s+ModelNew\b", read_text(candidate), re.MULTILINE)
     return (read_text(candidate)[: m.start()].count("\n") + 1) if m else 1
@@ -558,6 +571,8 @@ def run_benchmark(args, mode):
     recorder = LaunchRecorder()
     recorder.install()
     modules = []
+    phase = Phases()
+    result["phase_s"] = phase.seconds
     try:
         overrides = parse_overrides(args.set)
         used = set()
@@ -570,11 +585,15 @@ def run_benchmark(args, mode):
         unused = sorted(set(overrides) - used)
         if unused:
             result["overrides_unused"] = unused
+        phase("load")
         progress("build", "building Model and ModelNew")
         ref, new = build_models(ref_mod, new_mod, device, args.seed)
+        phase("build")
         where = (candidate, model_new_line(candidate), 1)
         result["max_abs_diff"] = check_correctness(ref, new, ref_mod, new_mod, device, args, where)
+        phase("correctness")
         result["bitwise_deterministic"] = check_determinism(new, ref_mod, new_mod, device, args, where)
+        phase("determinism")
         result["correct"] = True
         inputs = make_inputs(ref_mod, new_mod, device, args.seed + 2000)
         with torch.no_grad():
@@ -582,6 +601,7 @@ def run_benchmark(args, mode):
         result["launches_per_forward"] = result["triton_launches_per_forward"]
         result["launch_count_source"] = "triton-hook"
         result["kernels"] = kernel_stats(recorder)
+        phase("launches")
         if mode == "gpu":
             progress("launches", "counting kernel launches")
             try:
@@ -593,11 +613,13 @@ def run_benchmark(args, mode):
                 if counted:
                     result["launches_per_forward"], result["launch_count_source"] = counted, "profiler"
                 result["ref_launches_per_forward"] = ref_count
+            phase("launches")
             t_ref = time_model(ref, inputs, args, "reference")
             t_new = time_model(new, inputs, args, "candidate")
             result["ref_ms"], result["new_ms"] = t_ref["median_ms"], t_new["median_ms"]
             result["ref_timing"], result["new_timing"] = t_ref, t_new
             result["speedup"] = t_ref["median_ms"] / t_new["median_ms"] if t_new["median_ms"] > 0 else None
+            phase("timing")
     except BenchFailure as f:
         result["error"] = f.info
         result.update(f.extra)
