@@ -22,6 +22,7 @@ mod actions;
 mod bench_view;
 mod convert;
 mod document;
+mod framing;
 mod history;
 mod hover;
 mod lens;
@@ -61,10 +62,27 @@ pub fn serve_stdio() -> i32 {
                 "window/workDoneProgress/cancel",
                 Server::work_done_progress_cancel,
             )
+            .custom_method(framing::INVALID_MESSAGE, Server::invalid_message)
             .finish();
-        Transport::new(tokio::io::stdin(), tokio::io::stdout(), socket)
-            .serve(service)
-            .await;
+        let (input, sanitized) = tokio::io::duplex(1 << 16);
+        let (input_done, input_ended) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            framing::sanitize(tokio::io::stdin(), input).await;
+            let _ = input_done.send(());
+        });
+        let serve = Transport::new(sanitized, tokio::io::stdout(), socket)
+            .concurrency_level(32)
+            .serve(service);
+        // Once the client has gone (`exit`, or stdin closed), handlers still
+        // waiting on it get a moment to finish, not forever.
+        let grace = async {
+            let _ = input_ended.await;
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        };
+        tokio::select! {
+            _ = serve => {}
+            _ = grace => tracing::warn!("stopping with requests still waiting on the client"),
+        }
     });
     // Benchmark tasks still running would otherwise keep the runtime (and their harness) alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));

@@ -113,17 +113,22 @@ impl Server {
             st.caps
         };
         if caps.pull_diagnostics && caps.diagnostic_refresh {
-            let _ = self.client.workspace_diagnostic_refresh().await;
+            let client = self.client.clone();
+            spawn_client_request(async move { client.workspace_diagnostic_refresh().await });
         }
-        self.views_changed(caps).await;
+        self.views_changed(caps);
     }
 
-    async fn views_changed(&self, caps: ClientCaps) {
+    /// Asks the client to re-request lenses and hints. Spawned, with a time
+    /// limit: a client that never answers must not hold a handler slot.
+    fn views_changed(&self, caps: ClientCaps) {
         if caps.code_lens_refresh {
-            let _ = self.client.code_lens_refresh().await;
+            let client = self.client.clone();
+            spawn_client_request(async move { client.code_lens_refresh().await });
         }
         if caps.inlay_hint_refresh {
-            let _ = self.client.inlay_hint_refresh().await;
+            let client = self.client.clone();
+            spawn_client_request(async move { client.inlay_hint_refresh().await });
         }
     }
 
@@ -173,6 +178,19 @@ impl Server {
         }
     }
 
+    /// Answers a message the framing layer could not pass on (see `framing`).
+    pub async fn invalid_message(&self, params: Value) -> Result<Value> {
+        if params
+            .get("parse")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+        {
+            Err(Error::parse_error())
+        } else {
+            Err(Error::invalid_request())
+        }
+    }
+
     pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
         let key = token_key(&params.token);
         if let Some(handle) = self.state().runs.remove(&key) {
@@ -213,11 +231,12 @@ impl Server {
                     "kernel-lsp/benchmark/{}",
                     self.next_token.fetch_add(1, Ordering::Relaxed)
                 ));
-                self.client
-                    .create_work_done_progress(t.clone())
-                    .await
-                    .ok()
-                    .map(|_| t)
+                let created = tokio::time::timeout(
+                    CLIENT_TIMEOUT,
+                    self.client.create_work_done_progress(t.clone()),
+                )
+                .await;
+                matches!(created, Ok(Ok(()))).then_some(t)
             }
             None => None,
         };
@@ -256,7 +275,7 @@ impl Server {
             handle: task.abort_handle(),
         };
         self.state().runs.insert(key, task.abort_handle());
-        self.views_changed(caps).await;
+        self.views_changed(caps);
 
         let progress = match token {
             Some(t) => Some(
@@ -305,7 +324,7 @@ impl Server {
                 self.client
                     .show_message(MessageType::ERROR, format!("kernel-lsp benchmark: {e}"))
                     .await;
-                self.views_changed(caps).await;
+                self.views_changed(caps);
                 return Err(Error {
                     code: REQUEST_FAILED,
                     message: e.to_string().into(),
@@ -387,7 +406,13 @@ impl Server {
         } else {
             actions::edit(&uri, edits)
         };
-        let response = self.client.apply_edit(edit).await?;
+        let response = tokio::time::timeout(CLIENT_TIMEOUT, self.client.apply_edit(edit))
+            .await
+            .map_err(|_| Error {
+                code: REQUEST_FAILED,
+                message: "the client did not answer workspace/applyEdit".into(),
+                data: None,
+            })??;
         Ok(Some(Value::Bool(response.applied)))
     }
 
@@ -432,6 +457,19 @@ impl Drop for RunGuard {
             b.running = false;
         }
     }
+}
+
+/// How long the server waits for the client to answer one of its requests.
+const CLIENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn spawn_client_request(fut: impl std::future::Future<Output = Result<()>> + Send + 'static) {
+    tokio::spawn(async move {
+        match tokio::time::timeout(CLIENT_TIMEOUT, fut).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!("client refused a refresh: {e}"),
+            Err(_) => warn!("client did not answer a refresh request"),
+        }
+    });
 }
 
 fn token_key(t: &ProgressToken) -> String {

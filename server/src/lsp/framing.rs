@@ -1,0 +1,190 @@
+//! Reads LSP frames from stdin and passes only well-formed JSON-RPC on to
+//! tower-lsp-server.
+//!
+//! tower-lsp-server stops reading its input after the first frame it cannot
+//! decode (invalid JSON, or JSON that is not JSON-RPC), which would end the
+//! session over one bad message. Here a bad body becomes a request for
+//! [`INVALID_MESSAGE`] carrying the original id where it had a usable one, so
+//! the client still gets an error response (parse error or invalid request)
+//! and the session goes on. Malformed headers are skipped up to the next frame.
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tracing::warn;
+
+/// The method a bad message is replaced with; its handler answers with the error.
+pub const INVALID_MESSAGE: &str = "$/kernel-lsp/invalidMessage";
+
+/// Refuses bodies larger than this rather than allocating whatever a header claims.
+const MAX_BODY: usize = 256 << 20;
+
+/// Copies frames from `input` to `output` until `input` ends or the client
+/// sends `exit` (some clients keep stdin open after it).
+pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite + Unpin) {
+    let mut reader = BufReader::new(input);
+    loop {
+        let length = match read_headers(&mut reader).await {
+            Ok(Some(n)) => n,
+            Ok(None) => break,
+            Err(e) => {
+                warn!("skipping a malformed frame header: {e}");
+                continue;
+            }
+        };
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).await.is_err() {
+            break;
+        }
+        let mut exit = false;
+        let body = match check(&body) {
+            Ok(()) => {
+                exit = is_exit(&body);
+                body
+            }
+            Err(replacement) => {
+                warn!(
+                    "replacing a malformed message: {}",
+                    String::from_utf8_lossy(&body[..body.len().min(200)])
+                );
+                replacement.to_string().into_bytes()
+            }
+        };
+        let header = format!("Content-Length: {}\r\n\r\n", body.len());
+        if output.write_all(header.as_bytes()).await.is_err()
+            || output.write_all(&body).await.is_err()
+        {
+            break;
+        }
+        let _ = output.flush().await;
+        if exit {
+            break;
+        }
+    }
+    let _ = output.shutdown().await;
+}
+
+/// The body length from one header block; `Ok(None)` at end of input.
+async fn read_headers(
+    reader: &mut (impl AsyncBufReadExt + Unpin),
+) -> Result<Option<usize>, String> {
+    let mut length = None;
+    let mut saw_any = false;
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line).await {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        let line = line.trim_end_matches(['\r', '\n']);
+        if line.is_empty() {
+            if saw_any {
+                break;
+            }
+            continue; // stray blank line between frames
+        }
+        saw_any = true;
+        if let Some((name, value)) = line.split_once(':') {
+            if name.trim().eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse::<usize>().ok();
+            }
+        }
+    }
+    match length {
+        Some(n) if n <= MAX_BODY => Ok(Some(n)),
+        Some(n) => Err(format!("Content-Length {n} is too large")),
+        None => Err("no valid Content-Length".to_string()),
+    }
+}
+
+fn is_exit(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).is_ok_and(|v| v.get("method") == Some(&json!("exit")))
+}
+
+fn valid_id(id: &Value) -> bool {
+    id.is_null() || id.is_string() || id.is_i64() || id.is_u64() && id.as_i64().is_some()
+}
+
+/// Ok when tower-lsp-server can decode `body`; otherwise the request to send in its place.
+fn check(body: &[u8]) -> Result<(), Value> {
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return Err(
+            json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": true}}),
+        );
+    };
+    let id = value
+        .get("id")
+        .filter(|id| valid_id(id))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let invalid =
+        json!({"jsonrpc": "2.0", "id": id, "method": INVALID_MESSAGE, "params": {"parse": false}});
+    let Some(obj) = value.as_object() else {
+        return Err(invalid);
+    };
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return Err(invalid);
+    }
+    if let Some(id) = obj.get("id") {
+        if !valid_id(id) {
+            return Err(invalid);
+        }
+    }
+    match obj.get("method") {
+        Some(Value::String(_)) => Ok(()),
+        Some(_) => Err(invalid),
+        None => {
+            // A response to one of our requests.
+            let error_ok = obj.get("error").is_none_or(|e| {
+                e.get("code").is_some_and(Value::is_i64)
+                    && e.get("message").is_some_and(Value::is_string)
+            });
+            if obj.contains_key("id")
+                && (obj.contains_key("result") || obj.contains_key("error"))
+                && error_ok
+            {
+                Ok(())
+            } else {
+                Err(invalid)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_bodies_are_replaced() {
+        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), Ok(()));
+        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"result":null}"#), Ok(()));
+        assert_eq!(check(br#"{"jsonrpc":"2.0","method":"x"}"#), Ok(()));
+        assert_eq!(check(b"{not json").unwrap_err()["params"]["parse"], true);
+        let bad = check(br#"{"jsonrpc":"2.0","id":7,"method":3}"#).unwrap_err();
+        assert_eq!(
+            (bad["id"].clone(), bad["params"]["parse"].clone()),
+            (json!(7), json!(false))
+        );
+        assert_eq!(check(br#"{"id":1,"method":"x"}"#).unwrap_err()["id"], 1);
+        assert_eq!(
+            check(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err()["id"],
+            Value::Null
+        );
+        assert!(check(br#"[1,2]"#).is_err());
+        assert!(check(br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#).is_err());
+    }
+
+    #[tokio::test]
+    async fn frames_survive_garbage_headers() {
+        let input = b"Content-Length: x\r\n\r\nContent-Length: 2\r\n\r\n{}Content-Length: 39\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"abc\"}";
+        let mut out = Vec::new();
+        sanitize(&input[..], &mut out).await;
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains(INVALID_MESSAGE), "{out}");
+        assert!(
+            out.ends_with("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"abc\"}"),
+            "{out}"
+        );
+    }
+}
