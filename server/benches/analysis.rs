@@ -1,1 +1,127 @@
-fn main() {}
+//! Full-analysis time for a 5,000-line kernel file (parse + model + rules),
+//! and an incremental reparse after a one-character edit. Prints figures;
+//! asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`.
+
+use std::time::{Duration, Instant};
+
+use kernel_lsp::analysis::{check, parse};
+use kernel_lsp::config::Settings;
+
+/// Builds a file of at least `lines` lines from the rule fixtures, renaming
+/// kernels so every copy is a distinct kernel with its own launches.
+pub fn kernel_file(lines: usize) -> String {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rules");
+    let mut parts: Vec<String> = std::fs::read_dir(dir)
+        .expect("fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .map(|p| std::fs::read_to_string(p).expect("fixture"))
+        .collect();
+    parts.sort();
+    let mut out = String::new();
+    let mut copy = 0;
+    while out.lines().count() < lines {
+        for p in &parts {
+            out.push_str(&p.replace("(x_ptr", &format!("(x{copy}_ptr")).replace("def ", &format!("def c{copy}_")));
+            out.push('\n');
+        }
+        copy += 1;
+    }
+    out
+}
+
+fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
+    v.sort();
+    (v[0], v[v.len() / 2], v[v.len() * 99 / 100])
+}
+
+fn main() {
+    let text = kernel_file(5_000);
+    let settings = Settings::default();
+    let lines = text.lines().count();
+    // Warm up.
+    for _ in 0..5 {
+        let tree = parse(&text, None);
+        std::hint::black_box(check(&text, &tree, &settings));
+    }
+    let mut full = Vec::new();
+    let mut parse_only = Vec::new();
+    let mut analysis_only = Vec::new();
+    let mut diagnostics = 0;
+    for _ in 0..50 {
+        let t0 = Instant::now();
+        let tree = parse(&text, None);
+        let t1 = Instant::now();
+        let result = check(&text, &tree, &settings);
+        let t2 = Instant::now();
+        diagnostics = result.diagnostics.len();
+        full.push(t2 - t0);
+        parse_only.push(t1 - t0);
+        analysis_only.push(t2 - t1);
+    }
+    // Incremental: edit one character in the middle and reparse with the old tree.
+    let mut incremental = Vec::new();
+    let mut tree = parse(&text, None);
+    let mid = text.len() / 2;
+    let mid = (0..=mid).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    for i in 0..50 {
+        let ch = if i % 2 == 0 { "x" } else { "y" };
+        let new_text = format!("{}{}{}", &text[..mid], ch, &text[mid..]);
+        let t0 = Instant::now();
+        let mut edited = tree.clone();
+        edited.edit(&tree_sitter::InputEdit {
+            start_byte: mid,
+            old_end_byte: mid,
+            new_end_byte: mid + 1,
+            start_position: tree_sitter::Point::new(0, 0),
+            old_end_position: tree_sitter::Point::new(0, 0),
+            new_end_position: tree_sitter::Point::new(0, 1),
+        });
+        let new_tree = parse(&new_text, Some(&edited));
+        let result = check(&new_text, &new_tree, &settings);
+        incremental.push(t0.elapsed());
+        std::hint::black_box(result);
+        tree = parse(&text, None);
+    }
+    let report = |name: &str, v: Vec<Duration>| {
+        let (min, p50, p99) = stats(v);
+        println!("{name:<34} min {:>8.3} ms   p50 {:>8.3} ms   p99 {:>8.3} ms", ms(min), ms(p50), ms(p99));
+    };
+    println!("kernel file: {lines} lines, {} bytes, {diagnostics} diagnostics", text.len());
+    report("full analysis (parse + check)", full);
+    report("  parse", parse_only);
+    report("  model + rules", analysis_only);
+    report("edit + incremental reparse + check", incremental);
+
+    // Where the model + rules time goes.
+    let tree = parse(&text, None);
+    let mut build = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        std::hint::black_box(kernel_lsp::analysis::FileModel::build(&text, &tree));
+        build.push(t0.elapsed());
+    }
+    report("  model build", build);
+    let model = kernel_lsp::analysis::FileModel::build(&text, &tree);
+    for rule in kernel_lsp::rules::RULES {
+        let mut v = Vec::new();
+        for _ in 0..20 {
+            let mut out = Vec::new();
+            let t0 = Instant::now();
+            (rule.check)(&model, &settings, &mut out);
+            v.push(t0.elapsed());
+        }
+        report(&format!("  rule {}", rule.code), v);
+    }
+    let mut v = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        std::hint::black_box(model.kernel_summaries());
+        v.push(t0.elapsed());
+    }
+    report("  kernel summaries", v);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

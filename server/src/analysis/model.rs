@@ -781,8 +781,7 @@ impl<'m, 'a> Walker<'m, 'a> {
 
     fn visit_children(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
         let mut c = node.walk();
-        let children: Vec<Node<'a>> = node.children(&mut c).collect();
-        for child in children {
+        for child in node.children(&mut c) {
             self.visit(child, scope, loops, class, depth);
         }
     }
