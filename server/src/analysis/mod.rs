@@ -10,6 +10,21 @@ use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 use crate::text::TextRange;
 
+/// `node.child_by_field_name("name")` without looking the name up on every
+/// call: the field id is resolved once per call site.
+macro_rules! field {
+    ($node:expr, $name:literal) => {{
+        static ID: std::sync::OnceLock<Option<u16>> = std::sync::OnceLock::new();
+        ID.get_or_init(|| $crate::analysis::field_id($name)).and_then(|id| $node.child_by_field_id(id))
+    }};
+}
+pub(crate) use field;
+
+pub(crate) fn field_id(name: &str) -> Option<u16> {
+    let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+    language.field_id_for_name(name).map(u16::from)
+}
+
 pub mod model;
 pub mod triton_names;
 

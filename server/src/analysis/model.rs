@@ -276,8 +276,8 @@ impl<'a> FileModel<'a> {
                     for child in stmt.named_children(&mut c) {
                         match child.kind() {
                             "aliased_import" => {
-                                let name = child.child_by_field_name("name").map(|n| self.text(n));
-                                let alias = child.child_by_field_name("alias").map(|n| self.text(n).to_string());
+                                let name = field!(child, "name").map(|n| self.text(n));
+                                let alias = field!(child, "alias").map(|n| self.text(n).to_string());
                                 match (name, alias) {
                                     (Some("triton.language"), Some(a)) => self.tl_aliases.push(a),
                                     (Some("triton"), Some(a)) => self.triton_aliases.push(a),
@@ -292,13 +292,13 @@ impl<'a> FileModel<'a> {
                     }
                 }
                 "import_from_statement" => {
-                    let module = stmt.child_by_field_name("module_name").map(|n| self.text(n)).unwrap_or("");
+                    let module = field!(stmt, "module_name").map(|n| self.text(n)).unwrap_or("");
                     let mut c = stmt.walk();
                     for name in stmt.children_by_field_name("name", &mut c) {
                         let (orig, alias) = match name.kind() {
                             "aliased_import" => (
-                                name.child_by_field_name("name").map(|n| self.text(n)).unwrap_or(""),
-                                name.child_by_field_name("alias").map(|n| self.text(n)).unwrap_or(""),
+                                field!(name, "name").map(|n| self.text(n)).unwrap_or(""),
+                                field!(name, "alias").map(|n| self.text(n)).unwrap_or(""),
                             ),
                             _ => (self.text(name), self.text(name)),
                         };
@@ -459,7 +459,7 @@ impl<'a> FileModel<'a> {
             if found || n.kind() != "subscript" {
                 return;
             }
-            let (Some(value), Some(index)) = (n.child_by_field_name("value"), n.child_by_field_name("subscript")) else {
+            let (Some(value), Some(index)) = (field!(n, "value"), field!(n, "subscript")) else {
                 return;
             };
             let vt = self.text(value);
@@ -482,9 +482,9 @@ impl<'a> FileModel<'a> {
         let Some(mut node) = node else { return "?".to_string() };
         // `enumerate(xs)` / `zip(xs, ...)` count as many steps as `xs`.
         if node.kind() == "call" {
-            let func = node.child_by_field_name("function").map(|f| self.text(f)).unwrap_or("");
+            let func = field!(node, "function").map(|f| self.text(f)).unwrap_or("");
             if matches!(func, "enumerate" | "zip") {
-                if let Some(first) = node.child_by_field_name("arguments").and_then(|a| a.named_child(0)) {
+                if let Some(first) = field!(node, "arguments").and_then(|a| a.named_child(0)) {
                     node = first;
                 }
             }
@@ -551,9 +551,9 @@ impl<'a> FileModel<'a> {
                 None
             }
             "binary_operator" => {
-                let l = self.eval_int(f, node.child_by_field_name("left")?, depth + 1)?;
-                let r = self.eval_int(f, node.child_by_field_name("right")?, depth + 1)?;
-                match self.text(node.child_by_field_name("operator")?) {
+                let l = self.eval_int(f, field!(node, "left")?, depth + 1)?;
+                let r = self.eval_int(f, field!(node, "right")?, depth + 1)?;
+                match self.text(field!(node, "operator")?) {
                     "+" => l.checked_add(r),
                     "-" => l.checked_sub(r),
                     "*" => l.checked_mul(r),
@@ -564,9 +564,9 @@ impl<'a> FileModel<'a> {
                 }
             }
             "call" => {
-                let func = self.text(node.child_by_field_name("function")?);
+                let func = self.text(field!(node, "function")?);
                 if func.ends_with("next_power_of_2") {
-                    let arg = node.child_by_field_name("arguments")?.named_child(0)?;
+                    let arg = field!(node, "arguments")?.named_child(0)?;
                     let v = self.eval_int(f, arg, depth + 1)?;
                     return (v > 0).then(|| (v as u64).next_power_of_two() as i64);
                 }
@@ -644,11 +644,10 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
         match n.kind() {
             "identifier" => out.push(src[n.byte_range()].to_string()),
             "call" => {
-                let func = n.child_by_field_name("function");
+                let func = field!(n, "function");
                 let ftext = func.map(|f| &src[f.byte_range()]).unwrap_or("");
                 if ftext.ends_with(".program_id") || ftext.ends_with(".num_programs") {
-                    let axis = n
-                        .child_by_field_name("arguments")
+                    let axis = field!(n, "arguments")
                         .and_then(|a| a.named_child(0))
                         .map(|a| src[a.byte_range()].trim_start_matches("axis=").trim().to_string())
                         .unwrap_or_else(|| "0".to_string());
@@ -656,12 +655,12 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
                     out.push(format!("{kind}{axis}"));
                     continue;
                 }
-                if let Some(args) = n.child_by_field_name("arguments") {
+                if let Some(args) = field!(n, "arguments") {
                     stack.push((args, depth + 1));
                 }
                 if let Some(f) = func {
                     if f.kind() == "attribute" {
-                        if let Some(obj) = f.child_by_field_name("object") {
+                        if let Some(obj) = field!(f, "object") {
                             stack.push((obj, depth + 1));
                         }
                     } else {
@@ -670,12 +669,12 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
                 }
             }
             "attribute" => {
-                if let Some(obj) = n.child_by_field_name("object") {
+                if let Some(obj) = field!(n, "object") {
                     stack.push((obj, depth + 1));
                 }
             }
             "keyword_argument" => {
-                if let Some(v) = n.child_by_field_name("value") {
+                if let Some(v) = field!(n, "value") {
                     stack.push((v, depth + 1));
                 }
             }
@@ -687,6 +686,33 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
             }
         }
     }
+}
+
+/// Numeric ids of the node kinds the walk acts on.
+struct Kinds {
+    interesting: Vec<u16>,
+}
+
+fn kinds() -> &'static Kinds {
+    static KINDS: std::sync::OnceLock<Kinds> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let names = [
+            "comment",
+            "decorated_definition",
+            "function_definition",
+            "class_definition",
+            "for_statement",
+            "while_statement",
+            "call",
+            "assignment",
+            "augmented_assignment",
+            "subscript",
+            "binary_operator",
+            "attribute",
+        ];
+        Kinds { interesting: names.iter().map(|n| language.id_for_node_kind(n, true)).filter(|id| *id != 0).collect() }
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -709,10 +735,17 @@ impl<'m, 'a> Walker<'m, 'a> {
         if depth > MAX_DEPTH {
             return;
         }
+        // Most nodes are none of the kinds below: compare numeric kind ids, not strings.
+        let kinds = kinds();
+        let id = node.kind_id();
+        if !kinds.interesting.contains(&id) {
+            self.visit_children(node, scope, loops, class, depth + 1);
+            return;
+        }
         match node.kind() {
             "comment" => self.comment(node),
             "decorated_definition" => {
-                if let Some(def) = node.child_by_field_name("definition") {
+                if let Some(def) = field!(node, "definition") {
                     let mut c = node.walk();
                     let decorators: Vec<Node<'a>> =
                         node.named_children(&mut c).filter(|n| n.kind() == "decorator").filter_map(|d| d.named_child(0)).collect();
@@ -732,10 +765,10 @@ impl<'m, 'a> Walker<'m, 'a> {
                 return;
             }
             "class_definition" => {
-                let name = node.child_by_field_name("name").map(|n| self.text(n).to_string()).unwrap_or_default();
-                let name_range = node.child_by_field_name("name").map(range_of).unwrap_or_default();
+                let name = field!(node, "name").map(|n| self.text(n).to_string()).unwrap_or_default();
+                let name_range = field!(node, "name").map(range_of).unwrap_or_default();
                 self.m.classes.push(ClassInfo { name: name.clone(), name_range, node });
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = field!(node, "body") {
                     self.visit_children(body, scope, loops, Some(&name), depth + 1);
                 }
                 return;
@@ -753,9 +786,9 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
             "binary_operator" => {
                 if let Scope::Kernel(k) = scope {
-                    let op = node.child_by_field_name("operator").map(|o| self.text(o));
+                    let op = field!(node, "operator").map(|o| self.text(o));
                     if op == Some("*") {
-                        if let (Some(l), Some(r)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) {
+                        if let (Some(l), Some(r)) = (field!(node, "left"), field!(node, "right")) {
                             let (lt, rt) = (self.text(l).to_string(), self.text(r).to_string());
                             self.m.kernels[k].products.push((lt, rt));
                         }
@@ -763,7 +796,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                 }
             }
             "attribute" => {
-                if let (Some(obj), Some(attr)) = (node.child_by_field_name("object"), node.child_by_field_name("attribute")) {
+                if let (Some(obj), Some(attr)) = (field!(node, "object"), field!(node, "attribute")) {
                     let obj_text = self.text(obj);
                     if obj.kind() == "identifier" && self.m.is_tl_alias(obj_text) {
                         let name = self.text(attr).to_string();
@@ -781,7 +814,7 @@ impl<'m, 'a> Walker<'m, 'a> {
 
     fn visit_children(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
         let mut c = node.walk();
-        for child in node.children(&mut c) {
+        for child in node.named_children(&mut c) {
             self.visit(child, scope, loops, class, depth);
         }
     }
@@ -808,16 +841,16 @@ impl<'m, 'a> Walker<'m, 'a> {
     }
 
     fn is_kernel_decorator(&self, d: Node) -> bool {
-        let target = if d.kind() == "call" { d.child_by_field_name("function").unwrap_or(d) } else { d };
+        let target = if d.kind() == "call" { field!(d, "function").unwrap_or(d) } else { d };
         let t = self.text(target);
         t == "jit" || t.ends_with(".jit") || t == "triton_jit"
     }
 
     fn function(&mut self, def: Node<'a>, decorators: Vec<Node<'a>>, class: Option<&str>, depth: usize) {
-        let name_node = def.child_by_field_name("name");
+        let name_node = field!(def, "name");
         let name = name_node.map(|n| self.text(n).to_string()).unwrap_or_default();
         let name_range = name_node.map(range_of).unwrap_or_else(|| range_of(def));
-        let Some(body) = def.child_by_field_name("body") else { return };
+        let Some(body) = field!(def, "body") else { return };
         if decorators.iter().any(|d| self.is_kernel_decorator(*d)) {
             let params = self.kernel_params(def);
             let k = self.m.kernels.len();
@@ -837,8 +870,7 @@ impl<'m, 'a> Walker<'m, 'a> {
             self.visit_children(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
             return;
         }
-        let params = def
-            .child_by_field_name("parameters")
+        let params = field!(def, "parameters")
             .map(|p| {
                 let mut c = p.walk();
                 p.named_children(&mut c).filter_map(|n| param_name(n, self.m.src)).collect()
@@ -861,22 +893,22 @@ impl<'m, 'a> Walker<'m, 'a> {
     }
 
     fn kernel_params(&self, def: Node<'a>) -> Vec<Param<'a>> {
-        let Some(params) = def.child_by_field_name("parameters") else { return Vec::new() };
+        let Some(params) = field!(def, "parameters") else { return Vec::new() };
         let mut c = params.walk();
         params
             .named_children(&mut c)
             .filter_map(|p| {
                 let name = param_name(p, self.m.src)?;
-                let ty = p.child_by_field_name("type").map(|t| self.text(t)).unwrap_or("");
+                let ty = field!(p, "type").map(|t| self.text(t)).unwrap_or("");
                 let name_range = match p.kind() {
                     "identifier" => range_of(p),
-                    _ => p.child_by_field_name("name").or_else(|| p.named_child(0)).map(range_of).unwrap_or_else(|| range_of(p)),
+                    _ => field!(p, "name").or_else(|| p.named_child(0)).map(range_of).unwrap_or_else(|| range_of(p)),
                 };
                 Some(Param {
                     name,
                     range: name_range,
                     constexpr: ty.ends_with("constexpr"),
-                    default: p.child_by_field_name("value"),
+                    default: field!(p, "value"),
                     node: p,
                 })
             })
@@ -884,7 +916,7 @@ impl<'m, 'a> Walker<'m, 'a> {
     }
 
     fn loop_stmt(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
-        let Some(body) = node.child_by_field_name("body") else { return };
+        let Some(body) = field!(node, "body") else { return };
         let header_end = self.header_end(node, body);
         let kind = if node.kind() == "for_statement" { LoopKind::For } else { LoopKind::While };
         let mut lp = Loop {
@@ -902,15 +934,15 @@ impl<'m, 'a> Walker<'m, 'a> {
         };
         match kind {
             LoopKind::For => {
-                let left = node.child_by_field_name("left");
+                let left = field!(node, "left");
                 lp.var = left.filter(|l| l.kind() == "identifier").map(|l| self.text(l).to_string());
-                lp.head = node.child_by_field_name("right");
+                lp.head = field!(node, "right");
                 if let Some(right) = lp.head {
                     self.range_parts(right, &mut lp);
                 }
             }
             LoopKind::While => {
-                lp.head = node.child_by_field_name("condition");
+                lp.head = field!(node, "condition");
                 if let Some(cond) = lp.head.filter(|c| c.kind() == "comparison_operator") {
                     let left = cond.named_child(0);
                     let right = cond.named_child(1);
@@ -926,7 +958,7 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
         }
         // Header expressions belong to the enclosing loops.
-        for part in [node.child_by_field_name("right"), node.child_by_field_name("condition")].into_iter().flatten() {
+        for part in [field!(node, "right"), field!(node, "condition")].into_iter().flatten() {
             self.visit(part, scope, loops, class, depth + 1);
         }
         let idx = match scope {
@@ -948,7 +980,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         loops.push(idx);
         self.visit_children(body, scope, loops, class, depth + 1);
         loops.pop();
-        if let Some(alt) = node.child_by_field_name("alternative") {
+        if let Some(alt) = field!(node, "alternative") {
             self.visit(alt, scope, loops, class, depth + 1);
         }
     }
@@ -968,10 +1000,10 @@ impl<'m, 'a> Walker<'m, 'a> {
 
     fn range_parts(&self, iter: Node<'a>, lp: &mut Loop<'a>) {
         let mut call = iter;
-        let func_text = |n: Node| n.child_by_field_name("function").map(|f| self.text(f)).unwrap_or("");
+        let func_text = |n: Node| field!(n, "function").map(|f| self.text(f)).unwrap_or("");
         if call.kind() == "call" && func_text(call) == "reversed" {
             lp.reversed = true;
-            match call.child_by_field_name("arguments").and_then(|a| a.named_child(0)) {
+            match field!(call, "arguments").and_then(|a| a.named_child(0)) {
                 Some(inner) => call = inner,
                 None => return,
             }
@@ -984,7 +1016,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         if !is_range {
             return;
         }
-        let Some(args) = call.child_by_field_name("arguments") else { return };
+        let Some(args) = field!(call, "arguments") else { return };
         let mut c = args.walk();
         let positional: Vec<Node<'a>> = args.named_children(&mut c).filter(|a| a.kind() != "keyword_argument" && a.kind() != "comment").collect();
         match positional.len() {
@@ -1007,14 +1039,14 @@ impl<'m, 'a> Walker<'m, 'a> {
     }
 
     fn call(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
-        let Some(func) = node.child_by_field_name("function") else { return };
+        let Some(func) = field!(node, "function") else { return };
         let (args, kwargs) = call_arguments(node, self.m.src);
         match scope {
             Scope::Kernel(k) => {
                 let tl_name = match func.kind() {
                     "attribute" => {
-                        let obj = func.child_by_field_name("object").map(|o| self.text(o)).unwrap_or("");
-                        let attr = func.child_by_field_name("attribute").map(|a| self.text(a)).unwrap_or("");
+                        let obj = field!(func, "object").map(|o| self.text(o)).unwrap_or("");
+                        let attr = field!(func, "attribute").map(|a| self.text(a)).unwrap_or("");
                         (self.m.is_tl_alias(obj) || obj == "triton.language").then(|| attr.to_string())
                     }
                     _ => None,
@@ -1025,8 +1057,8 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
             Scope::Host(f) => {
                 if func.kind() == "subscript" {
-                    let value = func.child_by_field_name("value");
-                    let grid = func.child_by_field_name("subscript");
+                    let value = field!(func, "value");
+                    let grid = field!(func, "subscript");
                     if let (Some(value), Some(grid)) = (value, grid) {
                         if value.kind() == "identifier" {
                             self.pending_launches.push(Launch {
@@ -1059,8 +1091,8 @@ impl<'m, 'a> Walker<'m, 'a> {
                 let callee = match func.kind() {
                     "identifier" => Some(ftext.to_string()),
                     "attribute" => {
-                        let obj = func.child_by_field_name("object").map(|o| self.text(o)).unwrap_or("");
-                        let attr = func.child_by_field_name("attribute").map(|a| self.text(a)).unwrap_or("");
+                        let obj = field!(func, "object").map(|o| self.text(o)).unwrap_or("");
+                        let attr = field!(func, "attribute").map(|a| self.text(a)).unwrap_or("");
                         (obj == "self" || obj == "cls").then(|| attr.to_string())
                     }
                     _ => None,
@@ -1074,7 +1106,7 @@ impl<'m, 'a> Walker<'m, 'a> {
 
     fn assignment(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
         let augmented = node.kind() == "augmented_assignment";
-        let (Some(left), Some(value)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) else {
+        let (Some(left), Some(value)) = (field!(node, "left"), field!(node, "right")) else {
             return;
         };
         let mut targets: Vec<(String, Node<'a>)> = Vec::new();
@@ -1113,7 +1145,7 @@ fn param_name(p: Node, src: &str) -> Option<String> {
     let n = match p.kind() {
         "identifier" => p,
         "typed_parameter" => p.named_child(0)?,
-        "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name")?,
+        "default_parameter" | "typed_default_parameter" => field!(p, "name")?,
         _ => return None,
     };
     (n.kind() == "identifier").then(|| src[n.byte_range()].to_string())
@@ -1123,12 +1155,12 @@ fn param_name(p: Node, src: &str) -> Option<String> {
 pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(String, Node<'a>)>) {
     let mut args = Vec::new();
     let mut kwargs = Vec::new();
-    if let Some(list) = call.child_by_field_name("arguments") {
+    if let Some(list) = field!(call, "arguments") {
         let mut c = list.walk();
         for a in list.named_children(&mut c) {
             match a.kind() {
                 "keyword_argument" => {
-                    if let (Some(n), Some(v)) = (a.child_by_field_name("name"), a.child_by_field_name("value")) {
+                    if let (Some(n), Some(v)) = (field!(a, "name"), field!(a, "value")) {
                         kwargs.push((src[n.byte_range()].to_string(), v));
                     }
                 }
@@ -1146,10 +1178,10 @@ fn direct_augmented_step<'a>(body: Node<'a>, var: &str, src: &str) -> Option<Nod
     for stmt in body.named_children(&mut c) {
         let inner = if stmt.kind() == "expression_statement" { stmt.named_child(0) } else { Some(stmt) };
         let Some(a) = inner.filter(|a| a.kind() == "augmented_assignment") else { continue };
-        let left = a.child_by_field_name("left").map(|l| &src[l.byte_range()]);
-        let op = a.child_by_field_name("operator").map(|o| &src[o.byte_range()]);
+        let left = field!(a, "left").map(|l| &src[l.byte_range()]);
+        let op = field!(a, "operator").map(|o| &src[o.byte_range()]);
         if left == Some(var) && matches!(op, Some("+=") | Some("-=")) {
-            return a.child_by_field_name("right");
+            return field!(a, "right");
         }
     }
     None
@@ -1281,9 +1313,9 @@ impl<'a> Kernel<'a> {
         let mut node = ptr;
         for _ in 0..16 {
             match node.kind() {
-                "binary_operator" => node = node.child_by_field_name("left")?,
+                "binary_operator" => node = field!(node, "left")?,
                 "parenthesized_expression" => node = node.named_child(0)?,
-                "subscript" => node = node.child_by_field_name("value")?,
+                "subscript" => node = field!(node, "value")?,
                 "identifier" => {
                     let name = &src[node.byte_range()];
                     if self.param(name).is_some() {

@@ -1,5 +1,6 @@
 //! KL004 arange-non-constexpr.
 
+use crate::analysis::field;
 use tree_sitter::Node;
 
 use crate::analysis::model::{collect_identifiers, parse_int, range_of, FileModel, Kernel};
@@ -83,7 +84,7 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
             }
         }
         "binary_operator" => {
-            let parts: Vec<Bound> = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+            let parts: Vec<Bound> = [field!(node, "left"), field!(node, "right")]
                 .into_iter()
                 .flatten()
                 .map(|n| classify(k, model, n, depth + 1))
@@ -94,7 +95,7 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
             if parts.iter().all(|b| matches!(b, Bound::Const(_))) {
                 // Only the operators Triton folds for us.
                 let vals: Vec<i64> = parts.iter().filter_map(|b| if let Bound::Const(v) = b { Some(*v) } else { None }).collect();
-                let op = node.child_by_field_name("operator").map(|o| model.text(o)).unwrap_or("");
+                let op = field!(node, "operator").map(|o| model.text(o)).unwrap_or("");
                 let v = match (op, vals.as_slice()) {
                     ("+", [a, b]) => a.checked_add(*b),
                     ("-", [a, b]) => a.checked_sub(*b),
@@ -132,11 +133,11 @@ fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
         "identifier" => Edit { range: TextRange::new(p.range.end, p.range.end), new_text: format!(": {tl}.constexpr") },
         // `n=4` becomes `n: tl.constexpr = 4` (PEP 8 spacing once annotated).
         "default_parameter" => {
-            let value = p.node.child_by_field_name("value")?;
+            let value = field!(p.node, "value")?;
             Edit { range: TextRange::new(p.range.end, value.start_byte()), new_text: format!(": {tl}.constexpr = ") }
         }
         "typed_parameter" | "typed_default_parameter" => {
-            let ty = p.node.child_by_field_name("type")?;
+            let ty = field!(p.node, "type")?;
             Edit { range: range_of(ty), new_text: format!("{tl}.constexpr") }
         }
         _ => return None,

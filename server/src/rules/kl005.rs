@@ -1,5 +1,6 @@
 //! KL005 unknown-triton-function.
 
+use crate::analysis::field;
 use crate::analysis::model::{call_arguments, range_of, FileModel};
 use crate::analysis::triton_names;
 use crate::config::Settings;
@@ -70,10 +71,10 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         if triton_names::is_known(name) {
             continue;
         }
-        let tl = attr.child_by_field_name("object").map(|o| model.text(o)).unwrap_or("tl");
+        let tl = field!(attr, "object").map(|o| model.text(o)).unwrap_or("tl");
         let fix = attr
             .parent()
-            .filter(|p| p.kind() == "call" && p.child_by_field_name("function") == Some(*attr))
+            .filter(|p| p.kind() == "call" && field!(p, "function") == Some(*attr))
             .and_then(|call| {
                 let (args, kwargs) = call_arguments(call, model.src);
                 if !kwargs.is_empty() {

@@ -1,5 +1,6 @@
 //! KL006 shared-memory-over-limit.
 
+use crate::analysis::field;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
@@ -153,7 +154,7 @@ fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Con
         .filter_map(|p| Some((p.name.clone(), (parse_int(model.text(p.default?).trim())?, p.default))))
         .collect();
     for d in &k.decorators {
-        if d.kind() != "call" || !model.text(d.child_by_field_name("function").unwrap_or(*d)).ends_with("autotune") {
+        if d.kind() != "call" || !model.text(field!(d, "function").unwrap_or(*d)).ends_with("autotune") {
             continue;
         }
         let (_, kwargs) = call_arguments(*d, model.src);
@@ -166,7 +167,7 @@ fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Con
             if let Some(dict) = args.first().filter(|d| d.kind() == "dictionary") {
                 let mut dc = dict.walk();
                 for pair in dict.named_children(&mut dc).filter(|p| p.kind() == "pair") {
-                    let (Some(key), Some(val)) = (pair.child_by_field_name("key"), pair.child_by_field_name("value")) else { continue };
+                    let (Some(key), Some(val)) = (field!(pair, "key"), field!(pair, "value")) else { continue };
                     let key = model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string();
                     if let Some(v) = parse_int(model.text(val).trim()) {
                         values.insert(key, (v, Some(val)));

@@ -1,5 +1,6 @@
 //! KL007 tensor-indexed-by-tensor.
 
+use crate::analysis::field;
 use crate::analysis::model::{collect_identifiers, range_of, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
@@ -43,7 +44,7 @@ out = tl.load(table_ptr + idx, mask=idx < n)
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in &model.kernels {
         for (sub, _) in &k.subscripts {
-            let Some(value) = sub.child_by_field_name("value") else { continue };
+            let Some(value) = field!(sub, "value") else { continue };
             if value.kind() != "identifier" {
                 continue;
             }
