@@ -128,7 +128,7 @@ end
 
 -- :KernelBench -------------------------------------------------------------------
 
----@type table<integer, { client_id: integer, token: string, request_id: integer }>
+---@type table<integer, { client_id: integer, token: string, request_id: integer, finish: function }>
 M.running = {}
 local next_token = 0
 
@@ -191,20 +191,30 @@ function M.benchmark(opts)
   end
   next_token = next_token + 1
   local token = string.format('kernel-lsp.nvim/benchmark/%d', next_token)
-  local id = execute(client, bufnr, 'kernel-lsp.benchmark', { uri_of(bufnr) }, function(result, err)
-    M.running[bufnr] = nil
+  local run = { client_id = client.id, token = token }
+  -- Runs once: on the server's answer, or when the run is cancelled (Neovim
+  -- does not pass a RequestCancelled answer on).
+  function run.finish(result, err)
+    if run.done then
+      return
+    end
+    run.done = true
+    if M.running[bufnr] == run then
+      M.running[bufnr] = nil
+    end
     if result then
-      local r = result
-      local level = (r.correct == true and not r.error) and vim.log.levels.INFO or vim.log.levels.WARN
-      ui.notify('benchmark: ' .. M.bench_summary(r), level)
+      local level = (result.correct == true and not result.error) and vim.log.levels.INFO or vim.log.levels.WARN
+      ui.notify('benchmark: ' .. M.bench_summary(result), level)
     end
     refresh_views(bufnr)
     if opts.on_done then
       opts.on_done(result, err)
     end
-  end, token)
+  end
+  local id = execute(client, bufnr, 'kernel-lsp.benchmark', { uri_of(bufnr) }, run.finish, token)
   if id then
-    M.running[bufnr] = { client_id = client.id, token = token, request_id = id }
+    run.request_id = id
+    M.running[bufnr] = run
     ui.notify('benchmarking ' .. vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ':t') .. '…')
     refresh_views(bufnr)
   end
@@ -222,6 +232,8 @@ function M.cancel(bufnr)
   if client then
     client:notify('window/workDoneProgress/cancel', { token = run.token })
   end
+  ui.notify('benchmark cancelled')
+  run.finish(nil, { code = -32800, message = 'benchmark cancelled' })
 end
 
 -- :KernelPersistent ----------------------------------------------------------

@@ -1,0 +1,95 @@
+-- :KernelBench on a CPU-sized example: the real harness runs the kernel on
+-- Triton's CPU interpreter; the result lands on ModelNew's code lens.
+local H = ... -- tests/helpers.lua, passed by its run()
+local kl = require('kernel_lsp')
+
+kl.setup({ cmd = { H.bin, 'serve' }, python = H.python })
+local dir = H.tmpdir()
+H.copy('examples/tanh_activation/reference.py', dir)
+local path = H.copy('examples/tanh_activation/candidate_fixed.py', dir)
+
+H.test(':KernelBench reports progress and puts the result on the ModelNew lens', function()
+  local buf = H.open(path)
+  H.client(buf)
+  local model = H.line_of(buf, 'class ModelNew')
+  local function model_lens()
+    for _, l in ipairs(H.lenses(buf)) do
+      if l.line == model then
+        return l.title
+      end
+    end
+  end
+  H.eq('▶ Benchmark vs reference', H.wait(20000, model_lens, 'the ModelNew lens'), 'lens before')
+  kl.progress.events = {}
+  local result, err, done = nil, nil, false
+  kl.benchmark({ bufnr = buf, on_done = function(r, e) result, err, done = r, e, true end })
+  H.ok(kl.running[buf], 'the run is tracked')
+  H.wait(300000, function() return done end, 'the benchmark to finish')
+  H.ok(not err, 'benchmark error: ' .. vim.inspect(err))
+  H.eq('cpu-interpreter', result.mode, 'mode')
+  H.eq(true, result.correct, 'correct')
+  local kinds = vim.tbl_map(function(e) return e.kind end, kl.progress.events)
+  H.ok(vim.list_contains(kinds, 'begin') and vim.list_contains(kinds, 'end'),
+    'LspProgress begin and end seen: ' .. vim.inspect(kl.progress.events))
+  H.eq(nil, kl.running[buf], 'no longer running')
+  local title = H.wait(20000, function()
+    local t = model_lens()
+    return t and t:find('correct', 1, true) and t
+  end, 'the result lens (have: ' .. tostring(model_lens()) .. ')')
+  H.contains(title, 'correct (CPU interpreter, no timing)')
+  H.eq('correct (CPU interpreter, no timing)', kl.bench_summary(result), 'summary')
+end)
+
+H.test(':KernelHistory lists the run', function()
+  local buf = vim.fn.bufnr(path)
+  vim.cmd('buffer ' .. buf)
+  vim.cmd('KernelHistory')
+  local hbuf = H.wait(10000, function()
+    local b = vim.fn.bufnr('kernel-lsp://history')
+    return b ~= -1 and b
+  end, 'the history split')
+  local lines = vim.api.nvim_buf_get_lines(hbuf, 0, -1, false)
+  local rows = vim.tbl_filter(function(l) return l:match('^| ') and not l:find('| time |', 1, true) end, lines)
+  H.ok(#rows >= 1, 'a history row: ' .. table.concat(lines, '\n'))
+  vim.cmd('close')
+end)
+
+H.test(':KernelBench from the command line, then the lens again', function()
+  local buf = vim.fn.bufnr(path)
+  vim.cmd('buffer ' .. buf)
+  -- An edit makes the stored result stale; the command saves the buffer first.
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { '# edited' })
+  vim.cmd('KernelBench')
+  H.ok(not vim.bo[buf].modified, 'buffer written before the run')
+  H.wait(300000, function() return kl.running[buf] == nil end, 'the second benchmark')
+  local model = H.line_of(buf, 'class ModelNew')
+  H.wait(20000, function()
+    for _, l in ipairs(H.lenses(buf)) do
+      if l.line == model and l.title:find('CPU interpreter', 1, true) and not l.title:find('before your last edits', 1, true) then
+        return true
+      end
+    end
+  end, 'a fresh result lens: ' .. vim.inspect(H.lenses(buf)))
+end)
+
+H.test('running the ModelNew code lens benchmarks; :KernelBenchCancel stops a run', function()
+  local buf = vim.fn.bufnr(path)
+  vim.cmd('buffer ' .. buf)
+  local model = H.line_of(buf, 'class ModelNew')
+  vim.api.nvim_win_set_cursor(0, { model + 1, 0 })
+  vim.lsp.codelens.run()
+  H.ok(kl.running[buf], 'the lens started a benchmark')
+  H.wait(300000, function() return kl.running[buf] == nil end, 'the lens benchmark')
+
+  local err, done
+  kl.benchmark({ bufnr = buf, on_done = function(_, e) err, done = e, true end })
+  vim.cmd('KernelBenchCancel')
+  H.wait(30000, function() return done end, 'the cancelled run to end')
+  H.ok(err, 'a cancelled run answers an error')
+  -- The server stopped the run: its progress ends with "cancelled".
+  H.wait(30000, function()
+    local last = kl.progress.events[#kl.progress.events]
+    return last and last.kind == 'end' and last.text:find('cancelled', 1, true)
+  end, 'the server to end the progress as cancelled: ' .. vim.inspect(kl.progress.events[#kl.progress.events]))
+  H.eq(nil, kl.running[buf], 'no longer running')
+end)
