@@ -25,7 +25,10 @@ pub struct Document {
     /// The rope as one string, for the analysis and for offset conversions.
     text: String,
     line_index: LineIndex,
-    tree: Tree,
+    /// Kept only for recently edited documents (see `State::touch`): a tree of
+    /// a 5,000-line file is several MB, and incremental reparsing only pays
+    /// off for the file being typed in. Without one, the next change parses afresh.
+    tree: Option<Tree>,
     pub settings: Arc<Settings>,
     pub result: CheckResult,
 }
@@ -39,7 +42,7 @@ impl Document {
             rope: Rope::from_str(text),
             text: text.to_string(),
             line_index: LineIndex::new(text),
-            tree,
+            tree: Some(tree),
             settings,
             result,
         }
@@ -79,18 +82,32 @@ impl Document {
         self.version = version;
         self.text = self.rope.to_string();
         self.line_index = LineIndex::new(&self.text);
-        self.tree = if full_reparse {
-            analysis::parse(&self.text, None)
+        let old = if full_reparse {
+            None
         } else {
-            analysis::parse(&self.text, Some(&self.tree))
+            self.tree.as_ref()
         };
-        self.reanalyze();
+        let tree = analysis::parse(&self.text, old);
+        self.result = analysis::check(&self.text, &tree, &self.settings);
+        self.tree = Some(tree);
         warnings
     }
 
     /// Re-runs the analysis on the current text (after a settings change).
     pub fn reanalyze(&mut self) {
-        self.result = analysis::check(&self.text, &self.tree, &self.settings);
+        self.result = match &self.tree {
+            Some(tree) => analysis::check(&self.text, tree, &self.settings),
+            None => analysis::check(
+                &self.text,
+                &analysis::parse(&self.text, None),
+                &self.settings,
+            ),
+        };
+    }
+
+    /// Frees the tree of a document nobody is typing in.
+    pub fn drop_tree(&mut self) {
+        self.tree = None;
     }
 
     fn apply_ranged(&mut self, range: Range, new_text: &str, encoding: Encoding) -> Option<String> {
@@ -112,7 +129,10 @@ impl Document {
         self.rope.insert(start, new_text);
         let new_end_byte = start_byte + new_text.len();
         let new_end_position = point_of(&self.rope, new_end_byte);
-        self.tree.edit(&InputEdit {
+        let Some(tree) = self.tree.as_mut() else {
+            return warning;
+        };
+        tree.edit(&InputEdit {
             start_byte,
             old_end_byte,
             new_end_byte,
@@ -296,7 +316,7 @@ def launch(x, y):
             }
             let fresh_tree = analysis::parse(&expected, None);
             assert_eq!(
-                doc.tree.root_node().to_sexp(),
+                doc.tree.as_ref().expect("tree kept").root_node().to_sexp(),
                 fresh_tree.root_node().to_sexp(),
                 "seed {seed}"
             );

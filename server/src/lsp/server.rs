@@ -650,6 +650,7 @@ impl LanguageServer for Server {
                 item.uri.clone(),
                 Document::new(&item.text, item.version, settings),
             );
+            st.touch(&item.uri);
             if let Some(b) = st.bench.get_mut(&item.uri) {
                 b.diagnostics.clear();
             }
@@ -686,6 +687,7 @@ impl LanguageServer for Server {
         ) {
             warn!("{}: {w}", uri.as_str());
         }
+        st.touch(&uri);
         if let Some(b) = st.bench.get_mut(&uri) {
             b.diagnostics.clear();
         }
@@ -706,6 +708,7 @@ impl LanguageServer for Server {
             let mut st = self.state();
             st.docs.remove(&uri);
             st.bench.remove(&uri);
+            st.recent.retain(|u| *u != uri);
             st.caps.pull_diagnostics
         };
         if !pull {

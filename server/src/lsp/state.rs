@@ -92,7 +92,12 @@ pub struct State {
     pub bench: HashMap<Uri, BenchState>,
     /// Running benchmarks by progress token, for `window/workDoneProgress/cancel`.
     pub runs: HashMap<String, tokio::task::AbortHandle>,
+    /// Most recently opened or edited documents first; only these keep a tree.
+    pub recent: Vec<Uri>,
 }
+
+/// How many documents keep their tree-sitter tree for incremental reparsing.
+const TREES_KEPT: usize = 2;
 
 impl Default for State {
     fn default() -> Self {
@@ -104,6 +109,7 @@ impl Default for State {
             caps: ClientCaps::default(),
             bench: HashMap::new(),
             runs: HashMap::new(),
+            recent: Vec::new(),
         }
     }
 }
@@ -128,6 +134,17 @@ impl State {
         let path = file_path(uri);
         let (settings, error) = super::settings::for_file(&self.editor, path.as_deref());
         (Arc::new(settings), error)
+    }
+
+    /// Marks `uri` as the document being worked on; frees the trees of the others.
+    pub fn touch(&mut self, uri: &Uri) {
+        self.recent.retain(|u| u != uri);
+        self.recent.insert(0, uri.clone());
+        for old in self.recent.split_off(TREES_KEPT.min(self.recent.len())) {
+            if let Some(doc) = self.docs.get_mut(&old) {
+                doc.drop_tree();
+            }
+        }
     }
 
     /// All diagnostics of a document in LSP form: the analysis's and the last benchmark's.

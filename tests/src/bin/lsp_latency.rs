@@ -1,0 +1,404 @@
+//! Latency benchmark for language servers on a large Triton kernel file.
+//!
+//! Starts each server command, opens a generated 5,000-line Triton file (many
+//! kernels and launchers), replays 60 typing-like edits inside kernels, and
+//! measures the time from sending each `didChange` to the `publishDiagnostics`
+//! for that version; then does the same with 20 such files open. Reports
+//! p50/p99 latency and the server's peak RSS (`VmHWM`). Every server gets the
+//! same client, file and edits.
+//!
+//! ```text
+//! cargo build --release -p kernel-lsp -p kernel-lsp-tests
+//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--lines N] [--files N]
+//! ```
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One generated block: a kernel, the helper that launches it in a time loop,
+/// and a plain elementwise kernel. About 50 lines.
+fn block(i: usize) -> String {
+    format!(
+        r#"
+@triton.jit
+def cell_{i}(x_ptr, h_ptr, w_ptr, out_ptr, n, H: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    cols = tl.arange(0, H)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    h = tl.load(h_ptr + offs, mask=mask, other=0.0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for k in range(0, H):
+        w = tl.load(w_ptr + k * H + cols)
+        acc += tl.sum(w, axis=0) * x
+    gate = tl.sigmoid(acc + h)
+    y = x * 2.0
+    cand = tl.tanh(acc)
+    out = gate * h + (1.0 - gate) * cand + y
+    tl.store(out_ptr + offs, out, mask=mask)
+
+
+def run_cell_{i}(x, h, w, steps):
+    out = torch.empty_like(h)
+    n = h.numel()
+    grid = (triton.cdiv(n, 128),)
+    for t in range(steps):
+        cell_{i}[grid](x[t], h, w, out, n, H=64, BLOCK=128)
+        h = out
+    return h
+
+
+@triton.jit
+def scale_{i}(x_ptr, y_ptr, n, s, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, v * s, mask=mask)
+
+
+def run_scale_{i}(x, s):
+    y = torch.empty_like(x)
+    n = x.numel()
+    scale_{i}[(triton.cdiv(n, 256),)](x, y, n, s, BLOCK=256)
+    return y
+
+"#
+    )
+}
+
+/// A Triton file of about `lines` lines, and the 0-based lines of `y = x * 2.0` in each kernel.
+fn generate(lines: usize) -> (String, Vec<usize>) {
+    let mut text = String::from(
+        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n",
+    );
+    let mut targets = Vec::new();
+    let mut i = 0;
+    while text.lines().count() + 60 < lines {
+        let start = text.lines().count();
+        let b = block(i);
+        let offset = b
+            .lines()
+            .position(|l| l.trim() == "y = x * 2.0")
+            .expect("marker line");
+        targets.push(start + offset);
+        text.push_str(&b);
+        i += 1;
+    }
+    text.push_str("\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n    def forward(self, x, h, w):\n");
+    for k in 0..i {
+        text.push_str(&format!("        h = run_cell_{k}(x, h, w, 16)\n"));
+    }
+    text.push_str("        return run_scale_0(h, 0.5)\n");
+    while text.lines().count() < lines {
+        text.push_str("# padding\n");
+    }
+    (text, targets)
+}
+
+/// 60 typing-like edits: at the end of `y = x * 2.0` in 12 kernels, type ` + 1` and delete the `1`.
+fn edits(text: &str, targets: &[usize]) -> Vec<(usize, usize, usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let groups = 12;
+    for g in 0..groups {
+        let line = targets[(g * targets.len() / groups).min(targets.len() - 1)];
+        let mut col = lines[line].len();
+        for ch in [" ", "+", " ", "1"] {
+            out.push((line, col, col, ch.to_string()));
+            col += 1;
+        }
+        out.push((line, col - 1, col, String::new()));
+    }
+    out
+}
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    rx: Receiver<Value>,
+    next_id: i64,
+}
+
+fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0u8; length?];
+    reader.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+impl Server {
+    fn start(command: &[String], cwd: &Path) -> Server {
+        let mut child = Command::new(&command[0])
+            .args(&command[1..])
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(msg) = read_frame(&mut reader) {
+                if tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        Server {
+            child,
+            stdin,
+            rx,
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, msg: &Value) {
+        let body = serde_json::to_vec(msg).expect("json");
+        write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len()).expect("write");
+        self.stdin.write_all(&body).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Waits for a message matching `pred`, answering the server's own requests.
+    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let msg = self
+                .rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the server answers in time");
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                let result = if msg["method"] == "workspace/configuration" {
+                    Value::Array(vec![
+                        Value::Null;
+                        msg["params"]["items"].as_array().map_or(1, Vec::len)
+                    ])
+                } else {
+                    Value::Null
+                };
+                self.send(&json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}));
+            }
+            if pred(&msg) {
+                return msg;
+            }
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(|m| m.get("method").is_none() && m["id"] == json!(id))
+    }
+
+    fn wait_diagnostics(&mut self, uri: &str, version: i64) {
+        self.wait(|m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri
+                && (m["params"]["version"] == json!(version) || m["params"]["version"].is_null())
+        });
+    }
+
+    fn peak_rss_kb(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    fn stop(mut self) {
+        self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Measurement {
+    latencies_ms: Vec<f64>,
+    peak_rss_kb: Option<u64>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn run(command: &[String], dir: &Path, text: &str, targets: &[usize], files: usize) -> Measurement {
+    let mut server = Server::start(command, dir);
+    let root = format!("file://{}", dir.display());
+    server.request(
+        "initialize",
+        json!({
+            "processId": std::process::id(),
+            "rootUri": root,
+            "workspaceFolders": [{"uri": root, "name": "bench"}],
+            "capabilities": {
+                "general": {"positionEncodings": ["utf-16"]},
+                "textDocument": {"publishDiagnostics": {"versionSupport": true}},
+                "window": {"workDoneProgress": false},
+            },
+        }),
+    );
+    server.notify("initialized", json!({}));
+    let uris: Vec<String> = (0..files)
+        .map(|i| {
+            let path = dir.join(format!("kernels_{i}.py"));
+            std::fs::write(&path, text).expect("write the generated file");
+            format!("file://{}", path.display())
+        })
+        .collect();
+    for uri in &uris {
+        server.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+        );
+        server.wait_diagnostics(uri, 1);
+    }
+    let uri = uris[0].clone();
+    let mut latencies_ms = Vec::new();
+    for (k, (line, start, end, new_text)) in edits(text, targets).into_iter().enumerate() {
+        let version = 2 + k as i64;
+        let began = Instant::now();
+        server.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{
+                    "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+                    "text": new_text,
+                }],
+            }),
+        );
+        server.wait_diagnostics(&uri, version);
+        latencies_ms.push(began.elapsed().as_secs_f64() * 1000.0);
+    }
+    let peak_rss_kb = server.peak_rss_kb();
+    server.stop();
+    Measurement {
+        latencies_ms,
+        peak_rss_kb,
+    }
+}
+
+fn report(name: &str, files: usize, m: &Measurement) -> f64 {
+    let mut sorted = m.latencies_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&sorted, 50.0), percentile(&sorted, 99.0));
+    let rss = m
+        .peak_rss_kb
+        .map(|kb| format!("{:.1} MB", kb as f64 / 1024.0))
+        .unwrap_or_else(|| "n/a".into());
+    println!(
+        "{name:<12} files={files:<3} edits={:<3} p50={p50:>8.2} ms  p99={p99:>8.2} ms  max={:>8.2} ms  peak RSS={rss}",
+        sorted.len(),
+        sorted[sorted.len() - 1]
+    );
+    p99
+}
+
+fn default_kernel_lsp() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|d| root.join(d))
+        .unwrap_or_else(|| root.join("target"));
+    target.join("release").join("kernel-lsp")
+}
+
+fn default_ruff() -> String {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/ruff");
+    if venv.is_file() {
+        venv.display().to_string()
+    } else {
+        "ruff".to_string()
+    }
+}
+
+fn main() {
+    let mut kernel_lsp = default_kernel_lsp().display().to_string();
+    let mut ruff = Some(default_ruff());
+    let mut lines = 5000usize;
+    let mut files = 20usize;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--kernel-lsp" => kernel_lsp = args.next().expect("--kernel-lsp PATH"),
+            "--ruff" => ruff = args.next(),
+            "--no-ruff" => ruff = None,
+            "--lines" => lines = args.next().and_then(|v| v.parse().ok()).expect("--lines N"),
+            "--files" => files = args.next().and_then(|v| v.parse().ok()).expect("--files N"),
+            other => {
+                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--lines N] [--files N]; got {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let (text, targets) = generate(lines);
+    println!(
+        "file: {} lines, {} kernels, {} launch sites; 60 edits (type ` + 1`, delete `1`, in 12 kernels)",
+        text.lines().count(),
+        text.matches("@triton.jit").count(),
+        text.matches("](").count()
+    );
+    let dir = std::env::temp_dir().join(format!("lsp-latency-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+
+    let mut servers: Vec<(&str, Vec<String>)> =
+        vec![("kernel-lsp", vec![kernel_lsp, "serve".into()])];
+    if let Some(r) = ruff {
+        servers.push(("ruff", vec![r, "server".into()]));
+    }
+    let mut p99s = Vec::new();
+    for (name, command) in &servers {
+        let one = run(command, &dir, &text, &targets, 1);
+        let p99 = report(name, 1, &one);
+        let many = run(command, &dir, &text, &targets, files);
+        report(name, files, &many);
+        p99s.push((name.to_string(), p99, many.peak_rss_kb));
+    }
+    if let [(_, k, rss), (_, r, _)] = p99s.as_slice() {
+        println!(
+            "kernel-lsp p99 / ruff p99 = {:.2} (goal <= 0.5); kernel-lsp peak RSS with {files} files = {} (goal <= 50 MB)",
+            k / r,
+            rss.map(|kb| format!("{:.1} MB", kb as f64 / 1024.0)).unwrap_or_else(|| "n/a".into())
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
