@@ -102,27 +102,38 @@ fn buffers(tile: Tile, sm: u32) -> i64 {
     }
 }
 
-/// The tile that fits `limit`, reached by the smallest cuts that keep the most
-/// work per program; `None` when even the smallest tile does not fit.
-pub fn shrink_to_fit(mut tile: Tile, elem_bytes: i64, sm: u32, limit: i64) -> Option<Tile> {
-    while estimate(tile, elem_bytes, sm) > limit {
-        if tile.stages > 2 {
-            tile.stages -= 1;
-        } else if tile.k > 16 {
-            tile.k /= 2;
-        } else if tile.m.max(tile.n) > 16 {
-            if tile.m >= tile.n {
-                tile.m /= 2;
-            } else {
-                tile.n /= 2;
+/// The tile that fits `limit` and keeps the most work per program: the
+/// largest output tile (BLOCK_M × BLOCK_N), then the deepest pipeline
+/// (BLOCK_K × stages), then the most stages. Sizes stay powers of two and at
+/// least 16 (`tl.dot`'s minimum); nothing grows. `None` when nothing fits.
+pub fn shrink_to_fit(tile: Tile, elem_bytes: i64, sm: u32, limit: i64) -> Option<Tile> {
+    let halvings = |v: i64| {
+        let mut out = vec![v];
+        let mut x = v;
+        while x / 2 >= 16 && x % 2 == 0 {
+            x /= 2;
+            out.push(x);
+        }
+        out
+    };
+    let mut best: Option<(Tile, (i64, i64, i64))> = None;
+    for m in halvings(tile.m) {
+        for n in halvings(tile.n) {
+            for k in halvings(tile.k) {
+                for stages in 1..=tile.stages.max(1) {
+                    let t = Tile { m, n, k, stages, warps: tile.warps };
+                    if estimate(t, elem_bytes, sm) > limit {
+                        continue;
+                    }
+                    let score = (m * n, k * stages, stages);
+                    if best.is_none_or(|(_, s)| score > s) {
+                        best = Some((t, score));
+                    }
+                }
             }
-        } else if tile.stages > 1 {
-            tile.stages -= 1;
-        } else {
-            return None;
         }
     }
-    Some(tile)
+    best.map(|(t, _)| t)
 }
 
 /// Names of the constexpr parameters that size the first `tl.dot`: (M, N, K).
