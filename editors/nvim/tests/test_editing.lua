@@ -208,3 +208,35 @@ H.test('a rewrite edit is previewed as a diff and applied only when confirmed', 
   H.eq(true, reply.applied, 'applied (' .. tostring(reply.failureReason) .. ')')
   H.contains(H.text(buf), 'out = 2 * tl.sigmoid(2 * acc) - 1')
 end)
+
+H.test('a code action edit that needs confirmation goes through the preview too', function()
+  local buf = H.open(H.copy('examples/tanh_activation/candidate_tl_tanh.py', dir, 'annotated.py'))
+  H.client(buf)
+  local line = H.line_of(buf, '    out = tl.tanh(acc)')
+  local uri = vim.uri_from_bufnr(buf)
+  local function edit()
+    return {
+      changeAnnotations = { r = { label = 'Make persistent: 1.80x faster', needsConfirmation = true } },
+      documentChanges = { {
+        textDocument = { uri = uri },
+        edits = { { range = { start = { line = line, character = 10 }, ['end'] = { line = line, character = 22 } },
+          newText = 'tl.sigmoid(acc)', annotationId = 'r' } },
+      } },
+    }
+  end
+  local asked
+  kl.config.confirm = function(m) asked = m return false end
+  -- What vim.lsp.buf.code_action does with a (resolved) action's edit.
+  vim.lsp.util.apply_workspace_edit(edit(), 'utf-16')
+  H.contains(asked, 'Make persistent: 1.80x faster')
+  H.ok(H.text(buf):find('tl.tanh(acc)', 1, true), 'unchanged after declining')
+  kl.config.confirm = function() return true end
+  vim.lsp.util.apply_workspace_edit(edit(), 'utf-16')
+  H.contains(H.text(buf), 'out = tl.sigmoid(acc)')
+  -- Edits without such an annotation apply directly, as before.
+  asked = nil
+  kl.config.confirm = function(m) asked = m return false end
+  vim.lsp.util.apply_workspace_edit({ changes = { [uri] = { { range = { start = { line = 0, character = 0 }, ['end'] = { line = 0, character = 0 } }, newText = '# plain\n' } } } }, 'utf-16')
+  H.eq(nil, asked, 'no confirmation for a plain edit')
+  H.eq('# plain', vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1], 'plain edit applied')
+end)

@@ -28,6 +28,7 @@ end
 ---@field save_before_bench? boolean  write a modified buffer before :KernelBench (default true)
 ---@field progress? boolean      echo `$/progress` messages (default true)
 ---@field confirm? fun(message: string): boolean  asks before applying a rewrite
+---@field preview_annotated_edits? boolean  preview code-action edits that need confirmation (default true)
 ---@field enable? boolean        call vim.lsp.enable (default true)
 
 ---@type kernel_lsp.Options
@@ -37,6 +38,7 @@ M.config = {
   only_triton = true,
   save_before_bench = true,
   progress = true,
+  preview_annotated_edits = true,
   confirm = function(message)
     return vim.fn.confirm(message, '&Apply\n&Cancel', 2) == 1
   end,
@@ -46,7 +48,7 @@ M.config = {
 ---@param opts? kernel_lsp.Options
 function M.setup(opts)
   opts = opts or {}
-  for _, key in ipairs({ 'inlay_hints', 'codelens', 'only_triton', 'save_before_bench', 'progress', 'confirm' }) do
+  for _, key in ipairs({ 'inlay_hints', 'codelens', 'only_triton', 'save_before_bench', 'progress', 'confirm', 'preview_annotated_edits' }) do
     if opts[key] ~= nil then
       M.config[key] = opts[key]
     end
@@ -293,22 +295,45 @@ function M.rewrite(action, opts)
   end, token)
 end
 
+local function needs_confirmation(edit)
+  for _, a in pairs(type(edit) == 'table' and edit.changeAnnotations or {}) do
+    if type(a) == 'table' and a.needsConfirmation then
+      return true
+    end
+  end
+  return false
+end
+
+--- The label of the first change annotation that needs confirmation.
+local function annotation_label(edit)
+  for _, a in pairs(type(edit) == 'table' and edit.changeAnnotations or {}) do
+    if type(a) == 'table' and a.needsConfirmation and type(a.label) == 'string' then
+      return a.label
+    end
+  end
+end
+
+---@type fun(edit: lsp.WorkspaceEdit, offset_encoding: string)?
+local original_apply
+
 --- Shows a WorkspaceEdit as a unified diff in a split and applies it if
 --- `config.confirm` says yes. Returns whether it was applied.
 ---@param edit lsp.WorkspaceEdit
----@param client vim.lsp.Client
+---@param client vim.lsp.Client|string  the client, or its offset encoding
 ---@param opts? { title?: string }
 ---@return boolean
 function M.preview_edit(edit, client, opts)
   opts = opts or {}
-  local diff = ui.edit_diff(edit, client.offset_encoding)
+  local encoding = type(client) == 'string' and client or client.offset_encoding
+  local title = opts.title or annotation_label(edit) or 'kernel-lsp rewrite'
+  local diff = ui.edit_diff(edit, encoding)
   if diff == '' then
     ui.notify('the rewrite changes nothing', vim.log.levels.WARN)
     return false
   end
   local from = vim.api.nvim_get_current_win()
-  local win = ui.show_diff(diff, opts.title or 'kernel-lsp rewrite')
-  local ok, yes = pcall(M.config.confirm, (opts.title or 'kernel-lsp rewrite') .. ': apply this change?')
+  local win = ui.show_diff(diff, title)
+  local ok, yes = pcall(M.config.confirm, title .. ': apply this change?')
   if win and vim.api.nvim_win_is_valid(win) then
     vim.api.nvim_win_close(win, true)
   end
@@ -319,18 +344,28 @@ function M.preview_edit(edit, client, opts)
     ui.notify('rewrite not applied')
     return false
   end
-  vim.lsp.util.apply_workspace_edit(edit, client.offset_encoding)
+  ;(original_apply or vim.lsp.util.apply_workspace_edit)(edit, encoding)
   ui.notify('rewrite applied')
   return true
 end
 
-local function needs_confirmation(edit)
-  for _, a in pairs(type(edit) == 'table' and edit.changeAnnotations or {}) do
-    if type(a) == 'table' and a.needsConfirmation then
-      return true
-    end
+--- Neovim applies a code action's edit without looking at its change
+--- annotations. Once kernel-lsp attaches, an edit with an annotation that
+--- needs confirmation (the server's LLM rewrites) goes through the diff
+--- preview instead; every other edit is applied exactly as before.
+--- Off with `setup({ preview_annotated_edits = false })`.
+function M.install_edit_preview()
+  if original_apply or not M.config.preview_annotated_edits then
+    return
   end
-  return false
+  original_apply = vim.lsp.util.apply_workspace_edit
+  vim.lsp.util.apply_workspace_edit = function(edit, offset_encoding, ...)
+    if needs_confirmation(edit) then
+      M.preview_edit(edit, offset_encoding or 'utf-16')
+      return
+    end
+    return original_apply(edit, offset_encoding, ...)
+  end
 end
 
 --- `workspace/applyEdit` from the server: edits that need confirmation go
@@ -444,6 +479,7 @@ end
 
 --- Set up a buffer the server attached to: inlay hints, code lens refresh.
 function M.on_attach(client, bufnr)
+  M.install_edit_preview()
   if M.config.inlay_hints and client:supports_method('textDocument/inlayHint') then
     vim.lsp.inlay_hint.enable(true, { bufnr = bufnr })
   end
