@@ -37,7 +37,7 @@ export function editOfResult(result: unknown): WorkspaceEdit | undefined {
         const r = result as Record<string, unknown>;
         for (const k of ['edit', 'workspaceEdit']) {
             if (isWorkspaceEdit(r[k])) {
-                return r[k] as WorkspaceEdit;
+                return r[k];
             }
         }
     }

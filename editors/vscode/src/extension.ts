@@ -335,7 +335,7 @@ class KernelLspExtension {
         if (!client) {
             return next(command, args);
         }
-        const send = () => client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+        const send = (): Promise<unknown> => client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
         const uri = typeof args[0] === 'string' ? args[0] : undefined;
         switch (command) {
             case 'kernel-lsp.benchmark': {

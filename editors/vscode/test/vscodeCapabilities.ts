@@ -5,7 +5,7 @@
  * stand-in: computing capabilities only fills in objects and reads
  * `vscode.version`.
  */
-import Module = require('module');
+import Module from 'module';
 import type { ClientCapabilities } from 'vscode-languageserver-protocol';
 
 function inert(name: string): unknown {
@@ -43,8 +43,8 @@ export function vscodeClientCapabilities(): ClientCapabilities {
         const client = new LanguageClient('kernelLsp', 'kernel-lsp', { command: 'kernel-lsp', args: ['serve'] }, {
             documentSelector: [{ language: 'python', scheme: 'file' }],
         });
-        const compute = (client as unknown as { computeClientCapabilities(): ClientCapabilities }).computeClientCapabilities;
-        return JSON.parse(JSON.stringify(compute.call(client))) as ClientCapabilities;
+        const internal = client as unknown as { computeClientCapabilities(): ClientCapabilities };
+        return JSON.parse(JSON.stringify(internal.computeClientCapabilities())) as ClientCapabilities;
     } finally {
         mod._load = original;
     }
