@@ -1,2 +1,6 @@
-//! Text edits and the deterministic rewrites (block sizes, `tl.tanh`,
-//! constexpr bounds, 2-D grid). Depends on `analysis`; never on `lsp`.
+//! The deterministic rewrites that need more than a local edit, built on the
+//! file model and returned as `Fix` data (rules attach them to diagnostics).
+//! Simple replacements live beside their rule (KL004, KL005, KL006).
+//! Depends on `analysis`; never on `lsp`, `bench` or `llm`.
+
+pub mod grid2d;

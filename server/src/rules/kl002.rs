@@ -99,7 +99,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 "serialized tile loop in `{}`: `{var}` walks the output dimension `{dim}` tile by tile inside one program ({tiles} run one after another); no `tl.program_id` axis covers it. Make it a grid axis: `pid = tl.program_id(1)` and `triton.cdiv({dim}, BLOCK)` in the grid",
                 k.name
             );
-            out.push(RULE.diagnostic(lp.header_range, message).with_related(k.name_range, format!("kernel `{}`", k.name)));
+            let fix = crate::fix::grid2d::fix(model, k, l);
+            out.push(RULE.diagnostic(lp.header_range, message).with_related(k.name_range, format!("kernel `{}`", k.name)).with_fix(fix));
         }
     }
 }

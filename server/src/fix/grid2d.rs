@@ -1,0 +1,268 @@
+//! KL002's rewrite: a serialized tile loop becomes a grid axis.
+//!
+//! `n = 0; while n < H: ...; n += BLOCK_N` (or `for n in range(0, H, BLOCK_N)`)
+//! becomes `n = tl.program_id(AXIS) * BLOCK_N; if n < H: ...`, and every grid
+//! of the kernel's launches gains `triton.cdiv(H, BLOCK_N)`. When the loop
+//! sits inside a time loop that carries state through global memory, the
+//! programs of the new axis read each other's results from the previous step,
+//! so the rewrite also inserts a grid-wide barrier at the end of each step
+//! (an atomic counter every program spins on), the counter buffer at the
+//! launch, and a host-side guard that all programs fit on the GPU at once —
+//! without it the rewrite would create the KL003 race, or deadlock.
+//!
+//! The rewrite is offered only where every piece can be placed exactly;
+//! otherwise there is no fix (never a guessed one).
+
+use tree_sitter::Node;
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, FileModel, Kernel, LoopKind};
+use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::text::TextRange;
+
+/// The fix for the serialized tile loop `l` of kernel `k`, if it can be built.
+pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
+    let src = model.src;
+    let lp = &k.loops[l];
+    let var = lp.var.as_deref()?;
+    let stop = model.text(lp.stop?).trim();
+    let step = model.text(lp.step?).trim();
+    if !k.is_constexpr(step) {
+        return None;
+    }
+    let axis = next_axis(k, src);
+    let tl = model.tl_aliases.first().map(String::as_str).unwrap_or("tl");
+    let mut edits = Vec::new();
+
+    // 1. The loop runs once, for this program's tile.
+    let indent = indent_of(src, lp.node.start_byte());
+    match lp.kind {
+        LoopKind::While => {
+            let init = init_before(model, lp.node, var)?;
+            let start = model.text(init.value).trim();
+            let new_start = if start == "0" {
+                format!("{tl}.program_id({axis}) * {step}")
+            } else {
+                format!("{start} + {tl}.program_id({axis}) * {step}")
+            };
+            edits.push(Edit { range: range_of(init.value), new_text: new_start });
+            edits.push(Edit { range: lp.header_range, new_text: format!("if {var} < {stop}:") });
+            let incr = increment_stmt(model, lp.body, var)?;
+            edits.push(Edit { range: line_span(src, incr), new_text: String::new() });
+        }
+        LoopKind::For => {
+            let start = lp.start.map(|s| model.text(s).trim()).unwrap_or("0");
+            let new_start = if start == "0" {
+                format!("{tl}.program_id({axis}) * {step}")
+            } else {
+                format!("{start} + {tl}.program_id({axis}) * {step}")
+            };
+            edits.push(Edit {
+                range: lp.header_range,
+                new_text: format!("{var} = {new_start}\n{indent}if {var} < {stop}:"),
+            });
+        }
+    }
+
+    // 2. A time loop around it that carries state: barrier between steps.
+    let time_loop = k.time_loops(model).into_iter().find(|&t| is_within(k, l, t));
+    let mut needs_barrier = false;
+    if let Some(t) = time_loop {
+        let tv = k.loops[t].var.as_deref();
+        // Each step must write its own slot (indexed by the time step), so that
+        // one barrier per step orders every read after every write.
+        let slots_by_step = k.calls_in_loop(t).filter(|c| c.is_tl("store")).all(|s| {
+            s.arg(0, "pointer").is_some_and(|p| tv.is_some_and(|v| k.deps(p, src).contains(v)))
+        });
+        if !slots_by_step {
+            return None;
+        }
+        needs_barrier = true;
+        let t_loop = &k.loops[t];
+        let t_indent = indent_of(src, t_loop.node.start_byte());
+        let body_indent = indent_of(src, t_loop.body.start_byte());
+        let nprog = (0..=axis).map(|a| format!("{tl}.num_programs({a})")).collect::<Vec<_>>().join(" * ");
+        edits.push(Edit {
+            range: TextRange::new(t_loop.node.start_byte(), t_loop.node.start_byte()),
+            new_text: format!("kl_step = 0\n{t_indent}kl_nprog = {nprog}\n{t_indent}"),
+        });
+        let barrier = [
+            "# grid-wide barrier: every program finishes this step before any starts the next".to_string(),
+            "kl_step += 1".to_string(),
+            format!("{tl}.atomic_add(bar_ptr, 1, sem=\"release\")"),
+            format!("kl_arrived = {tl}.atomic_add(bar_ptr, 0, sem=\"acquire\")"),
+            "while kl_arrived < kl_step * kl_nprog:".to_string(),
+            format!("    kl_arrived = {tl}.atomic_add(bar_ptr, 0, sem=\"acquire\")"),
+        ];
+        // Before a trailing `t += 1`, else at the end of the body.
+        let at = match (t_loop.kind, tv) {
+            (LoopKind::While, Some(v)) => increment_stmt(model, t_loop.body, v).map(|s| line_span(src, s).start),
+            _ => None,
+        };
+        let text = barrier.iter().map(|l| format!("{body_indent}{l}\n")).collect::<String>();
+        match at {
+            Some(pos) => edits.push(Edit { range: TextRange::new(pos, pos), new_text: text }),
+            None => {
+                let end = t_loop.body.end_byte();
+                let text = barrier.iter().map(|l| format!("\n{body_indent}{l}")).collect::<String>();
+                edits.push(Edit { range: TextRange::new(end, end), new_text: text });
+            }
+        }
+        // The counter parameter, before the first constexpr parameter.
+        let first_constexpr = k.params.iter().find(|p| p.constexpr)?;
+        edits.push(Edit { range: TextRange::new(first_constexpr.node.start_byte(), first_constexpr.node.start_byte()), new_text: "bar_ptr, ".to_string() });
+    }
+
+    // 3. Every launch: the grid gains the axis; with a barrier, the counter and the residency guard.
+    let stop_index = k.params.iter().position(|p| p.name == stop);
+    let positional_params = k.params.iter().filter(|p| !p.constexpr).count();
+    let launches: Vec<_> = model.launches.iter().filter(|x| x.kernel == k.name).collect();
+    if launches.is_empty() {
+        return None;
+    }
+    for launch in launches {
+        let host_stop = match stop_index {
+            Some(i) => model.text(*launch.args.get(i)?).trim().to_string(),
+            None => stop.to_string(),
+        };
+        let host_step = match launch.kwarg(step) {
+            Some(v) => model.text(v).trim().to_string(),
+            None => model.text(k.param(step)?.default?).trim().to_string(),
+        };
+        let new_dim = format!("triton.cdiv({host_stop}, {host_step})");
+        let grid_node = grid_tuple(model, launch.host_fn, launch.grid)?;
+        edits.push(append_to_tuple(model, grid_node, &new_dim)?);
+        if needs_barrier {
+            if launch.args.len() != positional_params {
+                return None;
+            }
+            let last = *launch.args.last()?;
+            edits.push(Edit { range: TextRange::new(last.end_byte(), last.end_byte()), new_text: ", kl_barrier".to_string() });
+            let stmt = statement_of(launch.node);
+            let ind = indent_of(src, stmt.start_byte());
+            let device_of = model.text(*launch.args.first()?).trim();
+            let grid_expr = if launch.grid.kind() == "identifier" { model.text(launch.grid).to_string() } else { format!("({})", model.text(grid_node)) };
+            let guard = [
+                format!("kl_barrier = torch.zeros(1, dtype=torch.int32, device={device_of}.device)"),
+                format!("kl_programs = 1"),
+                format!("for kl_dim in {grid_expr}:"),
+                format!("    kl_programs *= kl_dim"),
+                format!("if not {device_of}.is_cuda:"),
+                format!("    raise RuntimeError(\"`{}` waits on a grid-wide barrier: it needs a GPU (under the interpreter programs run one at a time and the barrier never completes)\")", k.name),
+                format!("kl_sms = torch.cuda.get_device_properties({device_of}.device).multi_processor_count"),
+                format!("if kl_programs > kl_sms:"),
+                format!("    raise RuntimeError(f\"`{}` waits on a grid-wide barrier, so all {{kl_programs}} programs must be resident at once, but the GPU has {{kl_sms}} SMs: use larger blocks\")", k.name),
+            ];
+            let text: String = guard.iter().map(|l| format!("{l}\n{ind}")).collect();
+            edits.push(Edit { range: TextRange::new(stmt.start_byte(), stmt.start_byte()), new_text: text });
+        }
+    }
+    edits.sort_by_key(|e| (e.range.start, e.range.end));
+    if edits.windows(2).any(|w| w[0].range.end > w[1].range.start) {
+        return None;
+    }
+    let title = if needs_barrier {
+        format!("Spread `{var}` over grid axis {axis}, with a grid-wide barrier between steps")
+    } else {
+        format!("Spread `{var}` over grid axis {axis}")
+    };
+    Some(Fix { title, applicability: Applicability::NeedsReview, edits })
+}
+
+fn next_axis(k: &Kernel, src: &str) -> u32 {
+    let mut max = None;
+    for c in k.calls.iter().filter(|c| c.is_tl("program_id")) {
+        if let Some(a) = c.arg(0, "axis").and_then(|a| src[a.byte_range()].trim().parse::<u32>().ok()) {
+            max = Some(max.map_or(a, |m: u32| m.max(a)));
+        }
+    }
+    max.map_or(0, |m| m + 1)
+}
+
+fn is_within(k: &Kernel, inner: usize, outer: usize) -> bool {
+    let mut p = k.loops[inner].parent;
+    while let Some(x) = p {
+        if x == outer {
+            return true;
+        }
+        p = k.loops[x].parent;
+    }
+    false
+}
+
+/// The `var = value` statement right before `stmt` in the same block.
+fn init_before<'a>(model: &FileModel<'a>, stmt: Node<'a>, var: &str) -> Option<crate::analysis::model::Assign<'a>> {
+    let mut prev = stmt.prev_named_sibling();
+    while let Some(p) = prev {
+        if p.kind() == "comment" {
+            prev = p.prev_named_sibling();
+            continue;
+        }
+        let a = if p.kind() == "expression_statement" { p.named_child(0)? } else { p };
+        if a.kind() != "assignment" {
+            return None;
+        }
+        let left = field!(a, "left")?;
+        if model.text(left).trim() != var {
+            return None;
+        }
+        return Some(crate::analysis::model::Assign { target: var.to_string(), value: field!(a, "right")?, augmented: false, node: a, loops: Vec::new() });
+    }
+    None
+}
+
+/// The `var += ...` statement directly in `body`.
+fn increment_stmt<'a>(model: &FileModel<'a>, body: Node<'a>, var: &str) -> Option<Node<'a>> {
+    let mut c = body.walk();
+    let found = body.named_children(&mut c).find(|s| {
+        let a = if s.kind() == "expression_statement" { s.named_child(0) } else { Some(*s) };
+        a.is_some_and(|a| a.kind() == "augmented_assignment" && field!(a, "left").is_some_and(|l| model.text(l).trim() == var))
+    });
+    found
+}
+
+/// The whole line(s) of a statement, including its indentation and newline.
+fn line_span(src: &str, stmt: Node) -> TextRange {
+    let start = src[..stmt.start_byte()].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let end = src[stmt.end_byte()..].find('\n').map(|i| stmt.end_byte() + i + 1).unwrap_or(src.len());
+    TextRange::new(start, end)
+}
+
+fn indent_of(src: &str, offset: usize) -> String {
+    let start = src[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    src[start..offset].chars().take_while(|c| c.is_whitespace()).collect()
+}
+
+fn statement_of(node: Node) -> Node {
+    let mut n = node;
+    while let Some(p) = n.parent() {
+        if p.kind() == "block" || p.kind() == "module" {
+            return n;
+        }
+        n = p;
+    }
+    n
+}
+
+/// The tuple node of a launch grid: written in place, or a name assigned a tuple.
+fn grid_tuple<'a>(model: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<Node<'a>> {
+    match grid.kind() {
+        "tuple" => Some(grid),
+        "identifier" => {
+            let name = model.text(grid);
+            let assigns: Vec<_> = model.host_fns[f].assigns.iter().filter(|a| a.target == name).collect();
+            match assigns.as_slice() {
+                [one] if one.value.kind() == "tuple" => Some(one.value),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn append_to_tuple(model: &FileModel, tuple: Node, item: &str) -> Option<Edit> {
+    let text = model.text(tuple);
+    let inner = text.strip_prefix('(')?.strip_suffix(')')?.trim_end();
+    let inner = inner.strip_suffix(',').unwrap_or(inner);
+    Some(Edit { range: range_of(tuple), new_text: format!("({inner}, {item})") })
+}
