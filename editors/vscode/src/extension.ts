@@ -339,6 +339,12 @@ class KernelLspExtension {
         const uri = typeof args[0] === 'string' ? args[0] : undefined;
         switch (command) {
             case 'kernel-lsp.benchmark': {
+                // The harness runs what is on disk: save first, also when the code lens was clicked.
+                const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+                if (open?.isDirty && !(await open.save())) {
+                    void vscode.window.showWarningMessage('kernel-lsp: save the file first: the benchmark runs what is on disk.');
+                    return undefined;
+                }
                 if (uri) {
                     this.benchmarking.add(uri);
                 }
