@@ -616,15 +616,16 @@ def run_benchmark(args, mode):
             result["ref_timing"], result["new_timing"] = t_ref, t_new
             result["speedup"] = t_ref["median_ms"] / t_new["median_ms"] if t_new["median_ms"] > 0 else None
             phase("timing")
-            progress("launches", "counting kernel launches")
-            try:
-                counted = count_cuda_kernels(new, inputs)
-            except Exception as e:  # the profiler (CUPTI) may be unavailable
-                result["profiler_error"] = str(e)
-            else:
-                if counted:
-                    result["launches_per_forward"], result["launch_count_source"] = counted, "profiler"
-            phase("profiler")
+            if not args.no_profiler:
+                progress("launches", "counting kernel launches")
+                try:
+                    counted = count_cuda_kernels(new, inputs)
+                except Exception as e:  # the profiler (CUPTI) may be unavailable
+                    result["profiler_error"] = str(e)
+                else:
+                    if counted:
+                        result["launches_per_forward"], result["launch_count_source"] = counted, "profiler"
+                phase("profiler")
     except BenchFailure as f:
         result["error"] = f.info
         result.update(f.extra)
@@ -652,6 +653,7 @@ def parse_run_args(argv):
     p.add_argument("--time-budget", type=float, default=10.0, help="seconds of timing per model at most")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--worker-pid", type=int)
+    p.add_argument("--no-profiler", action="store_true", help="count Triton launches only: attaching CUPTI costs seconds, and the runner may know the count")
     return p.parse_args(argv)
 
 

@@ -235,3 +235,34 @@ fn warm_worker_is_reused_and_survives_a_timeout() {
     assert_ne!(second.extra.get("pid"), first.extra.get("pid"), "each run is a fresh child");
     assert!(progress.iter().any(|m| m.contains("trial 1")), "{progress:?}");
 }
+
+/// The GPU path: Triton's own `CompilationError` says `at 2:38` (relative to the
+/// kernel's `def`); the harness maps it to line 10, column 39 of the file. Triton's
+/// front end compiles for a GPU target without a GPU, so this runs on the CPU.
+#[test]
+fn triton_compilation_error_at_l_c_maps_to_the_absolute_position() {
+    let script = r#"
+import importlib.util, sys
+sys.path.insert(0, sys.argv[1])
+import harness, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("cand", sys.argv[2])
+m = importlib.util.module_from_spec(spec); sys.modules["cand"] = m; spec.loader.exec_module(m)
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "scale": "fp32", "BLOCK": "i32"}
+try:
+    triton.compile(ASTSource(m.scale_add_kernel, signature=sig, constexprs={}), target=GPUTarget("cuda", 90, 32))
+except triton.compiler.errors.CompilationError as e:
+    assert "at 2:38:" in str(e), str(e)
+    file, line, column = harness.locate_compile_error(e, [m])
+    print(line, column, file.endswith("add_compile_error.py"))
+"#;
+    let out = Command::new(python())
+        .args(["-c", script])
+        .arg(repo().join("server/harness"))
+        .arg(repo().join("tests/fixtures/bench/add_compile_error.py"))
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.trim(), "10 39 True", "stderr: {}", String::from_utf8_lossy(&out.stderr));
+}

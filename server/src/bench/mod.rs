@@ -186,23 +186,58 @@ pub fn run_blocking(req: BenchRequest, on_progress: impl FnMut(String) + Send) -
 
 async fn run_with(req: BenchRequest, warm: bool, on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
     let candidate = std::path::absolute(&req.candidate)?;
+    let mut argv = harness_args(&req, &candidate);
+    // The profiler's exact launch count costs seconds to attach in every
+    // forked child; a warm re-run of the same content reuses the count.
+    let profile_key = format!("{}\n{argv:?}", sha256::hex(&std::fs::read(&candidate).unwrap_or_default()));
+    let known_launches = if warm { profiled_launches().lock().ok().and_then(|m| m.get(&profile_key).copied()) } else { None };
+    if known_launches.is_some() {
+        argv.push("--no-profiler".to_string());
+    }
     let plan = process::Plan {
         python: resolve_python(&req),
         harness: write_harness()?,
-        argv: harness_args(&req, &candidate),
+        argv,
         cpu: req.cpu,
         timeout: std::time::Duration::from_secs_f64(req.timeout.unwrap_or(req.settings.bench.timeout).max(0.1)),
         candidate: candidate.clone(),
     };
     let result = if warm { process::run_warm(&plan, on_progress).await } else { process::run_cold(&plan, on_progress).await };
-    let result = match result {
+    let mut result = match result {
         Ok(r) => r,
         Err(e) => e.into_result(&candidate),
     };
+    remember_launches(&mut result, &profile_key, known_launches);
     if let Err(e) = history::append(&candidate, &result) {
         tracing::warn!("cannot append to the benchmark history: {e}");
     }
     Ok(result)
+}
+
+fn profiled_launches() -> &'static std::sync::Mutex<std::collections::HashMap<String, u64>> {
+    static COUNTS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, u64>>> =
+        std::sync::OnceLock::new();
+    COUNTS.get_or_init(Default::default)
+}
+
+/// Keeps a fresh profiler count, or puts the remembered one in a run that skipped the profiler.
+fn remember_launches(result: &mut BenchResult, key: &str, known: Option<u64>) {
+    let source = result.extra.get("launch_count_source").and_then(|v| v.as_str()).unwrap_or_default();
+    if result.mode != "gpu" || result.error.is_some() {
+        return;
+    }
+    match (source, known, result.launches_per_forward) {
+        ("profiler", _, Some(n)) => {
+            if let Ok(mut m) = profiled_launches().lock() {
+                m.insert(key.to_string(), n);
+            }
+        }
+        (_, Some(n), _) => {
+            result.launches_per_forward = Some(n);
+            result.extra.insert("launch_count_source".into(), "profiler (earlier run of this content)".into());
+        }
+        _ => {}
+    }
 }
 
 /// `--python`, else the `python` setting, else the active virtualenv, else `python3`.
