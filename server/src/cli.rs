@@ -23,6 +23,8 @@ enum Command {
     },
     Bench(kernel_lsp::bench::cli::BenchArgs),
     History(kernel_lsp::bench::cli::HistoryArgs),
+    Rewrite(kernel_lsp::llm::cli::RewriteArgs),
+    Timeline(kernel_lsp::llm::cli::TimelineArgs),
 }
 
 pub fn main() -> i32 {
@@ -37,6 +39,8 @@ pub fn main() -> i32 {
         Command::Serve => kernel_lsp::lsp::serve_stdio(),
         Command::Bench(args) => kernel_lsp::bench::cli::run_cli(args),
         Command::History(args) => kernel_lsp::bench::cli::history_cli(args),
+        Command::Rewrite(args) => kernel_lsp::llm::cli::run_cli(args),
+        Command::Timeline(args) => kernel_lsp::llm::cli::timeline_cli(args),
         Command::Check(args) => crate::check_cmd::run(args),
         Command::Rules { code, format } => crate::check_cmd::rules_cmd(code, format),
     }

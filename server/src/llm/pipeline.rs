@@ -1,0 +1,672 @@
+//! The rewrite pipeline: baseline, candidates in parallel (answer -> extract
+//! -> gate -> harness -> repair), pick. See the module doc of `llm`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::client::{Client, ClientConfig, Message};
+use super::extract::{self, ExtractError};
+use super::timeline::{self, StageRecord};
+use super::{prompts, Action, CandidateOutcome, CandidateStatus, LlmError, RewriteOutcome, RewriteRequest, StageEvent, Usage};
+use crate::bench::{self, BenchRequest, BenchResult};
+
+/// Everything the candidates share, resolved once.
+struct Ctx {
+    req: RewriteRequest,
+    file: PathBuf,
+    text: String,
+    root: PathBuf,
+    rel: String,
+    run: String,
+    reference: Option<PathBuf>,
+    system: String,
+    first_prompt: String,
+    repairs: u32,
+    gpu: String,
+    smem: String,
+    /// One benchmark at a time: parallel runs would spoil each other's timings.
+    bench_lock: tokio::sync::Mutex<()>,
+}
+
+/// Runs the pipeline; `on_stage` hears every stage start and end. Drop the
+/// future to cancel. `Err` when nothing could be tried: the LLM unreachable
+/// or failing for every candidate, the benchmark unable to run, bad settings.
+pub async fn rewrite(req: RewriteRequest, mut on_stage: impl FnMut(StageEvent) + Send) -> Result<RewriteOutcome, LlmError> {
+    let file = std::path::absolute(&req.file).map_err(|e| LlmError::Setup(format!("{}: {e}", req.file.display())))?;
+    let text = match &req.text {
+        Some(t) => t.clone(),
+        None => std::fs::read_to_string(&file).map_err(|e| LlmError::Setup(format!("cannot read {}: {e}", file.display())))?,
+    };
+    let client = Arc::new(Client::new(ClientConfig::from_settings(&req.settings.llm, req.llm_timeout)?)?);
+    let root = bench::history::project_root(&file);
+    let rel = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
+    let unix = unix_now();
+    let prompts_dir = req.settings.prompts_dir.as_ref().map(|d| match Path::new(d).is_absolute() {
+        true => PathBuf::from(d),
+        false => root.join(d),
+    });
+    let reference = find_reference(&req, &file, &text);
+    let gpu_spec = req.settings.gpu();
+    let mut ctx = Ctx {
+        repairs: req.repairs.unwrap_or(req.settings.llm.repairs),
+        system: prompts::load(prompts::SYSTEM, prompts_dir.as_deref())?,
+        first_prompt: String::new(),
+        gpu: gpu_spec.name.to_string(),
+        smem: gpu_spec.smem_per_block.to_string(),
+        run: format!("{unix}-{}", std::process::id()),
+        file,
+        text,
+        root,
+        rel,
+        reference,
+        bench_lock: tokio::sync::Mutex::new(()),
+        req,
+    };
+    let mut records = Vec::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<StageEvent>();
+    let forward = |ev: StageEvent, records: &mut Vec<StageRecord>, on_stage: &mut (dyn FnMut(StageEvent) + Send)| {
+        if ev.finished {
+            records.push(ev.record.clone());
+        }
+        on_stage(ev);
+    };
+
+    // The baseline: the current text, benchmarked as a candidate would be.
+    let baseline = ctx.bench("baseline", None, None, &ctx.text, &tx).await?;
+    while let Ok(ev) = rx.try_recv() {
+        forward(ev, &mut records, &mut on_stage);
+    }
+    if let Some(e) = baseline.error.as_ref().filter(|e| is_environment_failure(&e.kind)) {
+        save_timeline(&ctx, &records);
+        return Err(LlmError::Bench(format!("{}: {}", e.kind, ctx.clean(&e.message))));
+    }
+    ctx.first_prompt = first_prompt(&ctx, &baseline, prompts_dir.as_deref())?;
+
+    let ctx = Arc::new(ctx);
+    let count = ctx.req.candidates.unwrap_or(ctx.req.settings.llm.candidates).max(1);
+    let mut tasks = tokio::task::JoinSet::new();
+    for index in 1..=count {
+        let (ctx, client, tx, dir) = (ctx.clone(), client.clone(), tx.clone(), prompts_dir.clone());
+        tasks.spawn(async move { candidate(&ctx, &client, index, &tx, dir.as_deref()).await });
+    }
+    drop(tx);
+    let mut outcomes: Vec<(CandidateOutcome, Option<LlmError>)> = Vec::new();
+    loop {
+        tokio::select! {
+            Some(ev) = rx.recv() => forward(ev, &mut records, &mut on_stage),
+            joined = tasks.join_next() => match joined {
+                None => break,
+                Some(Ok(outcome)) => outcomes.push(outcome),
+                Some(Err(e)) => tracing::error!("a rewrite candidate task ended abnormally: {e}"),
+            },
+        }
+    }
+    while let Ok(ev) = rx.try_recv() {
+        forward(ev, &mut records, &mut on_stage);
+    }
+    outcomes.sort_by_key(|(o, _)| o.index);
+
+    if !outcomes.is_empty() && outcomes.iter().all(|(o, _)| o.status == CandidateStatus::LlmError) {
+        save_timeline(&ctx, &records);
+        let first = outcomes.into_iter().find_map(|(_, e)| e);
+        return Err(first.unwrap_or_else(|| LlmError::Setup("every candidate failed".into())));
+    }
+    let mut candidates: Vec<CandidateOutcome> = outcomes.into_iter().map(|(o, _)| o).collect();
+    let outcome = pick(&ctx, baseline, &mut candidates);
+    let pick_record = ctx.record("pick", None, None, outcome.winner.map(|w| format!("#{w}")).unwrap_or("-".into()), 0, &outcome.title, None);
+    forward(StageEvent { finished: true, record: pick_record }, &mut records, &mut on_stage);
+    save_timeline(&ctx, &records);
+    Ok(RewriteOutcome { candidates, timeline: records, ..outcome })
+}
+
+fn save_timeline(ctx: &Ctx, records: &[StageRecord]) {
+    if let Err(e) = timeline::append(&ctx.root, records) {
+        tracing::warn!("cannot append to {}: {e}", timeline::timeline_path(&ctx.root).display());
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Kinds of benchmark failure that say the set-up is broken, not the code.
+fn is_environment_failure(kind: &str) -> bool {
+    matches!(kind, "missing-dependency" | "harness" | "no-reference")
+}
+
+/// The reference as the harness would find it from the original file's name
+/// (a temporary candidate's name would defeat the sibling rule), and its path
+/// for the prompt. `None`: `Model` is in the file, or a reference comment or
+/// setting the harness resolves itself.
+fn find_reference(req: &RewriteRequest, file: &Path, text: &str) -> Option<PathBuf> {
+    if let Some(r) = &req.reference {
+        return Some(std::path::absolute(r).unwrap_or_else(|_| r.clone()));
+    }
+    let dir = file.parent()?;
+    let comment = text.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix('#')?.trim().strip_prefix("kernel-lsp:")?.trim().strip_prefix("reference")?;
+        Some(rest.trim().strip_prefix('=')?.trim().to_string())
+    });
+    if let Some(c) = comment {
+        return Some(dir.join(c));
+    }
+    let has_model = |t: &str| t.lines().any(|l| l.starts_with("class Model(") || l.starts_with("class Model:"));
+    if has_model(text) {
+        return None;
+    }
+    if req.settings.reference.is_some() {
+        return None;
+    }
+    let stem = file.file_stem()?.to_str()?;
+    let mut names = Vec::new();
+    let bases: Vec<&str> = ["_new", "_triton", "_candidate", "_opt", "_kernel"]
+        .iter()
+        .filter_map(|s| stem.strip_suffix(s).filter(|b| !b.is_empty()))
+        .collect();
+    names.extend(bases.iter().map(|b| format!("{b}.py")));
+    for b in bases.iter().copied().chain([stem]) {
+        names.push(format!("{b}_ref.py"));
+        names.push(format!("{b}_reference.py"));
+    }
+    names.extend(["reference.py".to_string(), "ref.py".to_string()]);
+    names
+        .into_iter()
+        .map(|n| dir.join(n))
+        .find(|p| p != file && std::fs::read_to_string(p).is_ok_and(|t| has_model(&t)))
+}
+
+fn first_prompt(ctx: &Ctx, baseline: &BenchResult, dir: Option<&Path>) -> Result<String, LlmError> {
+    let reference_src = match &ctx.reference {
+        Some(p) => std::fs::read_to_string(p).unwrap_or_else(|e| format!("# cannot read {}: {e}", p.display())),
+        None => "# `class Model` is defined in the file itself (see below)".to_string(),
+    };
+    let diagnostics = diagnostics_text(&ctx.text, &ctx.req.settings, None);
+    let name = ctx.file.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    let template = match ctx.req.action {
+        Action::Persistent => prompts::PERSISTENT,
+        Action::Grid2d => prompts::GRID_2D,
+        Action::BlockSize => prompts::BLOCK_SIZE,
+        Action::Repair => {
+            let Some(error) = &baseline.error else {
+                return Err(LlmError::Setup(format!(
+                    "nothing to repair: {name} runs and matches its reference ({})",
+                    baseline.mode
+                )));
+            };
+            let template = repair_template(&error.kind);
+            let head = prompts::render(
+                &prompts::load(template, dir)?,
+                &[
+                    ("stage", &format!("the benchmark reports {}", error.kind)),
+                    ("error", &ctx.error_text(baseline, &ctx.text)),
+                    ("gpu", &ctx.gpu),
+                    ("smem_limit", &ctx.smem),
+                ],
+            );
+            return Ok(format!(
+                "{head}\n\n## What the checker reports\n\n{diagnostics}\n\n## The reference module (`Model`)\n\n```python\n{reference_src}\n```\n\n## The current file (`{name}`)\n\n```python\n{}\n```\n",
+                ctx.text
+            ));
+        }
+    };
+    Ok(prompts::render(
+        &prompts::load(template, dir)?,
+        &[
+            ("file_name", &name),
+            ("file", &ctx.text),
+            ("reference", &reference_src),
+            ("diagnostics", &diagnostics),
+            ("gpu", &ctx.gpu),
+            ("smem_limit", &ctx.smem),
+        ],
+    ))
+}
+
+fn repair_template(kind: &str) -> &'static str {
+    match kind {
+        "mismatch" | "nondeterministic" => prompts::REPAIR_ACCURACY,
+        _ => prompts::REPAIR_COMPILE,
+    }
+}
+
+/// `line L: CODE name: message` per diagnostic (only `codes` when given).
+fn diagnostics_text(text: &str, settings: &crate::config::Settings, codes: Option<&[&str]>) -> String {
+    let result = crate::analysis::check_text(text, settings);
+    let index = crate::text::LineIndex::new(text);
+    let lines: Vec<String> = result
+        .diagnostics
+        .iter()
+        .filter(|d| codes.is_none_or(|c| c.contains(&d.code.as_str())))
+        .map(|d| format!("- line {}: {} {}: {}", index.line_of(d.range.start) + 1, d.code, d.name, d.message))
+        .collect();
+    if lines.is_empty() {
+        "(no diagnostics)".to_string()
+    } else {
+        lines.join("\n")
+    }
+}
+
+/// What went wrong in one attempt, and how to ask for the repair.
+struct Problem {
+    stage: &'static str,
+    template: &'static str,
+    summary: String,
+    detail: String,
+    status: CandidateStatus,
+}
+
+async fn candidate(
+    ctx: &Ctx,
+    client: &Client,
+    index: u32,
+    tx: &UnboundedSender<StageEvent>,
+    dir: Option<&Path>,
+) -> (CandidateOutcome, Option<LlmError>) {
+    let mut out = CandidateOutcome {
+        index,
+        status: CandidateStatus::Failed,
+        attempts: 0,
+        problem: None,
+        bench: None,
+        text: None,
+        tokens: Usage::default(),
+        speedup_vs_current: None,
+    };
+    let mut messages = vec![Message::system(ctx.system.clone()), Message::user(ctx.first_prompt.clone())];
+    for attempt in 0..=ctx.repairs {
+        out.attempts = attempt + 1;
+        let stage = if attempt == 0 { "llm" } else { "repair-llm" };
+        let _ = tx.send(StageEvent { finished: false, record: ctx.record(stage, Some(index), Some(attempt), "-".into(), 0, "", None) });
+        let start = Instant::now();
+        let answer = match client.chat(&messages).await {
+            Ok(a) => a,
+            Err(e) => {
+                let ms = start.elapsed().as_millis() as u64;
+                let _ = tx.send(StageEvent { finished: true, record: ctx.record(stage, Some(index), Some(attempt), "error".into(), ms, &e.to_string(), None) });
+                out.status = CandidateStatus::LlmError;
+                out.problem = Some(e.to_string());
+                return (out, Some(e));
+            }
+        };
+        out.tokens.add(answer.usage);
+        let ms = answer.latency.as_millis() as u64;
+        let chars = format!("{} chars", answer.text.chars().count());
+        let _ = tx.send(StageEvent { finished: true, record: ctx.record(stage, Some(index), Some(attempt), chars, ms, "", Some(answer.usage)) });
+        messages.push(Message::assistant(answer.text.clone()));
+
+        let problem = match evaluate(ctx, index, attempt, &answer.text, tx, &mut out).await {
+            Ok(None) => return (out, None),
+            Ok(Some(p)) => p,
+            Err(e) => {
+                out.status = CandidateStatus::Failed;
+                out.problem = Some(e.to_string());
+                return (out, None);
+            }
+        };
+        out.status = problem.status;
+        out.problem = Some(format!("{}: {}", problem.stage, problem.summary));
+        if attempt == ctx.repairs {
+            break;
+        }
+        let template = match prompts::load(problem.template, dir) {
+            Ok(t) => t,
+            Err(e) => {
+                out.problem = Some(e.to_string());
+                break;
+            }
+        };
+        let prompt = prompts::render(
+            &template,
+            &[("stage", problem.stage), ("error", &problem.detail), ("gpu", &ctx.gpu), ("smem_limit", &ctx.smem)],
+        );
+        messages.push(Message::user(prompt));
+    }
+    (out, None)
+}
+
+/// Extract, gate and benchmark one answer. `Ok(None)`: correct (the outcome
+/// holds its benchmark); `Ok(Some)`: a problem to repair; `Err`: the set-up broke.
+async fn evaluate(
+    ctx: &Ctx,
+    index: u32,
+    attempt: u32,
+    answer: &str,
+    tx: &UnboundedSender<StageEvent>,
+    out: &mut CandidateOutcome,
+) -> Result<Option<Problem>, LlmError> {
+    let start = Instant::now();
+    let done = |stage: &str, score: &str, problem: &str| {
+        let ms = start.elapsed().as_millis() as u64;
+        let _ = tx.send(StageEvent { finished: true, record: ctx.record(stage, Some(index), Some(attempt), score.into(), ms, problem, None) });
+    };
+    let text = match extract::candidate_file(answer, &ctx.text) {
+        Ok(t) => t,
+        Err(e) => {
+            done("extract", "rejected", &e.to_string());
+            let detail = match &e {
+                ExtractError::NoCode => "Your answer has no ```python code block. Answer with the complete file in one ```python block.".to_string(),
+                other => other.to_string(),
+            };
+            let status = CandidateStatus::Failed;
+            return Ok(Some(Problem { stage: "the code could not be used", template: prompts::REPAIR_COMPILE, summary: e.to_string(), detail, status }));
+        }
+    };
+    out.text = Some(text.clone());
+    done("extract", "ok", "");
+
+    let gate_start = Instant::now();
+    if let Some(reason) = gate(ctx.req.action, &text, &ctx.req.settings) {
+        let ms = gate_start.elapsed().as_millis() as u64;
+        let summary = reason.lines().next().unwrap_or_default().to_string();
+        let _ = tx.send(StageEvent { finished: true, record: ctx.record("gate", Some(index), Some(attempt), "rejected".into(), ms, &summary, None) });
+        let detail = format!("The static checker rejected the file without running it:\n\n{reason}");
+        return Ok(Some(Problem {
+            stage: "rejected by the static checker",
+            template: prompts::REPAIR_COMPILE,
+            summary,
+            detail,
+            status: CandidateStatus::Rejected,
+        }));
+    }
+    let ms = gate_start.elapsed().as_millis() as u64;
+    let _ = tx.send(StageEvent { finished: true, record: ctx.record("gate", Some(index), Some(attempt), "pass".into(), ms, "", None) });
+
+    let result = ctx.bench("bench", Some(index), Some(attempt), &text, tx).await?;
+    out.bench = Some(result.clone());
+    if let Some(e) = result.error.as_ref().filter(|e| is_environment_failure(&e.kind)) {
+        return Err(LlmError::Bench(format!("{}: {}", e.kind, ctx.clean(&e.message))));
+    }
+    if result.correct == Some(true) && result.error.is_none() {
+        out.status = CandidateStatus::Correct;
+        out.problem = None;
+        return Ok(None);
+    }
+    let kind = result.error.as_ref().map(|e| e.kind.clone()).unwrap_or_else(|| "mismatch".into());
+    let detail = ctx.error_text(&result, &text);
+    let summary = detail.lines().last().unwrap_or_default().to_string();
+    let stage = match repair_template(&kind) {
+        prompts::REPAIR_ACCURACY => "the results differ from the reference",
+        _ => "the kernel does not compile or run",
+    };
+    Ok(Some(Problem { stage, template: repair_template(&kind), summary, detail, status: CandidateStatus::Failed }))
+}
+
+/// Why the checker rejects `text` for `action`, or `None` when it passes.
+fn gate(action: Action, text: &str, settings: &crate::config::Settings) -> Option<String> {
+    let result = crate::analysis::check_text(text, settings);
+    let mut reasons: Vec<String> = Vec::new();
+    if !text.lines().any(|l| l.starts_with("class ModelNew")) {
+        reasons.push("- the file defines no `class ModelNew`".to_string());
+    }
+    let codes = action.gate_codes();
+    if result.diagnostics.iter().any(|d| codes.contains(&d.code.as_str())) {
+        reasons.push(diagnostics_text(text, settings, Some(codes)));
+    }
+    if action == Action::Persistent && !result.kernels.iter().any(|k| k.persistent) {
+        reasons.push("- no `@triton.jit` kernel has the time loop inside it: the recurrence is not persistent".to_string());
+    }
+    (!reasons.is_empty()).then(|| reasons.join("\n"))
+}
+
+impl Ctx {
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        stage: &str,
+        candidate: Option<u32>,
+        attempt: Option<u32>,
+        score: String,
+        latency_ms: u64,
+        problem: &str,
+        tokens: Option<Usage>,
+    ) -> StageRecord {
+        StageRecord {
+            time: bench::history::utc_time(unix_now()),
+            run: self.run.clone(),
+            file: self.rel.clone(),
+            action: self.req.action.name().to_string(),
+            stage: stage.to_string(),
+            candidate,
+            attempt,
+            score,
+            latency_ms,
+            problem: problem.lines().next().unwrap_or_default().to_string(),
+            tokens,
+        }
+    }
+
+    /// Temporary candidate paths replaced by the user's file name.
+    fn clean(&self, message: &str) -> String {
+        let name = self.file.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let dir = self.file.parent().map(|d| d.display().to_string()).unwrap_or_default();
+        let stem = self.file.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let prefix = format!("{dir}/{stem}_klsp");
+        let mut out = String::new();
+        let mut rest = message;
+        while let Some(at) = rest.find(&prefix) {
+            out.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            let end = tail.find(".py").map(|e| e + 3).unwrap_or(tail.len());
+            out.push_str(&format!("{dir}/{name}"));
+            rest = &tail[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The error for a repair prompt: kind and place, the source line, and
+    /// the last lines of the message (the part that says what broke).
+    fn error_text(&self, result: &BenchResult, text: &str) -> String {
+        let Some(e) = &result.error else {
+            return "The output does not match the reference (no further detail).".to_string();
+        };
+        let mut out = String::new();
+        match e.line {
+            Some(l) => {
+                out.push_str(&format!("{} at line {l}", e.kind));
+                if let Some(c) = e.column {
+                    out.push_str(&format!(", column {c}"));
+                }
+                out.push_str(":\n");
+                if let Some(src) = extract::source_line(text, l) {
+                    out.push_str(&format!("    {}\n", src.trim_end()));
+                }
+            }
+            None => out.push_str(&format!("{}:\n", e.kind)),
+        }
+        let message = self.clean(&e.message);
+        let lines: Vec<&str> = message.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(30)..];
+        out.push_str(&tail.join("\n"));
+        out
+    }
+
+    /// Benchmarks `text` from a temporary file beside the original.
+    async fn bench(
+        &self,
+        stage: &str,
+        candidate: Option<u32>,
+        attempt: Option<u32>,
+        text: &str,
+        tx: &UnboundedSender<StageEvent>,
+    ) -> Result<BenchResult, LlmError> {
+        let _turn = self.bench_lock.lock().await;
+        let _ = tx.send(StageEvent { finished: false, record: self.record(stage, candidate, attempt, "-".into(), 0, "", None) });
+        let start = Instant::now();
+        let tag = match (candidate, attempt) {
+            (Some(c), Some(a)) => format!("c{c}a{a}"),
+            _ => "base".to_string(),
+        };
+        let temp = TempFile::write(&self.file, &tag, text)?;
+        let request = BenchRequest {
+            candidate: temp.0.clone(),
+            reference: self.reference.clone(),
+            settings: self.req.settings.clone(),
+            python: self.req.python.clone(),
+            overrides: self.req.overrides.clone(),
+            cpu: self.req.cpu,
+            timeout: self.req.bench_timeout,
+        };
+        let ran = if self.req.warm { bench::run(request, |_| {}).await } else { bench::run_cold(request, |_| {}).await };
+        let result = ran.unwrap_or_else(|e| e.into_result(&temp.0));
+        drop(temp);
+        let ms = start.elapsed().as_millis() as u64;
+        let score = match (result.speedup, result.correct) {
+            (Some(s), Some(true)) => format!("{s:.3}x"),
+            (None, Some(true)) => "correct (no timing)".to_string(),
+            (_, Some(false)) => "incorrect".to_string(),
+            _ => "error".to_string(),
+        };
+        let problem = match &result.error {
+            Some(e) => format!("{}: {}", e.kind, self.clean(e.message.lines().last().unwrap_or_default())),
+            None => result.launches_per_forward.map(|n| format!("ok, {n} launches/forward")).unwrap_or_else(|| "ok".into()),
+        };
+        let _ = tx.send(StageEvent { finished: true, record: self.record(stage, candidate, attempt, score, ms, &problem, None) });
+        Ok(result)
+    }
+}
+
+/// A candidate file beside the original, removed when dropped (also on cancel).
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn write(original: &Path, tag: &str, text: &str) -> Result<TempFile, LlmError> {
+        let dir = original.parent().unwrap_or(Path::new("."));
+        let stem = original.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "kernel".into());
+        let path = dir.join(format!("{stem}_klsp{}_{tag}.py", std::process::id()));
+        std::fs::write(&path, text).map_err(|e| LlmError::Setup(format!("cannot write a candidate beside the file, {}: {e}", path.display())))?;
+        Ok(TempFile(path))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Chooses the winner and fills in the statuses and the title.
+fn pick(ctx: &Ctx, baseline: BenchResult, candidates: &mut [CandidateOutcome]) -> RewriteOutcome {
+    let verb = ctx.req.action.title();
+    let base_speed = if baseline.correct == Some(true) && baseline.error.is_none() { baseline.speedup } else { None };
+    let correct = |c: &CandidateOutcome| c.bench.as_ref().is_some_and(|b| b.correct == Some(true) && b.error.is_none());
+    let mut winner: Option<usize> = None;
+    let mut title = String::new();
+    let mut speedup = None;
+    let mut mode = None;
+
+    // On the GPU: the fastest correct candidate that beats the current file.
+    let mut best: Option<(usize, f64)> = None;
+    for (i, c) in candidates.iter_mut().enumerate() {
+        let Some(b) = c.bench.as_ref().filter(|_| correct(c)) else { continue };
+        let Some(s) = b.speedup.filter(|_| b.mode == "gpu") else { continue };
+        c.speedup_vs_current = base_speed.map(|base| s / base);
+        if base_speed.is_some_and(|base| s <= base) {
+            c.status = CandidateStatus::Slower;
+            c.problem = Some(format!("correct, but {:.2}x the current file's speed", s / base_speed.unwrap_or(s)));
+            continue;
+        }
+        if best.is_none_or(|(_, bs)| s > bs) {
+            best = Some((i, s));
+        }
+    }
+    if let Some((i, s)) = best {
+        let device = candidates[i].bench.as_ref().and_then(|b| b.device.clone()).unwrap_or_else(|| "the GPU".into());
+        title = match base_speed {
+            Some(base) => format!("{verb}: {:.2}x vs current (verified on {device})", s / base),
+            None => format!("{verb}: correct, {s:.2}x vs PyTorch (verified on {device}; the current file does not run correctly)"),
+        };
+        speedup = Some(base_speed.map_or(s, |base| s / base));
+        mode = Some("gpu".to_string());
+        winner = Some(i);
+    } else {
+        // On the CPU interpreter nothing is timed: the correct candidate with the fewest launches.
+        let cpu = candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| correct(c) && c.bench.as_ref().is_some_and(|b| b.mode == "cpu-interpreter"))
+            .min_by_key(|(_, c)| (c.bench.as_ref().and_then(|b| b.launches_per_forward).unwrap_or(u64::MAX), c.index));
+        if let Some((i, _)) = cpu {
+            title = format!("{verb}: correct on the CPU interpreter; speed not measured");
+            mode = Some("cpu-interpreter".to_string());
+            winner = Some(i);
+        }
+    }
+    if let Some(i) = winner {
+        candidates[i].status = CandidateStatus::Winner;
+    }
+    if winner.is_none() {
+        let parts: Vec<String> = candidates
+            .iter()
+            .map(|c| format!("#{} {}", c.index, c.problem.as_deref().unwrap_or(status_word(c.status))))
+            .collect();
+        title = format!("{verb}: no verified rewrite ({})", parts.join("; "));
+    }
+    let new_text = winner.and_then(|i| candidates[i].text.clone());
+    let name = ctx.rel.clone();
+    let diff = new_text.as_ref().map(|t| super::diff::unified(&ctx.text, t, &format!("a/{name}"), &format!("b/{name}")));
+    let mut tokens = Usage::default();
+    for c in candidates.iter() {
+        tokens.add(c.tokens);
+    }
+    RewriteOutcome {
+        action: ctx.req.action,
+        file: ctx.file.clone(),
+        new_text,
+        diff,
+        title,
+        speedup,
+        verified_mode: mode,
+        winner: winner.map(|i| candidates[i].index),
+        baseline: Some(baseline),
+        candidates: Vec::new(),
+        timeline: Vec::new(),
+        tokens,
+    }
+}
+
+fn status_word(s: CandidateStatus) -> &'static str {
+    match s {
+        CandidateStatus::Winner => "winner",
+        CandidateStatus::Correct => "correct",
+        CandidateStatus::Slower => "slower",
+        CandidateStatus::Rejected => "rejected",
+        CandidateStatus::Failed => "failed",
+        CandidateStatus::LlmError => "LLM error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_rewrite_future_can_be_spawned() {
+        fn assert_send<T: Send>(_: &T) {}
+        let req = super::RewriteRequest::new("x.py", super::Action::Persistent, Default::default());
+        let future = super::rewrite(req, |_| {});
+        assert_send(&future);
+    }
+
+    #[test]
+    fn gate_rejects_a_python_time_loop_and_a_file_without_model_new() {
+        let looped = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def step(x_ptr):
+    pass
+
+class ModelNew:
+    def forward(self, x):
+        for t in range(x.size(0)):
+            step[(1,)](x)
+"#;
+        let reason = super::gate(super::Action::Persistent, looped, &Default::default()).unwrap();
+        assert!(reason.contains("KL001"), "{reason}");
+        let reason = super::gate(super::Action::Repair, "import torch\n", &Default::default()).unwrap();
+        assert!(reason.contains("no `class ModelNew`"), "{reason}");
+    }
+}
