@@ -62,7 +62,7 @@ for f in "${FILES[@]}"; do
   KERNEL_LSP_NVIM_RESULTS="$results" XDG_STATE_HOME="$WORK/state" XDG_CACHE_HOME="$WORK/cache" \
     timeout -k 10 "$TIMEOUT" "$NVIM" --headless --clean -n \
       --cmd "set rtp^=$PLUGIN" \
-      -c "lua dofile('$HERE/helpers.lua').run('$f')" 2>"$log"
+      -c "lua dofile('$HERE/helpers.lua').run('$f')" -c "cquit 3" 2>"$log"
   rc=$?
   if [ -s "$results" ]; then
     read -r p fl <"$results"

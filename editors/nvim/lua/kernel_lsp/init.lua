@@ -534,11 +534,8 @@ function M.on_progress(ev)
     table.remove(M.progress.events, 1)
   end
   if M.config.progress then
-    if value.kind == 'end' then
-      ui.notify(text)
-    else
-      vim.api.nvim_echo({ { 'kernel-lsp: ' .. text } }, false, {})
-    end
+    -- Echoed, not kept in :messages; :KernelBench notifies the outcome itself.
+    vim.api.nvim_echo({ { 'kernel-lsp: ' .. text } }, false, {})
   end
 end
 
