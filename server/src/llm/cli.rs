@@ -74,7 +74,11 @@ fn parse_override(s: &str) -> Result<(String, String), String> {
 fn init_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kernel_lsp=warn"));
-    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init();
 }
 
 pub fn run_cli(args: RewriteArgs) -> i32 {
@@ -108,7 +112,11 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
     req.cpu = args.cpu;
     req.bench_timeout = args.bench_timeout;
     req.warm = false;
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -126,8 +134,17 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
             _ => "current file".to_string(),
         };
         if ev.finished {
-            let problem = if r.problem.is_empty() { String::new() } else { format!(" — {}", r.problem) };
-            eprintln!("  {:<10} {who}: {} ({:.1} s){problem}", r.stage, r.score, r.latency_ms as f64 / 1000.0);
+            let problem = if r.problem.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", r.problem)
+            };
+            eprintln!(
+                "  {:<10} {who}: {} ({:.1} s){problem}",
+                r.stage,
+                r.score,
+                r.latency_ms as f64 / 1000.0
+            );
         } else {
             eprintln!("  {:<10} {who}…", r.stage);
         }
@@ -153,12 +170,17 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
     } else {
         print!("{}", render_text(&outcome));
     }
-    let Some(new_text) = &outcome.new_text else { return 1 };
+    let Some(new_text) = &outcome.new_text else {
+        return 1;
+    };
     if args.apply {
         match std::fs::read(&args.file) {
             Ok(now) if now == original => {}
             _ => {
-                eprintln!("error: {} changed during the rewrite; not applied", args.file.display());
+                eprintln!(
+                    "error: {} changed during the rewrite; not applied",
+                    args.file.display()
+                );
                 return 2;
             }
         }
@@ -176,10 +198,20 @@ pub fn render_text(o: &RewriteOutcome) -> String {
     let mut out = timeline::render_table(&o.timeline);
     out.push('\n');
     for c in &o.candidates {
-        let status = serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let problem = c.problem.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
+        let status = serde_json::to_value(c.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let problem = c
+            .problem
+            .as_deref()
+            .map(|p| format!(": {p}"))
+            .unwrap_or_default();
         let tokens = c.tokens.prompt_tokens + c.tokens.completion_tokens;
-        out.push_str(&format!("candidate {} — {status} after {} answer(s), {tokens} tokens{problem}\n", c.index, c.attempts));
+        out.push_str(&format!(
+            "candidate {} — {status} after {} answer(s), {tokens} tokens{problem}\n",
+            c.index, c.attempts
+        ));
     }
     out.push_str(&format!("\n{}\n", o.title));
     if let Some(diff) = &o.diff {
@@ -194,7 +226,11 @@ pub fn timeline_cli(args: TimelineArgs) -> i32 {
         Some(f) => match std::path::absolute(f) {
             Ok(abs) => {
                 let root = history::project_root(&abs);
-                let rel = abs.strip_prefix(&root).unwrap_or(&abs).display().to_string();
+                let rel = abs
+                    .strip_prefix(&root)
+                    .unwrap_or(&abs)
+                    .display()
+                    .to_string();
                 (root, Some(rel))
             }
             Err(e) => {
@@ -213,11 +249,17 @@ pub fn timeline_cli(args: TimelineArgs) -> i32 {
     let records = match timeline::read(&root) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", timeline::timeline_path(&root).display());
+            eprintln!(
+                "error: cannot read {}: {e}",
+                timeline::timeline_path(&root).display()
+            );
             return 2;
         }
     };
-    let records: Vec<_> = records.into_iter().filter(|r| file.as_ref().is_none_or(|f| &r.file == f)).collect();
+    let records: Vec<_> = records
+        .into_iter()
+        .filter(|r| file.as_ref().is_none_or(|f| &r.file == f))
+        .collect();
     if args.format == Format::Json {
         return match serde_json::to_string_pretty(&records) {
             Ok(t) => {
@@ -231,7 +273,10 @@ pub fn timeline_cli(args: TimelineArgs) -> i32 {
         };
     }
     if records.is_empty() {
-        println!("no rewrites recorded in {}", timeline::timeline_path(&root).display());
+        println!(
+            "no rewrites recorded in {}",
+            timeline::timeline_path(&root).display()
+        );
         return 0;
     }
     print!("{}", timeline::render_table(&records));
