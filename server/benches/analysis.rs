@@ -38,6 +38,14 @@ fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
 fn main() {
     let text = kernel_file(5_000);
     let settings = Settings::default();
+    // For profilers: only the model build, many times.
+    if std::env::var_os("KL_BENCH_MODEL_ONLY").is_some() {
+        let tree = parse(&text, None);
+        for _ in 0..200 {
+            std::hint::black_box(kernel_lsp::analysis::FileModel::build(&text, &tree));
+        }
+        return;
+    }
     let lines = text.lines().count();
     // Warm up.
     for _ in 0..5 {

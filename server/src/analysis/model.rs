@@ -731,19 +731,42 @@ impl<'m, 'a> Walker<'m, 'a> {
         self.m.text(n)
     }
 
-    fn visit(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
+    /// Visits `root` and everything below it with one tree cursor.
+    fn visit(&mut self, root: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
         if depth > MAX_DEPTH {
             return;
         }
-        // Most nodes are none of the kinds below: compare numeric kind ids, not strings.
         let kinds = kinds();
-        let id = node.kind_id();
-        if !kinds.interesting.contains(&id) {
-            self.visit_children(node, scope, loops, class, depth + 1);
-            return;
+        let mut cursor = root.walk();
+        let mut level = 0usize;
+        loop {
+            let node = cursor.node();
+            // Most nodes are none of the kinds `enter` acts on: compare numeric kind ids, not strings.
+            let descend = !kinds.interesting.contains(&node.kind_id()) || self.enter(node, scope, loops, class, depth + level);
+            if descend && depth + level < MAX_DEPTH && cursor.goto_first_child() {
+                level += 1;
+                continue;
+            }
+            loop {
+                if level == 0 {
+                    return;
+                }
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                cursor.goto_parent();
+                level -= 1;
+            }
         }
+    }
+
+    /// Records what `node` is; returns whether the walk should descend into it
+    /// (definitions and loops walk their own parts).
+    fn enter(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) -> bool {
         match node.kind() {
-            "comment" => self.comment(node),
+            "comment" => {
+                self.comment(node);
+            }
             "decorated_definition" => {
                 if let Some(def) = field!(node, "definition") {
                     let mut c = node.walk();
@@ -758,27 +781,31 @@ impl<'m, 'a> Walker<'m, 'a> {
                         self.visit(def, scope, loops, class, depth + 1);
                     }
                 }
-                return;
+                return false;
             }
             "function_definition" => {
                 self.function(node, Vec::new(), class, depth);
-                return;
+                return false;
             }
             "class_definition" => {
                 let name = field!(node, "name").map(|n| self.text(n).to_string()).unwrap_or_default();
                 let name_range = field!(node, "name").map(range_of).unwrap_or_default();
                 self.m.classes.push(ClassInfo { name: name.clone(), name_range, node });
                 if let Some(body) = field!(node, "body") {
-                    self.visit_children(body, scope, loops, Some(&name), depth + 1);
+                    self.visit(body, scope, loops, Some(&name), depth + 1);
                 }
-                return;
+                return false;
             }
             "for_statement" | "while_statement" => {
                 self.loop_stmt(node, scope, loops, class, depth);
-                return;
+                return false;
             }
-            "call" => self.call(node, scope, loops),
-            "assignment" | "augmented_assignment" => self.assignment(node, scope, loops),
+            "call" => {
+                self.call(node, scope, loops);
+            }
+            "assignment" | "augmented_assignment" => {
+                self.assignment(node, scope, loops);
+            }
             "subscript" => {
                 if let Scope::Kernel(k) = scope {
                     self.m.kernels[k].subscripts.push((node, loops.clone()));
@@ -809,15 +836,9 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
             _ => {}
         }
-        self.visit_children(node, scope, loops, class, depth + 1);
+        true
     }
 
-    fn visit_children(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
-        let mut c = node.walk();
-        for child in node.named_children(&mut c) {
-            self.visit(child, scope, loops, class, depth);
-        }
-    }
 
     fn comment(&mut self, node: Node<'a>) {
         let text = self.text(node);
@@ -867,7 +888,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                 subscripts: Vec::new(),
                 products: Vec::new(),
             });
-            self.visit_children(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
+            self.visit(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
             return;
         }
         let params = field!(def, "parameters")
@@ -889,7 +910,7 @@ impl<'m, 'a> Walker<'m, 'a> {
             assigns: Vec::new(),
             syncs: Vec::new(),
         });
-        self.visit_children(body, Scope::Host(f), &mut Vec::new(), None, depth + 1);
+        self.visit(body, Scope::Host(f), &mut Vec::new(), None, depth + 1);
     }
 
     fn kernel_params(&self, def: Node<'a>) -> Vec<Param<'a>> {
@@ -978,7 +999,7 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
         };
         loops.push(idx);
-        self.visit_children(body, scope, loops, class, depth + 1);
+        self.visit(body, scope, loops, class, depth + 1);
         loops.pop();
         if let Some(alt) = field!(node, "alternative") {
             self.visit(alt, scope, loops, class, depth + 1);

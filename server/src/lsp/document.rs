@@ -30,7 +30,25 @@ pub struct Document {
     /// off for the file being typed in. Without one, the next change parses afresh.
     tree: Option<Tree>,
     pub settings: Arc<Settings>,
+    /// The analysis of version `analyzed`; after an edit it lags until the
+    /// background analysis of the new version lands.
     pub result: CheckResult,
+    pub analyzed: i32,
+}
+
+/// What the analysis of one version needs, taken under the state lock and
+/// analysed outside it.
+pub struct AnalysisJob {
+    pub version: i32,
+    pub text: String,
+    pub tree: Tree,
+    pub settings: Arc<Settings>,
+}
+
+impl AnalysisJob {
+    pub fn run(&self) -> CheckResult {
+        analysis::check(&self.text, &self.tree, &self.settings)
+    }
 }
 
 impl Document {
@@ -45,6 +63,7 @@ impl Document {
             tree: Some(tree),
             settings,
             result,
+            analyzed: version,
         }
     }
 
@@ -56,8 +75,9 @@ impl Document {
         &self.line_index
     }
 
-    /// Applies the changes of one `didChange` in order, reparses incrementally
-    /// and re-runs the analysis. Returns warnings about ranges it had to clamp.
+    /// Applies the changes of one `didChange` in order and reparses
+    /// incrementally; the analysis runs separately (`analysis_job`, then
+    /// `install`). Returns warnings about ranges it had to clamp.
     pub fn apply_changes(
         &mut self,
         version: i32,
@@ -88,13 +108,38 @@ impl Document {
             self.tree.as_ref()
         };
         let tree = analysis::parse(&self.text, old);
-        self.result = analysis::check(&self.text, &tree, &self.settings);
         self.tree = Some(tree);
         warnings
     }
 
+    /// The analysis of the current version, to run off the state lock.
+    pub fn analysis_job(&self) -> AnalysisJob {
+        AnalysisJob {
+            version: self.version,
+            text: self.text.clone(),
+            tree: self.tree.clone().unwrap_or_else(|| analysis::parse(&self.text, None)),
+            settings: self.settings.clone(),
+        }
+    }
+
+    /// Installs the result of a job if the document is still at its version.
+    pub fn install(&mut self, version: i32, result: CheckResult) -> bool {
+        if version != self.version {
+            return false;
+        }
+        self.result = result;
+        self.analyzed = version;
+        true
+    }
+
+    /// Whether `result` describes the current text.
+    pub fn is_analyzed(&self) -> bool {
+        self.analyzed == self.version
+    }
+
     /// Re-runs the analysis on the current text (after a settings change).
     pub fn reanalyze(&mut self) {
+        self.analyzed = self.version;
         self.result = match &self.tree {
             Some(tree) => analysis::check(&self.text, tree, &self.settings),
             None => analysis::check(
@@ -311,6 +356,7 @@ def launch(x, y):
                     expected.replace_range(a..b, insert);
                 }
                 let warnings = doc.apply_changes(version, &changes, encoding);
+                doc.reanalyze();
                 assert!(warnings.is_empty(), "seed {seed}: {warnings:?}");
                 assert_eq!(doc.text(), expected, "seed {seed} version {version}");
             }
