@@ -190,18 +190,65 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         }
         // Constexpr bounds: the values given at launch sites and as defaults.
         for (param, arange) in constexpr_bounds {
+            let padding_safe = masked_everywhere(k, model, &param);
             if let Some(default) = k.param(&param).and_then(|p| p.default) {
                 if let Some(v) = parse_int(model.text(default).trim()).filter(|v| !is_pow2(*v)) {
-                    out.push(RULE.diagnostic(range_of(default), not_pow2_message(&param, v)).with_related(range_of(arange), "used as an arange bound here"));
+                    let fix = padding_safe.then(|| pad_fix(&param, v, default));
+                    out.push(
+                        RULE.diagnostic(range_of(default), not_pow2_message(&param, v))
+                            .with_related(range_of(arange), "used as an arange bound here")
+                            .with_fix(fix),
+                    );
                 }
             }
             for launch in model.launches.iter().filter(|l| l.kernel == k.name) {
                 let Some(value) = launch.kwarg(&param) else { continue };
                 if let Some(v) = model.eval_int(launch.host_fn, value, 0).filter(|v| !is_pow2(*v)) {
-                    out.push(RULE.diagnostic(range_of(value), not_pow2_message(&param, v)).with_related(range_of(arange), "used as an arange bound here"));
+                    let literal = model.int_literal_node(launch.host_fn, value);
+                    let fix = literal.filter(|_| padding_safe).map(|lit| pad_fix(&param, v, lit));
+                    out.push(
+                        RULE.diagnostic(range_of(value), not_pow2_message(&param, v))
+                            .with_related(range_of(arange), "used as an arange bound here")
+                            .with_fix(fix),
+                    );
                 }
             }
         }
+    }
+}
+
+/// Padding the block to a power of two is safe when every load and store
+/// addressed through it is masked by a runtime bound, and, if the kernel takes
+/// a max or min, every masked load says what the padded lanes hold (`other=`).
+fn masked_everywhere(k: &Kernel, model: &FileModel, param: &str) -> bool {
+    let src = model.src;
+    let extremum = k.calls.iter().any(|c| matches!(c.tl_name.as_deref(), Some("max" | "min" | "argmax" | "argmin")));
+    let mut touched = 0;
+    for c in k.calls.iter().filter(|c| c.is_tl("load") || c.is_tl("store")) {
+        let Some(ptr) = c.arg(0, "pointer") else { continue };
+        if !k.deps(ptr, src).contains(param) {
+            continue;
+        }
+        touched += 1;
+        let mask_index = if c.is_tl("load") { 1 } else { 2 };
+        let Some(mask) = c.arg(mask_index, "mask") else { return false };
+        let runtime_bound = k.deps(mask, src).iter().any(|d| k.param(d).is_some_and(|p| !p.constexpr));
+        if !runtime_bound {
+            return false;
+        }
+        if extremum && c.is_tl("load") && c.arg(2, "other").is_none() {
+            return false;
+        }
+    }
+    touched > 0
+}
+
+fn pad_fix(param: &str, v: i64, literal: Node) -> Fix {
+    let padded = (v.max(1) as u64).next_power_of_two();
+    Fix {
+        title: format!("Pad `{param}` to {padded} (the loads and stores are masked)"),
+        applicability: Applicability::NeedsReview,
+        edits: vec![Edit { range: range_of(literal), new_text: padded.to_string() }],
     }
 }
 
