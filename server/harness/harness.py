@@ -92,7 +92,33 @@ def import_torch_and_triton(cpu):
         import triton  # noqa: F401
     except ImportError as e:
         raise missing_dependency("triton", e)
+    if not gpu:
+        pin_autotune_under_interpreter()
     return "gpu" if gpu else "cpu-interpreter"
+
+
+def pin_autotune_under_interpreter():
+    """Under TRITON_INTERPRET=1 the autotuner cannot time its configs: Triton 3.9's
+    interpreter has no driver (`RuntimeError: 0 active drivers ([]). There should
+    only be one.`). Every config then times the same, so the autotuner keeps the
+    first (after its own pruning) and the candidate runs; correctness only, as
+    everything under the interpreter. Also skips the on-disk tuning cache
+    (`cache_results=True`), whose key asks the driver for the target."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+
+    def _bench(self, *args, config, **meta):
+        return [0.0, 0.0, 0.0]
+
+    def check_disk_cache(self, tuning_key, configs, bench_fn):
+        bench_fn()
+        return False
+
+    Autotuner._bench = _bench
+    if hasattr(Autotuner, "check_disk_cache"):
+        Autotuner.check_disk_cache = check_disk_cache
 
 
 def missing_dependency(name, err):
