@@ -460,11 +460,12 @@ fn hover_lens_and_commands() {
         "workspace/executeCommand",
         json!({"command": "kernel-lsp.rewrite", "arguments": [URI, "make-persistent"]}),
     );
+    assert_eq!(rewrite["error"]["code"], -32602, "{rewrite}");
     assert!(
         rewrite["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("not available yet"),
+            .contains("unknown action \"make-persistent\"; known: persistent, grid-2d"),
         "{rewrite}"
     );
 
@@ -490,6 +491,16 @@ fn history_and_timeline_tables() {
         ),
     )
     .unwrap();
+    std::fs::write(ws.join("kernel-lsp.toml"), "").unwrap();
+    std::fs::write(
+        ws.join(".kernel-lsp/timeline.jsonl"),
+        format!(
+            "{}\n{}\n",
+            json!({"time": "2025-06-01T10:05:00Z", "run": "1-2", "file": "kernels/gru.py", "action": "persistent", "stage": "gate", "candidate": 1, "attempt": 0, "score": "rejected", "latency_ms": 41000, "problem": "KL001", "tokens": null}),
+            json!({"time": "2025-06-01T10:06:00Z", "run": "1-2", "file": "kernels/other.py", "action": "persistent", "stage": "pick", "candidate": null, "attempt": null, "score": "none", "latency_ms": 0, "problem": "", "tokens": null}),
+        ),
+    )
+    .unwrap();
     let mut c = LspClient::start();
     c.initialize_with(LspClient::capabilities(&["utf-16"]), Value::Null, Some(&ws));
     let uri = file_uri(&file);
@@ -505,11 +516,14 @@ fn history_and_timeline_tables() {
         "workspace/executeCommand",
         json!({"command": "kernel-lsp.timeline", "arguments": [uri]}),
     );
+    let timeline = timeline.as_str().unwrap();
     assert!(
-        timeline
-            .as_str()
-            .unwrap()
-            .ends_with("| 2025-06-01T10:05:00Z | rewrite | 1.8 | 41000.0 ms | gru |\n"),
+        timeline.starts_with("| time ")
+            && timeline.ends_with("| 2025-06-01 10:05:00Z | gate  | 1    | 0   | rejected | 41.0 s  | -      | KL001   |\n"),
+        "{timeline}"
+    );
+    assert!(
+        !timeline.contains("other.py") && !timeline.contains("| pick"),
         "{timeline}"
     );
     assert!(c.shutdown().success());

@@ -75,6 +75,7 @@ pub fn run_cli(args: BenchArgs) -> i32 {
         overrides: args.set,
         cpu: args.cpu,
         timeout: args.timeout,
+        record_history: true,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,

@@ -27,7 +27,7 @@ use crate::config::Settings;
 pub const HARNESS_SOURCE: &str = include_str!("../../harness/harness.py");
 
 /// What to benchmark.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct BenchRequest {
     pub candidate: PathBuf,
     /// Explicit reference; otherwise found by the harness's rules.
@@ -41,6 +41,24 @@ pub struct BenchRequest {
     pub cpu: bool,
     /// Seconds before the run is killed; `settings.bench.timeout` when `None`.
     pub timeout: Option<f64>,
+    /// Append the run to `.kernel-lsp/history.jsonl` (true by default; the
+    /// rewrite pipeline turns it off for its temporary candidate files).
+    pub record_history: bool,
+}
+
+impl Default for BenchRequest {
+    fn default() -> Self {
+        BenchRequest {
+            candidate: PathBuf::new(),
+            reference: None,
+            settings: Settings::default(),
+            python: None,
+            overrides: Vec::new(),
+            cpu: false,
+            timeout: None,
+            record_history: true,
+        }
+    }
 }
 
 /// A located error from the harness: compile error, out of resources, mismatch, race, timeout, ...
@@ -208,8 +226,10 @@ async fn run_with(req: BenchRequest, warm: bool, on_progress: impl FnMut(String)
         Err(e) => e.into_result(&candidate),
     };
     remember_launches(&mut result, &profile_key, known_launches);
-    if let Err(e) = history::append(&candidate, &result) {
-        tracing::warn!("cannot append to the benchmark history: {e}");
+    if req.record_history {
+        if let Err(e) = history::append(&candidate, &result) {
+            tracing::warn!("cannot append to the benchmark history: {e}");
+        }
     }
     Ok(result)
 }

@@ -714,6 +714,9 @@ impl Ctx {
             overrides: self.req.overrides.clone(),
             cpu: self.req.cpu,
             timeout: self.req.bench_timeout,
+            // The baseline is the user's file (under a temporary name) and is
+            // worth recording; candidates are not.
+            record_history: candidate.is_none(),
         };
         let ran = if self.req.warm {
             bench::run(request, |_| {}).await

@@ -10,6 +10,7 @@ use tower_lsp_server::ls_types::{
 };
 
 use crate::diagnostic::{Applicability, Edit};
+use crate::llm::Action;
 use crate::text::TextRange;
 
 use super::convert::{self, Encoding, FixData};
@@ -41,6 +42,7 @@ pub fn code_actions(
     doc: &Document,
     params: &lsp::CodeActionParams,
     encoding: Encoding,
+    resolve: bool,
 ) -> Vec<CodeActionOrCommand> {
     let only = params.context.only.as_deref();
     let mut out = Vec::new();
@@ -72,6 +74,26 @@ pub fn code_actions(
                 }));
             }
         }
+        if let Some((action, title)) = llm_action_for(code) {
+            if wanted(only, REWRITE_KIND) {
+                let data = serde_json::json!({
+                    "uri": uri.as_str(),
+                    "action": action.name(),
+                    "range": d.range,
+                    "version": doc.version,
+                });
+                out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                    title: title.to_string(),
+                    kind: Some(CodeActionKind::REFACTOR_REWRITE),
+                    diagnostics: Some(vec![d.clone()]),
+                    // A client that cannot resolve gets the command right away:
+                    // still nothing runs until the action is chosen.
+                    command: (!resolve).then(|| rewrite_command(title, &data)),
+                    data: Some(data),
+                    ..Default::default()
+                }));
+            }
+        }
         if wanted(only, EXPLAIN_KIND) && !explained.contains(&code) {
             explained.push(code);
             out.push(CodeActionOrCommand::CodeAction(CodeAction {
@@ -99,6 +121,44 @@ pub fn code_actions(
         }
     }
     out
+}
+
+pub const REWRITE_KIND: &str = "refactor.rewrite";
+
+/// The LLM rewrite offered on a diagnostic, with its code action title.
+pub fn llm_action_for(code: &str) -> Option<(Action, &'static str)> {
+    Some(match code {
+        "KL001" => (Action::Persistent, "Make persistent with LLM"),
+        "KL002" => (Action::Grid2d, "Convert to 2-D grid with LLM"),
+        "KL006" | "KL902" => (Action::BlockSize, "Reduce block sizes with LLM"),
+        "KL901" | "KL903" | "KL906" => (Action::Repair, "Repair with LLM"),
+        _ => return None,
+    })
+}
+
+/// `kernel-lsp.rewrite [uri, action, range]` for a rewrite action's `data`.
+pub fn rewrite_command(title: &str, data: &serde_json::Value) -> Command {
+    Command {
+        title: title.to_string(),
+        command: "kernel-lsp.rewrite".to_string(),
+        arguments: Some(vec![
+            data["uri"].clone(),
+            data["action"].clone(),
+            data["range"].clone(),
+        ]),
+    }
+}
+
+/// `codeAction/resolve`: an LLM rewrite action gets its command (the LLM runs
+/// only when the client executes it: it takes minutes, far too long to hold
+/// the resolve). Other actions come back as they are.
+pub fn resolve(mut action: CodeAction) -> CodeAction {
+    if action.command.is_none() && action.edit.is_none() {
+        if let Some(data) = action.data.as_ref().filter(|d| d.get("action").is_some()) {
+            action.command = Some(rewrite_command(&action.title, data));
+        }
+    }
+    action
 }
 
 /// The fix of a diagnostic the client sent back without its `data`: looked up

@@ -1,7 +1,8 @@
-//! `kernel-lsp.history` and `kernel-lsp.timeline`: the runs recorded in
-//! `.kernel-lsp/history.jsonl` at the workspace root, as a markdown table
-//! (time, stage, score, latency, problem). Lines that are not JSON objects
-//! are skipped; field names are read leniently, since the runner owns them.
+//! `kernel-lsp.history`: the runs recorded in `.kernel-lsp/history.jsonl` at
+//! the workspace root, as a markdown table (time, stage, score, latency,
+//! problem). Lines that are not JSON objects are skipped; field names are
+//! read leniently, since the runner owns them. (`kernel-lsp.timeline` reads
+//! the rewrite pipeline's own `timeline.jsonl` through `llm::timeline`.)
 
 use std::path::Path;
 
@@ -9,19 +10,14 @@ use serde_json::Value;
 
 pub const HEADER: &str = "| time | stage | score | latency | problem |\n|---|---|---|---|---|\n";
 
-/// Stages that belong to the rewrite pipeline rather than plain benchmarks.
+/// Stages that belong to rewrites rather than plain benchmarks: not shown here.
 fn is_rewrite_stage(stage: &str) -> bool {
     ["rewrite", "candidate", "repair", "llm", "validate"]
         .iter()
         .any(|p| stage.starts_with(p))
 }
 
-pub enum Kind {
-    History,
-    Timeline,
-}
-
-pub fn table(root: &Path, file: Option<&Path>, kind: Kind) -> String {
+pub fn table(root: &Path, file: Option<&Path>) -> String {
     let mut out = HEADER.to_string();
     let Ok(text) = std::fs::read_to_string(root.join(".kernel-lsp").join("history.jsonl")) else {
         return out;
@@ -37,7 +33,7 @@ pub fn table(root: &Path, file: Option<&Path>, kind: Kind) -> String {
         let stage = get(&["stage", "kind", "mode"])
             .map(cell)
             .unwrap_or_default();
-        if matches!(kind, Kind::Timeline) != is_rewrite_stage(&stage) {
+        if is_rewrite_stage(&stage) {
             continue;
         }
         let problem_value = get(&["problem", "task", "candidate", "file"]);
@@ -114,17 +110,12 @@ mod tests {
              {\"time\":\"t2\",\"stage\":\"rewrite\",\"score\":0.9,\"latency\":12,\"problem\":\"lstm\"}\n",
         )
         .unwrap();
-        let h = table(&root, Some(Path::new("/x/k.py")), Kind::History);
+        let h = table(&root, Some(Path::new("/x/k.py")));
         assert_eq!(
             h,
             format!("{HEADER}| 2025-01-02T03:04:05Z | bench | 1.50x | 2.0 ms | k.py |\n")
         );
-        let t = table(&root, None, Kind::Timeline);
-        assert_eq!(
-            t,
-            format!("{HEADER}| t2 | rewrite | 0.9 | 12.0 ms | lstm |\n")
-        );
         std::fs::remove_dir_all(&root).unwrap();
-        assert_eq!(table(&root, None, Kind::History), HEADER);
+        assert_eq!(table(&root, None), HEADER);
     }
 }

@@ -8,8 +8,8 @@
 //!   incremental edit path.
 //! - `convert`: byte ranges <-> LSP positions in the negotiated encoding; our
 //!   diagnostics -> LSP diagnostics with their fix in `data`.
-//! - `actions`, `lens`, `hover`, `history`, `bench_view`, `settings`: one
-//!   feature each.
+//! - `actions`, `lens`, `hover`, `history`, `bench_view`, `settings`,
+//!   `rewrite` (LLM rewrites: `kernel-lsp.rewrite`): one feature each.
 //!
 //! Logs go to stderr through `tracing` (`KERNEL_LSP_LOG` sets the filter):
 //! stdout is the protocol.
@@ -26,6 +26,7 @@ mod framing;
 mod history;
 mod hover;
 mod lens;
+mod rewrite;
 mod server;
 mod settings;
 mod state;

@@ -30,6 +30,7 @@ use super::document::Document;
 use super::history;
 use super::hover;
 use super::lens;
+use super::rewrite;
 use super::state::{file_path, BenchState, ClientCaps, Publish, State};
 
 pub const COMMANDS: &[&str] = &[
@@ -194,8 +195,33 @@ impl Server {
     pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
         let key = token_key(&params.token);
         if let Some(handle) = self.state().runs.remove(&key) {
-            info!("benchmark {key} cancelled by the client");
+            info!("run {key} cancelled by the client");
             handle.abort();
+        }
+    }
+
+    /// The client's progress token, or one we create when the client supports it.
+    async fn progress_token(
+        &self,
+        token: Option<ProgressToken>,
+        caps: ClientCaps,
+        what: &str,
+    ) -> Option<ProgressToken> {
+        match token {
+            Some(t) => Some(t),
+            None if caps.work_done_progress => {
+                let t = NumberOrString::String(format!(
+                    "kernel-lsp/{what}/{}",
+                    self.next_token.fetch_add(1, Ordering::Relaxed)
+                ));
+                let created = tokio::time::timeout(
+                    CLIENT_TIMEOUT,
+                    self.client.create_work_done_progress(t.clone()),
+                )
+                .await;
+                matches!(created, Ok(Ok(()))).then_some(t)
+            }
+            None => None,
         }
     }
 
@@ -224,22 +250,7 @@ impl Server {
             entry.running = true;
             (settings, reference, caps)
         };
-        let token = match token {
-            Some(t) => Some(t),
-            None if caps.work_done_progress => {
-                let t = NumberOrString::String(format!(
-                    "kernel-lsp/benchmark/{}",
-                    self.next_token.fetch_add(1, Ordering::Relaxed)
-                ));
-                let created = tokio::time::timeout(
-                    CLIENT_TIMEOUT,
-                    self.client.create_work_done_progress(t.clone()),
-                )
-                .await;
-                matches!(created, Ok(Ok(()))).then_some(t)
-            }
-            None => None,
-        };
+        let token = self.progress_token(token, caps, "benchmark").await;
         let key = token
             .as_ref()
             .map(token_key)
@@ -261,6 +272,7 @@ impl Server {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             timeout: None,
+            record_history: true,
         };
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<String>();
         let task = tokio::spawn(bench::run(request, move |m| {
@@ -273,6 +285,11 @@ impl Server {
             uri: uri.clone(),
             key: key.clone(),
             handle: task.abort_handle(),
+            on_drop: |st, uri| {
+                if let Some(b) = st.bench.get_mut(uri) {
+                    b.running = false;
+                }
+            },
         };
         self.state().runs.insert(key, task.abort_handle());
         self.views_changed(caps);
@@ -416,18 +433,247 @@ impl Server {
         Ok(Some(Value::Bool(response.applied)))
     }
 
-    fn history_command(&self, args: &[Value], kind: history::Kind) -> Result<Option<Value>> {
+    fn history_command(&self, args: &[Value]) -> Result<Option<Value>> {
         let uri = arg_uri(args, 0)?;
         let path = file_path(&uri).ok_or_else(|| invalid_params("history needs a file: URI"))?;
         let root = self
             .state()
             .root_for(&path)
             .ok_or_else(|| invalid_params("no workspace root for this file"))?;
-        Ok(Some(Value::String(history::table(
-            &root,
-            Some(&path),
-            kind,
+        Ok(Some(Value::String(history::table(&root, Some(&path)))))
+    }
+
+    /// The rewrite stages recorded for the file in `.kernel-lsp/timeline.jsonl`
+    /// at its project root (where the pipeline writes them).
+    fn timeline_command(&self, args: &[Value]) -> Result<Option<Value>> {
+        let uri = arg_uri(args, 0)?;
+        let path = file_path(&uri).ok_or_else(|| invalid_params("timeline needs a file: URI"))?;
+        let root = crate::bench::history::project_root(&path);
+        let rel = path
+            .strip_prefix(&root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        let records = crate::llm::timeline::read(&root).map_err(|e| Error {
+            code: REQUEST_FAILED,
+            message: format!("cannot read the timeline: {e}").into(),
+            data: None,
+        })?;
+        let mine: Vec<_> = records.into_iter().filter(|r| r.file == rel).collect();
+        Ok(Some(Value::String(crate::llm::timeline::render_table(
+            &mine,
         ))))
+    }
+
+    /// `kernel-lsp.rewrite [uri, action, range?, options?]`: runs the LLM
+    /// pipeline on the file as saved, as a cancellable task with progress;
+    /// offers the verified winner through `workspace/applyEdit` with a change
+    /// annotation that needs confirmation.
+    async fn rewrite_command(
+        &self,
+        args: &[Value],
+        token: Option<ProgressToken>,
+    ) -> Result<Option<Value>> {
+        let uri = arg_uri(args, 0)?;
+        let path = file_path(&uri).ok_or_else(|| invalid_params("rewrite needs a file: URI"))?;
+        let action = rewrite::parse_action(args.get(1)).map_err(invalid_params)?;
+        let options = rewrite::parse_options(args.get(3)).map_err(invalid_params)?;
+        let failed = |message: String| Error {
+            code: REQUEST_FAILED,
+            message: message.into(),
+            data: None,
+        };
+        let on_disk = std::fs::read_to_string(&path)
+            .map_err(|e| failed(format!("cannot read {}: {e}", path.display())))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (settings, version, caps, encoding) = {
+            let mut st = self.state();
+            let (settings, version) = match st.docs.get(&uri) {
+                Some(doc) => {
+                    if doc.text() != on_disk {
+                        return Err(failed(format!(
+                            "{name} has unsaved changes: save it first (the rewrite starts from the file on disk)"
+                        )));
+                    }
+                    (doc.settings.clone(), Some(doc.version))
+                }
+                None => (st.settings_for(&uri).0, None),
+            };
+            if !st.rewrites.insert(uri.clone()) {
+                return Err(failed("a rewrite of this file is already running".into()));
+            }
+            (settings, version, st.caps, st.encoding)
+        };
+        let mut request =
+            crate::llm::RewriteRequest::new(path.clone(), action, (*settings).clone());
+        request.text = Some(on_disk.clone());
+        request.cpu = options.cpu;
+        request.overrides = options.overrides;
+        request.candidates = options.candidates;
+        request.repairs = options.repairs;
+        request.bench_timeout = options.bench_timeout;
+        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<String>();
+        let task = tokio::spawn(crate::llm::rewrite(request, move |ev| {
+            let _ = progress_tx.send(rewrite::stage_message(&ev));
+        }));
+        // Dropping the guard (finished, or `$/cancelRequest`) stops the run and
+        // marks the document free for the next rewrite.
+        let mut guard = RunGuard {
+            state: self.state.clone(),
+            uri: uri.clone(),
+            key: format!("untracked-rewrite/{}", uri.as_str()),
+            handle: task.abort_handle(),
+            on_drop: |st, uri| {
+                st.rewrites.remove(uri);
+            },
+        };
+        let token = self.progress_token(token, caps, "rewrite").await;
+        if let Some(t) = &token {
+            guard.key = token_key(t);
+        }
+        self.state()
+            .runs
+            .insert(guard.key.clone(), task.abort_handle());
+        let progress = match token {
+            Some(t) => Some(
+                self.client
+                    .progress(t, format!("{} with LLM", action.title()))
+                    .with_message(name.clone())
+                    .with_cancel_button()
+                    .begin()
+                    .await,
+            ),
+            None => None,
+        };
+        let mut task = task;
+        let outcome = loop {
+            tokio::select! {
+                Some(message) = progress_rx.recv() => {
+                    if let Some(p) = &progress {
+                        p.report_with_message(message, None).await;
+                    }
+                }
+                joined = &mut task => break joined,
+            }
+        };
+        if let Some(p) = progress {
+            let done = match &outcome {
+                Ok(Ok(o)) => o.title.clone(),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "cancelled".to_string(),
+            };
+            p.finish_with_message(done).await;
+        }
+        drop(guard);
+        let outcome = match outcome {
+            Err(_) => {
+                return Err(Error {
+                    code: ErrorCode::RequestCancelled,
+                    message: "rewrite cancelled".into(),
+                    data: None,
+                })
+            }
+            Ok(Err(e)) => {
+                // LlmError texts never hold the key (the client scrubs it).
+                warn!("rewrite of {} failed: {e}", path.display());
+                self.client
+                    .show_message(MessageType::ERROR, format!("kernel-lsp rewrite: {e}"))
+                    .await;
+                return Err(failed(e.to_string()));
+            }
+            Ok(Ok(o)) => o,
+        };
+        let summary = rewrite::candidates_summary(&outcome);
+        let Some(new_text) = outcome.new_text.clone() else {
+            let message = format!("{}\n{summary}", outcome.title);
+            self.client
+                .show_message(
+                    MessageType::WARNING,
+                    format!("kernel-lsp rewrite: {message}"),
+                )
+                .await;
+            return Ok(Some(rewrite::result_value(&outcome, None, None, &message)));
+        };
+        // Offer the edit only against the text the run started from.
+        let unchanged = {
+            let st = self.state();
+            match (st.docs.get(&uri), version) {
+                (Some(doc), Some(v)) => doc.version == v && doc.text() == on_disk,
+                (None, None) => std::fs::read_to_string(&path).is_ok_and(|t| t == on_disk),
+                _ => false,
+            }
+        };
+        if !unchanged {
+            let diff = outcome.diff.clone().unwrap_or_default();
+            let message = format!(
+                "{}: not applied, {name} changed during the rewrite. The verified diff:\n{diff}",
+                outcome.title
+            );
+            info!(
+                "rewrite of {} not offered, the file changed:\n{diff}",
+                path.display()
+            );
+            self.client
+                .show_message(
+                    MessageType::WARNING,
+                    format!("kernel-lsp rewrite: {message}"),
+                )
+                .await;
+            return Ok(Some(rewrite::result_value(
+                &outcome,
+                None,
+                Some(false),
+                &message,
+            )));
+        }
+        let edit = rewrite::confirmed_edit(
+            &uri,
+            version,
+            &on_disk,
+            &new_text,
+            encoding,
+            &outcome.title,
+            &summary,
+        );
+        if !caps.apply_edit {
+            // The client applies what the command returns (through its own preview).
+            return Ok(Some(rewrite::result_value(
+                &outcome,
+                Some(&edit),
+                None,
+                &outcome.title,
+            )));
+        }
+        // The user reviews the preview before the client answers: wait as long as a person may.
+        let response = tokio::time::timeout(
+            std::time::Duration::from_secs(30 * 60),
+            self.client.apply_edit(edit),
+        )
+        .await;
+        let applied = match response {
+            Ok(Ok(r)) => r.applied,
+            Ok(Err(e)) => {
+                warn!("workspace/applyEdit failed: {e}");
+                false
+            }
+            Err(_) => false,
+        };
+        let message = format!(
+            "{} — {}",
+            outcome.title,
+            if applied { "applied" } else { "not applied" }
+        );
+        // The edit went out as workspace/applyEdit already: it is not returned
+        // again, or the client would preview it a second time.
+        Ok(Some(rewrite::result_value(
+            &outcome,
+            None,
+            Some(applied),
+            &message,
+        )))
     }
 }
 
@@ -446,6 +692,8 @@ struct RunGuard {
     uri: Uri,
     key: String,
     handle: tokio::task::AbortHandle,
+    /// Marks the document's run finished.
+    on_drop: fn(&mut State, &Uri),
 }
 
 impl Drop for RunGuard {
@@ -453,9 +701,7 @@ impl Drop for RunGuard {
         self.handle.abort();
         let mut st = lock(&self.state);
         st.runs.remove(&self.key);
-        if let Some(b) = st.bench.get_mut(&self.uri) {
-            b.running = false;
-        }
+        (self.on_drop)(&mut st, &self.uri);
     }
 }
 
@@ -542,6 +788,7 @@ impl LanguageServer for Server {
             CodeActionKind::from(SUPPRESS_KIND),
             CodeActionKind::SOURCE_FIX_ALL,
             CodeActionKind::from(FIX_ALL_KIND),
+            CodeActionKind::REFACTOR_REWRITE,
         ];
         let capabilities = ServerCapabilities {
             position_encoding: Some(encoding.kind()),
@@ -562,7 +809,7 @@ impl LanguageServer for Server {
             code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
                 code_action_kinds: Some(code_action_kinds),
                 work_done_progress_options: Default::default(),
-                resolve_provider: Some(false),
+                resolve_provider: Some(true),
             })),
             code_lens_provider: Some(CodeLensOptions {
                 resolve_provider: Some(false),
@@ -702,7 +949,10 @@ impl LanguageServer for Server {
         tokio::spawn(async move {
             let result = job.run();
             let st = &mut *lock(&state);
-            let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
+            let installed = st
+                .docs
+                .get_mut(&uri)
+                .is_some_and(|doc| doc.install(job.version, result));
             if installed && !st.caps.pull_diagnostics {
                 if let Some(p) = st.publish(&uri) {
                     let _ = publish_tx.send(p);
@@ -801,7 +1051,17 @@ impl LanguageServer for Server {
         let Some(doc) = st.docs.get(uri) else {
             return Ok(None);
         };
-        Ok(Some(actions::code_actions(uri, doc, &params, st.encoding)))
+        Ok(Some(actions::code_actions(
+            uri,
+            doc,
+            &params,
+            st.encoding,
+            st.caps.code_action_resolve,
+        )))
+    }
+
+    async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
+        Ok(actions::resolve(action))
     }
 
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
@@ -877,15 +1137,14 @@ impl LanguageServer for Server {
                 .await
             }
             "kernel-lsp.rewrite" => {
-                arg_uri(args, 0)?;
-                Err(Error {
-                    code: REQUEST_FAILED,
-                    message: "kernel-lsp.rewrite is not available yet: the LLM rewrite pipeline has not been built".into(),
-                    data: None,
-                })
+                self.rewrite_command(
+                    args,
+                    params.work_done_progress_params.work_done_token.clone(),
+                )
+                .await
             }
-            "kernel-lsp.history" => self.history_command(args, history::Kind::History),
-            "kernel-lsp.timeline" => self.history_command(args, history::Kind::Timeline),
+            "kernel-lsp.history" => self.history_command(args),
+            "kernel-lsp.timeline" => self.timeline_command(args),
             "kernel-lsp.explain" => {
                 let code = args
                     .first()

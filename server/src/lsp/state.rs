@@ -33,6 +33,8 @@ pub struct ClientCaps {
     pub document_changes: bool,
     pub configuration: bool,
     pub watched_files_dynamic: bool,
+    /// The client can fill in a code action's `command` through `codeAction/resolve`.
+    pub code_action_resolve: bool,
 }
 
 impl ClientCaps {
@@ -68,6 +70,10 @@ impl ClientCaps {
                 .and_then(|w| w.did_change_watched_files.as_ref())
                 .and_then(|d| d.dynamic_registration)
                 .unwrap_or(false),
+            code_action_resolve: text
+                .and_then(|t| t.code_action.as_ref())
+                .and_then(|a| a.resolve_support.as_ref())
+                .is_some_and(|r| r.properties.iter().any(|p| p == "command")),
         }
     }
 }
@@ -94,6 +100,8 @@ pub struct State {
     pub runs: HashMap<String, tokio::task::AbortHandle>,
     /// Most recently opened or edited documents first; only these keep a tree.
     pub recent: Vec<Uri>,
+    /// Documents with an LLM rewrite running (one at a time per document).
+    pub rewrites: std::collections::HashSet<Uri>,
 }
 
 /// How many documents keep their tree-sitter tree for incremental reparsing.
@@ -110,6 +118,7 @@ impl Default for State {
             bench: HashMap::new(),
             runs: HashMap::new(),
             recent: Vec::new(),
+            rewrites: Default::default(),
         }
     }
 }
