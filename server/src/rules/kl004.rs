@@ -190,10 +190,11 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         }
         // Constexpr bounds: the values given at launch sites and as defaults.
         for (param, arange) in constexpr_bounds {
-            let padding_safe = masked_everywhere(k, model, &param);
+            // Only worked out when a value is not a power of two: it follows data flow.
+            let padding_safe = || masked_everywhere(k, model, &param);
             if let Some(default) = k.param(&param).and_then(|p| p.default) {
                 if let Some(v) = parse_int(model.text(default).trim()).filter(|v| !is_pow2(*v)) {
-                    let fix = padding_safe.then(|| pad_fix(&param, v, default));
+                    let fix = padding_safe().then(|| pad_fix(&param, v, default));
                     out.push(
                         RULE.diagnostic(range_of(default), not_pow2_message(&param, v))
                             .with_related(range_of(arange), "used as an arange bound here")
@@ -205,7 +206,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 let Some(value) = launch.kwarg(&param) else { continue };
                 if let Some(v) = model.eval_int(launch.host_fn, value, 0).filter(|v| !is_pow2(*v)) {
                     let literal = model.int_literal_node(launch.host_fn, value);
-                    let fix = literal.filter(|_| padding_safe).map(|lit| pad_fix(&param, v, lit));
+                    let fix = literal.filter(|_| padding_safe()).map(|lit| pad_fix(&param, v, lit));
                     out.push(
                         RULE.diagnostic(range_of(value), not_pow2_message(&param, v))
                             .with_related(range_of(arange), "used as an arange bound here")
