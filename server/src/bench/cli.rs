@@ -51,7 +51,8 @@ pub struct HistoryArgs {
     pub format: Format,
 }
 
-fn parse_override(s: &str) -> Result<(String, String), String> {
+/// `NAME=VALUE` for `--set` (shared with `kernel-lsp rewrite`).
+pub fn parse_override(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
         _ => Err(format!("expected NAME=VALUE, got `{s}`")),

@@ -45,7 +45,7 @@ pub struct RewriteArgs {
     #[arg(long)]
     pub reference: Option<PathBuf>,
     /// Override a module-level constant in the benchmark runs, e.g. `--set seq_len=4`.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_override)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::bench::cli::parse_override)]
     pub set: Vec<(String, String)>,
     /// Verify on the Triton CPU interpreter (correctness only) even with a GPU.
     #[arg(long)]
@@ -62,13 +62,6 @@ pub struct TimelineArgs {
     pub file: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
-}
-
-fn parse_override(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
-        _ => Err(format!("expected NAME=VALUE, got `{s}`")),
-    }
 }
 
 fn init_logs() {

@@ -309,17 +309,7 @@ impl Server {
             ),
             None => None,
         };
-        let mut task = task;
-        let outcome = loop {
-            tokio::select! {
-                Some(message) = progress_rx.recv() => {
-                    if let Some(p) = &progress {
-                        p.report_with_message(message, None).await;
-                    }
-                }
-                joined = &mut task => break joined,
-            }
-        };
+        let outcome = relay_progress(progress.as_ref(), &mut progress_rx, task).await;
         if let Some(p) = progress {
             let done = match &outcome {
                 Ok(Ok(r)) => bench_view::lens_title(r),
@@ -548,17 +538,7 @@ impl Server {
             ),
             None => None,
         };
-        let mut task = task;
-        let outcome = loop {
-            tokio::select! {
-                Some(message) = progress_rx.recv() => {
-                    if let Some(p) = &progress {
-                        p.report_with_message(message, None).await;
-                    }
-                }
-                joined = &mut task => break joined,
-            }
-        };
+        let outcome = relay_progress(progress.as_ref(), &mut progress_rx, task).await;
         if let Some(p) = progress {
             let done = match &outcome {
                 Ok(Ok(o)) => o.title.clone(),
@@ -702,6 +682,37 @@ impl Drop for RunGuard {
         let mut st = lock(&self.state);
         st.runs.remove(&self.key);
         (self.on_drop)(&mut st, &self.uri);
+    }
+}
+
+type CancellableProgress = tower_lsp_server::OngoingProgress<
+    tower_lsp_server::Unbounded,
+    tower_lsp_server::Cancellable,
+>;
+
+/// Relays a spawned task's progress messages to the client until the task ends.
+async fn relay_progress<T>(
+    progress: Option<&CancellableProgress>,
+    messages: &mut mpsc::UnboundedReceiver<String>,
+    mut task: tokio::task::JoinHandle<T>,
+) -> std::result::Result<T, tokio::task::JoinError> {
+    loop {
+        tokio::select! {
+            Some(message) = messages.recv() => {
+                if let Some(p) = progress {
+                    p.report_with_message(message, None).await;
+                }
+            }
+            joined = &mut task => {
+                // Messages sent just before the task ended still go out, in order.
+                while let Ok(message) = messages.try_recv() {
+                    if let Some(p) = progress {
+                        p.report_with_message(message, None).await;
+                    }
+                }
+                return joined;
+            }
+        }
     }
 }
 
