@@ -9,7 +9,7 @@
 //! the interpreter cannot run (it runs programs one at a time): its edit is a
 //! snapshot of the unified diff, and under the interpreter it must end at once
 //! with the residency guard's clear error, not spin. Its speed is proven on
-//! the GPU (docs/bench.md).
+//! the GPU (README, "Measured on an H100").
 //!
 //! Needs a Python with torch and triton: `KERNEL_LSP_TEST_PYTHON`, else
 //! `<repo>/.venv/bin/python` (the test script creates it).

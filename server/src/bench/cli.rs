@@ -19,7 +19,7 @@ pub enum Format {
 pub struct BenchArgs {
     /// The candidate file, defining `class ModelNew`.
     pub candidate: PathBuf,
-    /// The reference file, defining `class Model`; found by the rules in docs/bench.md when omitted.
+    /// The reference file, defining `class Model`; found by the rules in the README ("Finding the reference") when omitted.
     #[arg(long)]
     pub reference: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
