@@ -145,7 +145,8 @@ fn check_file(path: &Path, args: &CheckArgs) -> Result<FileReport, String> {
         return Err(format!("file is {} bytes, over the {} byte limit for analysis", meta.len(), MAX_FILE_BYTES));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let mut text = String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (byte {}): not a Python source file", e.utf8_error().valid_up_to()))?;
+    let mut text = String::from_utf8(bytes)
+        .map_err(|e| format!("not UTF-8 text (byte {}): not a Python source file", e.utf8_error().valid_up_to()))?;
     if text.contains('\0') {
         return Err("contains NUL bytes: not a Python source file".to_string());
     }
@@ -181,7 +182,10 @@ pub fn apply_fixes(text: &str, diagnostics: &[Diagnostic], threshold: Applicabil
         if fix.applicability > threshold || fix.edits.is_empty() {
             continue;
         }
-        let overlaps = fix.edits.iter().any(|e| taken.iter().any(|(s, t)| e.range.start < *t && *s < e.range.end.max(e.range.start + 1)));
+        let overlaps = fix
+            .edits
+            .iter()
+            .any(|e| taken.iter().any(|(s, t)| e.range.start < *t && *s < e.range.end.max(e.range.start + 1)));
         if overlaps {
             continue;
         }

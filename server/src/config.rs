@@ -137,7 +137,8 @@ impl Settings {
             }
             let py = d.join("pyproject.toml");
             if py.is_file() {
-                let text = std::fs::read_to_string(&py).map_err(|source| ConfigError::Io { path: py.clone(), source })?;
+                let text =
+                    std::fs::read_to_string(&py).map_err(|source| ConfigError::Io { path: py.clone(), source })?;
                 if text.contains("[tool.kernel-lsp") {
                     return Ok((load_toml(&py, true)?, Some(py)));
                 }
@@ -153,11 +154,7 @@ fn load_toml(path: &Path, pyproject: bool) -> Result<Settings, ConfigError> {
     let invalid = |message: String| ConfigError::Invalid { path: path.to_path_buf(), message };
     let value: toml::Table = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     let table = if pyproject {
-        value
-            .get("tool")
-            .and_then(|t| t.get("kernel-lsp"))
-            .cloned()
-            .unwrap_or(toml::Value::Table(Default::default()))
+        value.get("tool").and_then(|t| t.get("kernel-lsp")).cloned().unwrap_or(toml::Value::Table(Default::default()))
     } else {
         toml::Value::Table(value)
     };
@@ -185,7 +182,13 @@ pub const GPUS: &[GpuSpec] = &[
     GpuSpec { key: "rtx4090", name: "NVIDIA RTX 40xx (sm_89)", sm: 89, smem_per_block: 101_376, sm_count: 128 },
     GpuSpec { key: "rtx3090", name: "NVIDIA RTX 30xx / A10 (sm_86)", sm: 86, smem_per_block: 101_376, sm_count: 82 },
     GpuSpec { key: "v100", name: "NVIDIA V100 (sm_70)", sm: 70, smem_per_block: 98_304, sm_count: 80 },
-    GpuSpec { key: "turing", name: "NVIDIA Turing: T4 / RTX 20xx / Quadro RTX (sm_75)", sm: 75, smem_per_block: 65_536, sm_count: 72 },
+    GpuSpec {
+        key: "turing",
+        name: "NVIDIA Turing: T4 / RTX 20xx / Quadro RTX (sm_75)",
+        sm: 75,
+        smem_per_block: 65_536,
+        sm_count: 72,
+    },
 ];
 
 pub fn gpu_by_name(name: &str) -> Option<&'static GpuSpec> {

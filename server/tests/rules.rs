@@ -67,15 +67,24 @@ fn fixed_fixtures_lose_the_fixed_diagnostics() {
         let text = fixture(rule.code);
         let settings = only(rule.code);
         let before = check_text(&text, &settings).diagnostics;
-        let fixable: Vec<&Diagnostic> =
-            before.iter().filter(|d| d.fix.as_ref().is_some_and(|f| f.applicability <= Applicability::NeedsReview)).collect();
+        let fixable: Vec<&Diagnostic> = before
+            .iter()
+            .filter(|d| d.fix.as_ref().is_some_and(|f| f.applicability <= Applicability::NeedsReview))
+            .collect();
         if fixable.is_empty() {
             continue;
         }
-        let edits: Vec<_> = fixable.iter().flat_map(|d| d.fix.as_ref().map(|f| f.edits.clone()).unwrap_or_default()).collect();
+        let edits: Vec<_> =
+            fixable.iter().flat_map(|d| d.fix.as_ref().map(|f| f.edits.clone()).unwrap_or_default()).collect();
         let fixed = apply_edits(&text, &edits).unwrap_or_else(|e| panic!("{}: {e}", rule.code));
         let after = check_text(&fixed, &settings).diagnostics;
-        assert_eq!(after.len(), before.len() - fixable.len(), "{}: after fixing, left:\n{}", rule.code, render(&fixed, &after));
+        assert_eq!(
+            after.len(),
+            before.len() - fixable.len(),
+            "{}: after fixing, left:\n{}",
+            rule.code,
+            render(&fixed, &after)
+        );
         let tree = kernel_lsp::analysis::parse(&fixed, None);
         assert!(!tree.root_node().has_error(), "{}: the fix broke the syntax:\n{fixed}", rule.code);
     }

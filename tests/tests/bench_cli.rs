@@ -19,8 +19,7 @@ fn repo() -> PathBuf {
 }
 
 fn python() -> String {
-    std::env::var("KERNEL_LSP_TEST_PYTHON")
-        .unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
+    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
 }
 
 /// The `kernel-lsp` binary, built once per test run.
@@ -30,11 +29,8 @@ fn binary() -> &'static Path {
         let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
         let bin = target.join("debug").join("kernel-lsp");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "kernel-lsp"])
-            .current_dir(repo())
-            .status()
-            .expect("cargo runs");
+        let status =
+            Command::new(cargo).args(["build", "-p", "kernel-lsp"]).current_dir(repo()).status().expect("cargo runs");
         assert!(status.success(), "cargo build -p kernel-lsp failed");
         assert!(bin.is_file(), "no binary at {}", bin.display());
         bin

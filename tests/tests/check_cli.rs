@@ -30,7 +30,10 @@ fn examples_are_reported_with_exit_1_and_a_summary() {
 
 #[test]
 fn json_output_has_diagnostics_and_kernel_classification() {
-    let out = kernel_lsp(&["check", "--format", "json", "examples/gru/gru_persistent.py", "examples/gru/gru_python_loop.py"], repo());
+    let out = kernel_lsp(
+        &["check", "--format", "json", "examples/gru/gru_persistent.py", "examples/gru/gru_python_loop.py"],
+        repo(),
+    );
     assert_eq!(out.status.code(), Some(1));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     let diags = doc["diagnostics"].as_array().unwrap();
@@ -65,14 +68,22 @@ fn select_ignore_and_target_gpu() {
 fn bad_input_gives_a_clear_error_and_the_other_files_are_still_checked() {
     let dir = common::temp_workspace("check-bad-input");
     std::fs::write(dir.join("binary.py"), [0xff, 0xfe, 0x00, 0x41, 0x80]).unwrap();
-    std::fs::write(dir.join("broken.py"), "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x:\n    y = tl.tanh(x)\n").unwrap();
+    std::fs::write(
+        dir.join("broken.py"),
+        "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x:\n    y = tl.tanh(x)\n",
+    )
+    .unwrap();
     let out = kernel_lsp(&["check", "binary.py", "broken.py", "missing.py"], &dir);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("binary.py: not UTF-8 text"), "{stderr}");
     assert!(stderr.contains("missing.py:"), "{stderr}");
     // The broken file is still analysed as far as it parses.
-    assert!(String::from_utf8_lossy(&out.stdout).contains("broken.py:5:9: KL005"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("broken.py:5:9: KL005"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]

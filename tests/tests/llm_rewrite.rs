@@ -17,34 +17,23 @@ use llm_mock::{fixture, fixture_code, repo, MockLlm, Reply};
 use serde_json::Value;
 
 const FILE: &str = "gru_python_loop.py";
-const SMALL: [(&str, &str); 5] = [
-    ("seq_len", "4"),
-    ("batch_size", "2"),
-    ("input_size", "16"),
-    ("hidden_size", "16"),
-    ("num_layers", "2"),
-];
+const SMALL: [(&str, &str); 5] =
+    [("seq_len", "4"), ("batch_size", "2"), ("input_size", "16"), ("hidden_size", "16"), ("num_layers", "2")];
 const KEY_VAR: &str = "KLSP_TEST_LLM_KEY";
 const KEY: &str = "sk-test-4f9a1c77e2b0-do-not-print";
 
 fn python() -> String {
-    std::env::var("KERNEL_LSP_TEST_PYTHON")
-        .unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
+    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
 }
 
 fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo().join("target"));
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
         let bin = target.join("debug").join("kernel-lsp");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "kernel-lsp"])
-            .current_dir(repo())
-            .status()
-            .expect("cargo runs");
+        let status =
+            Command::new(cargo).args(["build", "-p", "kernel-lsp"]).current_dir(repo()).status().expect("cargo runs");
         assert!(status.success(), "cargo build -p kernel-lsp failed");
         bin
     })
@@ -73,15 +62,7 @@ fn original() -> String {
 
 fn rewrite(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let py = python();
-    let mut argv = vec![
-        "rewrite",
-        FILE,
-        "--cpu",
-        "--python",
-        py.as_str(),
-        "--bench-timeout",
-        "120",
-    ];
+    let mut argv = vec!["rewrite", FILE, "--cpu", "--python", py.as_str(), "--bench-timeout", "120"];
     let sets: Vec<String> = SMALL.iter().map(|(k, v)| format!("{k}={v}")).collect();
     for s in &sets {
         argv.extend(["--set", s.as_str()]);
@@ -98,10 +79,7 @@ fn rewrite(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 fn json(out: &Output) -> Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
+        panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr))
     })
 }
 
@@ -116,62 +94,28 @@ fn no_temp_files_left(dir: &Path) {
         .map(|e| e.file_name().to_string_lossy().to_string())
         .filter(|n| n.contains("_klsp"))
         .collect();
-    assert!(
-        left.is_empty(),
-        "temporary candidates left behind: {left:?}"
-    );
+    assert!(left.is_empty(), "temporary candidates left behind: {left:?}");
 }
 
 #[test]
 fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
     let llm = MockLlm::start(vec![Reply::Answer(fixture("answer_persistent.md"))]);
     let dir = project("offered", &llm, "");
-    let out = rewrite(
-        &dir,
-        &[
-            "--action",
-            "persistent",
-            "--candidates",
-            "1",
-            "--repairs",
-            "0",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let out =
+        rewrite(&dir, &["--action", "persistent", "--candidates", "1", "--repairs", "0", "--format", "json"], &[]);
     let o = json(&out);
     assert_eq!(out.status.code(), Some(0), "{o:#}\n{}", stderr(&out));
     assert_eq!(o["verified_mode"], "cpu-interpreter");
-    assert_eq!(
-        o["title"],
-        "Make persistent: correct on the CPU interpreter; speed not measured"
-    );
-    assert_eq!(
-        o["speedup"],
-        Value::Null,
-        "no speedup is claimed without a GPU"
-    );
+    assert_eq!(o["title"], "Make persistent: correct on the CPU interpreter; speed not measured");
+    assert_eq!(o["speedup"], Value::Null, "no speedup is claimed without a GPU");
     assert_eq!(o["winner"], 1);
-    assert_eq!(
-        o["new_text"].as_str(),
-        Some(fixture_code("answer_persistent.md").as_str())
-    );
+    assert_eq!(o["new_text"].as_str(), Some(fixture_code("answer_persistent.md").as_str()));
     let diff = o["diff"].as_str().expect("a diff");
-    assert!(
-        diff.starts_with(&format!("--- a/{FILE}\n+++ b/{FILE}\n@@ ")),
-        "{diff}"
-    );
-    assert!(
-        diff.contains("+def gru_persistent_kernel(") && diff.contains("-def gru_step("),
-        "{diff}"
-    );
+    assert!(diff.starts_with(&format!("--- a/{FILE}\n+++ b/{FILE}\n@@ ")), "{diff}");
+    assert!(diff.contains("+def gru_persistent_kernel(") && diff.contains("-def gru_step("), "{diff}");
     assert_eq!(o["candidates"][0]["status"], "winner");
     assert_eq!(o["candidates"][0]["bench"]["correct"], true);
-    assert_eq!(
-        o["tokens"]["estimated"], false,
-        "usage comes from the stream"
-    );
+    assert_eq!(o["tokens"]["estimated"], false, "usage comes from the stream");
 
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);
@@ -181,68 +125,28 @@ fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
     assert_eq!(r.body["stream"], true);
     assert_eq!(r.body["stream_options"]["include_usage"], true);
     assert_eq!(r.body["max_tokens"], 8000);
-    assert!(
-        !r.headers.iter().any(|h| h.starts_with("authorization:")),
-        "no key configured, none sent"
-    );
+    assert!(!r.headers.iter().any(|h| h.starts_with("authorization:")), "no key configured, none sent");
     let system = r.body["messages"][0]["content"].as_str().unwrap_or("");
-    assert!(
-        system.contains("CRITICAL") && system.contains("There is NO `tl.tanh`"),
-        "{system}"
-    );
+    assert!(system.contains("CRITICAL") && system.contains("There is NO `tl.tanh`"), "{system}");
     let user = r.last_message();
     assert!(user.contains("time loop INSIDE"), "the persistent template");
-    assert!(
-        user.contains("for t in range(seq_len):\n                gh = gemm_bias_out"),
-        "the file"
-    );
-    assert!(
-        user.contains("self.gru = nn.GRU(input_size, hidden_size, num_layers, bias, batch_first"),
-        "the reference"
-    );
-    assert!(
-        user.contains("KL001 python-time-loop-launch"),
-        "the diagnostics"
-    );
-    assert!(
-        user.contains("NVIDIA H100") && user.contains("232448"),
-        "the GPU and its shared memory"
-    );
+    assert!(user.contains("for t in range(seq_len):\n                gh = gemm_bias_out"), "the file");
+    assert!(user.contains("self.gru = nn.GRU(input_size, hidden_size, num_layers, bias, batch_first"), "the reference");
+    assert!(user.contains("KL001 python-time-loop-launch"), "the diagnostics");
+    assert!(user.contains("NVIDIA H100") && user.contains("232448"), "the GPU and its shared memory");
 
-    assert_eq!(
-        std::fs::read_to_string(dir.join(FILE)).unwrap(),
-        original(),
-        "no --apply: the file is untouched"
-    );
+    assert_eq!(std::fs::read_to_string(dir.join(FILE)).unwrap(), original(), "no --apply: the file is untouched");
     no_temp_files_left(&dir);
-    let timeline =
-        std::fs::read_to_string(dir.join(".kernel-lsp/timeline.jsonl")).expect("timeline written");
+    let timeline = std::fs::read_to_string(dir.join(".kernel-lsp/timeline.jsonl")).expect("timeline written");
     let stages: Vec<String> = timeline
         .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).expect("JSON line")["stage"]
-                .as_str()
-                .unwrap_or("")
-                .to_string()
-        })
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON line")["stage"].as_str().unwrap_or("").to_string())
         .collect();
-    assert_eq!(
-        stages,
-        ["baseline", "llm", "extract", "gate", "bench", "pick"]
-    );
+    assert_eq!(stages, ["baseline", "llm", "extract", "gate", "bench", "pick"]);
 
-    let table = Command::new(binary())
-        .args(["timeline", FILE])
-        .current_dir(&dir)
-        .output()
-        .expect("timeline runs");
+    let table = Command::new(binary()).args(["timeline", FILE]).current_dir(&dir).output().expect("timeline runs");
     let table = String::from_utf8_lossy(&table.stdout);
-    assert!(
-        table.contains("| pick ")
-            && table.contains("correct (no timing)")
-            && table.contains("1000+"),
-        "{table}"
-    );
+    assert!(table.contains("| pick ") && table.contains("correct (no timing)") && table.contains("1000+"), "{table}");
 }
 
 #[test]
@@ -252,53 +156,24 @@ fn answer_that_keeps_the_python_loop_is_rejected_by_the_gate_then_repaired_and_a
         Reply::Answer(fixture("answer_persistent.md")),
     ]);
     let dir = project("gate", &llm, "");
-    let out = rewrite(
-        &dir,
-        &[
-            "--action",
-            "persistent",
-            "--candidates",
-            "1",
-            "--repairs",
-            "1",
-            "--apply",
-        ],
-        &[],
-    );
+    let out = rewrite(&dir, &["--action", "persistent", "--candidates", "1", "--repairs", "1", "--apply"], &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr(&out));
     let requests = llm.requests();
     assert_eq!(requests.len(), 2, "one answer, one repair");
     let repair = requests[1].last_message();
+    assert!(repair.contains("rejected by the static checker"), "{repair}");
     assert!(
-        repair.contains("rejected by the static checker"),
-        "{repair}"
-    );
-    assert!(
-        repair.contains("KL001 python-time-loop-launch")
-            && repair.contains("launched inside a Python time loop"),
+        repair.contains("KL001 python-time-loop-launch") && repair.contains("launched inside a Python time loop"),
         "{repair}"
     );
     let history = requests[1].body["messages"].as_array().expect("messages");
-    assert_eq!(
-        history.len(),
-        4,
-        "system, task, the rejected answer, the repair"
-    );
+    assert_eq!(history.len(), 4, "system, task, the rejected answer, the repair");
     assert_eq!(history[2]["role"], "assistant");
 
-    assert!(
-        text.contains("| gate ") && text.contains("rejected"),
-        "{text}"
-    );
-    assert!(
-        text.contains("candidate 1 — winner after 2 answer(s)"),
-        "{text}"
-    );
-    assert!(
-        text.contains("Make persistent: correct on the CPU interpreter; speed not measured"),
-        "{text}"
-    );
+    assert!(text.contains("| gate ") && text.contains("rejected"), "{text}");
+    assert!(text.contains("candidate 1 — winner after 2 answer(s)"), "{text}");
+    assert!(text.contains("Make persistent: correct on the CPU interpreter; speed not measured"), "{text}");
     assert!(text.contains("+++ b/gru_python_loop.py"), "{text}");
     assert_eq!(
         std::fs::read_to_string(dir.join(FILE)).unwrap(),
@@ -315,61 +190,23 @@ fn answer_using_tl_tanh_fails_to_compile_then_a_spliced_repair_passes() {
         Reply::Answer(fixture("answer_tanh_fixed_kernel.md")),
     ]);
     let dir = project("tanh", &llm, "");
-    let out = rewrite(
-        &dir,
-        &[
-            "--action",
-            "persistent",
-            "--candidates",
-            "1",
-            "--repairs",
-            "2",
-            "--format",
-            "json",
-        ],
-        &[],
-    );
+    let out =
+        rewrite(&dir, &["--action", "persistent", "--candidates", "1", "--repairs", "2", "--format", "json"], &[]);
     let o = json(&out);
     assert_eq!(out.status.code(), Some(0), "{o:#}\n{}", stderr(&out));
     let requests = llm.requests();
     assert_eq!(requests.len(), 2);
     let repair = requests[1].last_message();
-    assert!(
-        repair.contains("AttributeError: module 'triton.language' has no attribute 'tanh'"),
-        "{repair}"
-    );
-    assert!(
-        repair.contains("n = tl.tanh(x_n + r * gh_n)"),
-        "the failing source line: {repair}"
-    );
-    assert!(
-        !repair.contains("_klsp"),
-        "temporary names are mapped back to the user's file: {repair}"
-    );
+    assert!(repair.contains("AttributeError: module 'triton.language' has no attribute 'tanh'"), "{repair}");
+    assert!(repair.contains("n = tl.tanh(x_n + r * gh_n)"), "the failing source line: {repair}");
+    assert!(!repair.contains("_klsp"), "temporary names are mapped back to the user's file: {repair}");
     let new_text = o["new_text"].as_str().expect("a winner");
-    assert!(
-        !new_text.contains("tl.tanh")
-            && new_text.contains("2.0 * tl.sigmoid(2.0 * (x_n + r * gh_n)) - 1.0")
-    );
-    assert!(
-        new_text.contains("class ModelNew"),
-        "the repaired kernel was spliced into the whole candidate"
-    );
+    assert!(!new_text.contains("tl.tanh") && new_text.contains("2.0 * tl.sigmoid(2.0 * (x_n + r * gh_n)) - 1.0"));
+    assert!(new_text.contains("class ModelNew"), "the repaired kernel was spliced into the whole candidate");
     assert_eq!(o["candidates"][0]["attempts"], 2);
-    let first_bench = o["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["stage"] == "bench")
-        .expect("bench row")
-        .clone();
-    assert!(
-        first_bench["problem"]
-            .as_str()
-            .unwrap()
-            .starts_with("compile-error: AttributeError"),
-        "{first_bench}"
-    );
+    let first_bench =
+        o["timeline"].as_array().unwrap().iter().find(|r| r["stage"] == "bench").expect("bench row").clone();
+    assert!(first_bench["problem"].as_str().unwrap().starts_with("compile-error: AttributeError"), "{first_bench}");
     assert_eq!(std::fs::read_to_string(dir.join(FILE)).unwrap(), original());
     no_temp_files_left(&dir);
 }
@@ -378,89 +215,42 @@ fn answer_using_tl_tanh_fails_to_compile_then_a_spliced_repair_passes() {
 fn llm_failure(name: &str, reply: Reply, args: &[&str]) -> (Output, MockLlm) {
     let llm = MockLlm::start(vec![reply]);
     let dir = project(name, &llm, "");
-    let mut argv = vec![
-        "--action",
-        "persistent",
-        "--candidates",
-        "1",
-        "--repairs",
-        "1",
-    ];
+    let mut argv = vec!["--action", "persistent", "--candidates", "1", "--repairs", "1"];
     argv.extend(args);
     let out = rewrite(&dir, &argv, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        stderr(&out)
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.join(FILE)).unwrap(),
-        original(),
-        "the user's file is byte-identical"
-    );
+    assert_eq!(out.status.code(), Some(2), "{}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    assert_eq!(std::fs::read_to_string(dir.join(FILE)).unwrap(), original(), "the user's file is byte-identical");
     no_temp_files_left(&dir);
     (out, llm)
 }
 
 #[test]
 fn http_500_is_retried_with_backoff_then_reported() {
-    let (out, llm) = llm_failure(
-        "http500",
-        Reply::Status(500, "{\"error\": \"upstream exploded\"}".into()),
-        &[],
-    );
+    let (out, llm) = llm_failure("http500", Reply::Status(500, "{\"error\": \"upstream exploded\"}".into()), &[]);
     let err = stderr(&out);
-    assert!(
-        err.contains("answered HTTP 500 (4 attempts): {\"error\": \"upstream exploded\"}"),
-        "{err}"
-    );
+    assert!(err.contains("answered HTTP 500 (4 attempts): {\"error\": \"upstream exploded\"}"), "{err}");
     assert_eq!(llm.requests().len(), 4, "the first try and three retries");
 }
 
 #[test]
 fn garbage_answer_is_a_clear_error() {
-    let (out, _) = llm_failure(
-        "garbage",
-        Reply::Garbage("<html><body>502 Bad Gateway</body></html>".into()),
-        &[],
-    );
+    let (out, _) = llm_failure("garbage", Reply::Garbage("<html><body>502 Bad Gateway</body></html>".into()), &[]);
     let err = stderr(&out);
-    assert!(
-        err.contains(
-            "error: the LLM's answer is not a chat-completions stream: it begins with `<html>"
-        ),
-        "{err}"
-    );
+    assert!(err.contains("error: the LLM's answer is not a chat-completions stream: it begins with `<html>"), "{err}");
 }
 
 #[test]
 fn stalled_stream_is_a_clear_error() {
     let started = std::time::Instant::now();
-    let (out, _) = llm_failure(
-        "stall",
-        Reply::Stall(fixture("answer_persistent.md")),
-        &["--timeout", "4"],
-    );
+    let (out, _) = llm_failure("stall", Reply::Stall(fixture("answer_persistent.md")), &["--timeout", "4"]);
     let err = stderr(&out);
-    assert!(
-        err.contains("stopped sending for 2 s in the middle of its answer (stalled stream)"),
-        "{err}"
-    );
-    assert!(
-        started.elapsed().as_secs() < 60,
-        "the stall ended the call, not the server"
-    );
+    assert!(err.contains("stopped sending for 2 s in the middle of its answer (stalled stream)"), "{err}");
+    assert!(started.elapsed().as_secs() < 60, "the stall ended the call, not the server");
 }
 
 #[test]
 fn truncated_stream_is_a_clear_error() {
-    let (out, _) = llm_failure(
-        "truncated",
-        Reply::Truncated(fixture("answer_persistent.md")),
-        &[],
-    );
+    let (out, _) = llm_failure("truncated", Reply::Truncated(fixture("answer_persistent.md")), &[]);
     let err = stderr(&out);
     assert!(
         err.contains("stream was cut off: the stream ended after")
@@ -473,11 +263,7 @@ fn truncated_stream_is_a_clear_error() {
 fn unreachable_server_is_a_clear_error() {
     let llm = MockLlm::start(vec![Reply::Answer(String::new())]);
     let dir = project("unreachable", &llm, "");
-    std::fs::write(
-        dir.join("kernel-lsp.toml"),
-        "[llm]\nbase-url = \"http://127.0.0.1:9/v1\"\n",
-    )
-    .unwrap();
+    std::fs::write(dir.join("kernel-lsp.toml"), "[llm]\nbase-url = \"http://127.0.0.1:9/v1\"\n").unwrap();
     let out = rewrite(&dir, &["--action", "persistent", "--candidates", "1"], &[]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -495,41 +281,21 @@ fn wrong_key_is_reported_and_the_key_never_printed_even_in_trace_logs() {
     let dir = project("key", &llm, &format!("api-key-env = \"{KEY_VAR}\"\n"));
     let out = rewrite(
         &dir,
-        &[
-            "--action",
-            "persistent",
-            "--candidates",
-            "2",
-            "--format",
-            "json",
-        ],
+        &["--action", "persistent", "--candidates", "2", "--format", "json"],
         &[(KEY_VAR, KEY), ("KERNEL_LSP_LOG", "trace")],
     );
     assert_eq!(out.status.code(), Some(2));
     let (stdout, err) = (String::from_utf8_lossy(&out.stdout), stderr(&out));
-    assert!(
-        err.contains("rejected the API key (HTTP 401)") && err.contains(&format!("${KEY_VAR}")),
-        "{err}"
-    );
-    assert!(
-        err.contains("Incorrect API key provided: Bearer ***"),
-        "the server's echo is scrubbed: {err}"
-    );
-    assert!(
-        !stdout.contains(KEY) && !err.contains(KEY),
-        "the key leaked:\n{stdout}\n{err}"
-    );
+    assert!(err.contains("rejected the API key (HTTP 401)") && err.contains(&format!("${KEY_VAR}")), "{err}");
+    assert!(err.contains("Incorrect API key provided: Bearer ***"), "the server's echo is scrubbed: {err}");
+    assert!(!stdout.contains(KEY) && !err.contains(KEY), "the key leaked:\n{stdout}\n{err}");
     assert!(!err.contains(&KEY[3..15]), "part of the key leaked:\n{err}");
-    let timeline =
-        std::fs::read_to_string(dir.join(".kernel-lsp/timeline.jsonl")).expect("timeline");
+    let timeline = std::fs::read_to_string(dir.join(".kernel-lsp/timeline.jsonl")).expect("timeline");
     assert!(!timeline.contains(KEY), "the key leaked into the timeline");
     let requests = llm.requests();
     assert_eq!(requests.len(), 2, "401 is not retried; one per candidate");
     assert!(
-        requests[0]
-            .headers
-            .iter()
-            .any(|h| h == &format!("authorization: Bearer {KEY}")),
+        requests[0].headers.iter().any(|h| h == &format!("authorization: Bearer {KEY}")),
         "{:?}",
         requests[0].headers
     );
@@ -538,9 +304,7 @@ fn wrong_key_is_reported_and_the_key_never_printed_even_in_trace_logs() {
     let out = rewrite(&dir, &["--action", "persistent"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains(&format!(
-            "the API key variable ${KEY_VAR} (llm.api-key-env) is not set"
-        )),
+        stderr(&out).contains(&format!("the API key variable ${KEY_VAR} (llm.api-key-env) is not set")),
         "{}",
         stderr(&out)
     );
@@ -557,20 +321,11 @@ fn library_api_runs_candidates_in_parallel_and_reports_every_stage() {
     req.repairs = Some(0);
     req.python = Some(python());
     req.cpu = true;
-    req.overrides = SMALL
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    req.overrides = SMALL.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     req.bench_timeout = Some(120.0);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let mut events = Vec::new();
-    let outcome = runtime
-        .block_on(llm::rewrite(req, |ev| events.push(ev)))
-        .expect("the rewrite runs");
+    let outcome = runtime.block_on(llm::rewrite(req, |ev| events.push(ev))).expect("the rewrite runs");
 
     assert_eq!(outcome.candidates.len(), 2);
     assert_eq!(outcome.winner, Some(1), "equal candidates: the first wins");
@@ -580,19 +335,9 @@ fn library_api_runs_candidates_in_parallel_and_reports_every_stage() {
     assert_eq!(outcome.speedup, None);
     assert_eq!(llm.requests().len(), 2);
     let started = events.iter().filter(|e| !e.finished).count();
-    let finished: Vec<_> = events
-        .iter()
-        .filter(|e| e.finished)
-        .map(|e| e.record.clone())
-        .collect();
-    assert_eq!(
-        started, 5,
-        "baseline and, per candidate, llm and bench announce their start"
-    );
-    assert_eq!(
-        finished, outcome.timeline,
-        "the timeline is the finished stages"
-    );
+    let finished: Vec<_> = events.iter().filter(|e| e.finished).map(|e| e.record.clone()).collect();
+    assert_eq!(started, 5, "baseline and, per candidate, llm and bench announce their start");
+    assert_eq!(finished, outcome.timeline, "the timeline is the finished stages");
     assert_eq!(finished.iter().filter(|r| r.stage == "bench").count(), 2);
     let json = serde_json::to_value(&outcome).expect("the outcome serializes");
     assert_eq!(json["candidates"][1]["status"], "correct");

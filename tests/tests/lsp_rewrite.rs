@@ -21,17 +21,13 @@ use serde_json::{json, Value};
 const FILE: &str = "gru_python_loop.py";
 
 fn python() -> String {
-    std::env::var("KERNEL_LSP_TEST_PYTHON")
-        .unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
+    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
 }
 
 /// A project with the GRU example that launches per time step, its
 /// reference, and a config pointing at the mock server.
 fn project(name: &str, llm: &MockLlm) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "kernel-lsp-lsp-rewrite-{name}-{}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("kernel-lsp-lsp-rewrite-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let config = format!(
@@ -63,10 +59,7 @@ fn start(ws: &Path) -> LspClient {
     caps["textDocument"]["codeAction"]["resolveSupport"] = json!({"properties": ["command"]});
     let mut c = LspClient::start();
     let init = c.initialize_with(caps, Value::Null, Some(ws));
-    assert_eq!(
-        init["capabilities"]["codeActionProvider"]["resolveProvider"], true,
-        "{init}"
-    );
+    assert_eq!(init["capabilities"]["codeActionProvider"]["resolveProvider"], true, "{init}");
     c
 }
 
@@ -75,10 +68,7 @@ fn until_response(c: &mut LspClient, id: i64, limit: Duration) -> Vec<Value> {
     let deadline = Instant::now() + limit;
     let mut seen = Vec::new();
     loop {
-        assert!(
-            Instant::now() < deadline,
-            "no response to {id} within {limit:?}; seen: {seen:#?}"
-        );
+        assert!(Instant::now() < deadline, "no response to {id} within {limit:?}; seen: {seen:#?}");
         for m in c.drain(Duration::from_millis(200)) {
             let done = m.get("method").is_none() && m["id"] == json!(id);
             seen.push(m);
@@ -128,10 +118,7 @@ fn make_persistent_is_offered_lazily_and_applied_only_after_confirmation() {
         .cloned()
         .unwrap_or_else(|| panic!("the LLM action on KL001: {actions:#}"));
     assert_eq!(action["kind"], "refactor.rewrite");
-    assert!(
-        action.get("command").is_none() && action.get("edit").is_none(),
-        "{action}"
-    );
+    assert!(action.get("command").is_none() && action.get("edit").is_none(), "{action}");
     assert_eq!(action["data"]["action"], "persistent");
     assert_eq!(action["data"]["uri"], uri.as_str());
     assert_eq!(action["data"]["version"], 1);
@@ -140,60 +127,34 @@ fn make_persistent_is_offered_lazily_and_applied_only_after_confirmation() {
     let resolved = c.call("codeAction/resolve", action.clone());
     let command = &resolved["command"];
     assert_eq!(command["command"], "kernel-lsp.rewrite");
-    assert_eq!(
-        command["arguments"],
-        json!([uri, "persistent", kl001["range"]])
-    );
-    assert!(
-        llm.requests().is_empty(),
-        "listing and resolving the action asks the LLM nothing"
-    );
+    assert_eq!(command["arguments"], json!([uri, "persistent", kl001["range"]]));
+    assert!(llm.requests().is_empty(), "listing and resolving the action asks the LLM nothing");
 
     let mut arguments = command["arguments"].as_array().cloned().expect("arguments");
     arguments.push(small_run());
-    let id = c.send_request(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.rewrite", "arguments": arguments}),
-    );
+    let id =
+        c.send_request("workspace/executeCommand", json!({"command": "kernel-lsp.rewrite", "arguments": arguments}));
     let seen = until_response(&mut c, id, Duration::from_secs(150));
     let response = seen.last().expect("the response");
-    assert!(
-        response.get("error").is_none(),
-        "{response:#}\nmessages: {:#?}",
-        c.messages
-    );
+    assert!(response.get("error").is_none(), "{response:#}\nmessages: {:#?}", c.messages);
 
     let kinds = progress_kinds(&seen);
-    assert_eq!(
-        kinds.first().map(String::as_str),
-        Some("begin"),
-        "{kinds:?}"
-    );
+    assert_eq!(kinds.first().map(String::as_str), Some("begin"), "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("end"), "{kinds:?}");
     let reports: Vec<&str> = seen
         .iter()
         .filter(|m| m["params"]["value"]["kind"] == "report")
         .filter_map(|m| m["params"]["value"]["message"].as_str())
         .collect();
-    assert!(
-        reports
-            .iter()
-            .any(|r| r.starts_with("candidate 1: benchmark — ")),
-        "{reports:#?}"
-    );
+    assert!(reports.iter().any(|r| r.starts_with("candidate 1: benchmark — ")), "{reports:#?}");
 
     assert_eq!(c.applied_edits.len(), 1, "one workspace/applyEdit");
     let edit = &c.applied_edits[0]["edit"];
     let annotation = &edit["changeAnnotations"]["kernel-lsp.rewrite"];
     assert_eq!(annotation["needsConfirmation"], true, "{edit:#}");
-    assert_eq!(
-        annotation["label"],
-        "Make persistent: correct on the CPU interpreter; speed not measured"
-    );
+    assert_eq!(annotation["label"], "Make persistent: correct on the CPU interpreter; speed not measured");
     assert!(
-        annotation["description"]
-            .as_str()
-            .is_some_and(|d| d.starts_with("candidate 1: winner after 1 answer")),
+        annotation["description"].as_str().is_some_and(|d| d.starts_with("candidate 1: winner after 1 answer")),
         "{annotation}"
     );
     let change = &edit["documentChanges"][0];
@@ -201,10 +162,7 @@ fn make_persistent_is_offered_lazily_and_applied_only_after_confirmation() {
     let edits = change["edits"].as_array().expect("edits");
     assert_eq!(edits.len(), 1);
     assert_eq!(edits[0]["annotationId"], "kernel-lsp.rewrite");
-    assert_eq!(
-        edits[0]["range"]["start"],
-        json!({"line": 0, "character": 0})
-    );
+    assert_eq!(edits[0]["range"]["start"], json!({"line": 0, "character": 0}));
     assert_eq!(
         common::apply_text_edits(&original, edits, "utf-16"),
         fixture_code("answer_persistent.md"),
@@ -213,46 +171,23 @@ fn make_persistent_is_offered_lazily_and_applied_only_after_confirmation() {
 
     let result = &response["result"];
     assert_eq!(result["applied"], true, "{result:#}");
-    assert_eq!(
-        result["speedup"],
-        Value::Null,
-        "no speedup claimed on the CPU"
-    );
-    assert!(
-        result.get("edit").is_none_or(Value::is_null),
-        "sent once, as applyEdit"
-    );
-    assert_eq!(
-        std::fs::read_to_string(&path).expect("file"),
-        original,
-        "the server never writes the file"
-    );
+    assert_eq!(result["speedup"], Value::Null, "no speedup claimed on the CPU");
+    assert!(result.get("edit").is_none_or(Value::is_null), "sent once, as applyEdit");
+    assert_eq!(std::fs::read_to_string(&path).expect("file"), original, "the server never writes the file");
     assert_eq!(llm.requests().len(), 1);
 
-    let timeline = c.call(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.timeline", "arguments": [uri]}),
-    );
+    let timeline = c.call("workspace/executeCommand", json!({"command": "kernel-lsp.timeline", "arguments": [uri]}));
     let timeline = timeline.as_str().expect("a table");
-    assert!(
-        timeline.contains("| baseline ") && timeline.contains("| pick "),
-        "{timeline}"
-    );
+    assert!(timeline.contains("| baseline ") && timeline.contains("| pick "), "{timeline}");
     let history = std::fs::read_to_string(ws.join(".kernel-lsp/history.jsonl")).unwrap_or_default();
-    assert!(
-        !history.contains("_c1a0"),
-        "candidate runs are not recorded in the history: {history}"
-    );
+    assert!(!history.contains("_c1a0"), "candidate runs are not recorded in the history: {history}");
     assert!(c.shutdown().success());
     let _ = std::fs::remove_dir_all(&ws);
 }
 
 #[test]
 fn http_500_is_shown_as_an_error_and_nothing_is_applied() {
-    let llm = MockLlm::start(vec![Reply::Status(
-        500,
-        "{\"error\": \"upstream exploded\"}".into(),
-    )]);
+    let llm = MockLlm::start(vec![Reply::Status(500, "{\"error\": \"upstream exploded\"}".into())]);
     let ws = project("http500", &llm);
     let path = ws.join(FILE);
     let original = std::fs::read_to_string(&path).expect("copy");
@@ -262,19 +197,13 @@ fn http_500_is_shown_as_an_error_and_nothing_is_applied() {
     c.diagnostics(&uri, 1);
 
     // Unsaved changes are refused before anything runs.
-    c.change(
-        &uri,
-        2,
-        json!([{"text": format!("{original}\n# edited\n")}]),
-    );
+    c.change(&uri, 2, json!([{"text": format!("{original}\n# edited\n")}]));
     let refused = c.request(
         "workspace/executeCommand",
         json!({"command": "kernel-lsp.rewrite", "arguments": [uri, "persistent", null, small_run()]}),
     );
     assert!(
-        refused["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("unsaved changes: save it first")),
+        refused["error"]["message"].as_str().is_some_and(|m| m.contains("unsaved changes: save it first")),
         "{refused}"
     );
     c.change(&uri, 3, json!([{"text": original}]));
@@ -287,15 +216,12 @@ fn http_500_is_shown_as_an_error_and_nothing_is_applied() {
     let response = seen.last().expect("the response");
     let error = response["error"]["message"].as_str().unwrap_or_default();
     assert!(error.contains("HTTP 500"), "{response:#}");
-    let shown = c
-        .messages
-        .iter()
-        .find(|m| m["type"] == 1)
-        .unwrap_or_else(|| panic!("an error message: {:#?}", c.messages));
+    let shown =
+        c.messages.iter().find(|m| m["type"] == 1).unwrap_or_else(|| panic!("an error message: {:#?}", c.messages));
     assert!(
-        shown["message"].as_str().is_some_and(
-            |m| m.starts_with("kernel-lsp rewrite: ") && m.contains("upstream exploded")
-        ),
+        shown["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("kernel-lsp rewrite: ") && m.contains("upstream exploded")),
         "{shown}"
     );
     let kinds = progress_kinds(&seen);

@@ -11,10 +11,7 @@ use serde_json::{json, Value};
 const URI: &str = "file:///tmp/kernel-lsp-e2e/act.py";
 
 fn find<'a>(diags: &'a [Value], code: &str) -> &'a Value {
-    diags
-        .iter()
-        .find(|d| d["code"] == code)
-        .unwrap_or_else(|| panic!("no {code} in {diags:?}"))
+    diags.iter().find(|d| d["code"] == code).unwrap_or_else(|| panic!("no {code} in {diags:?}"))
 }
 
 fn pos(line: u64, character: u64) -> Value {
@@ -30,10 +27,7 @@ fn initialize_negotiates_the_position_encoding() {
     let mut c = LspClient::start();
     let caps = c.initialize(&["utf-8", "utf-16"]);
     assert_eq!(caps["capabilities"]["positionEncoding"], "utf-8");
-    assert_eq!(
-        caps["capabilities"]["textDocumentSync"]["change"], 2,
-        "incremental sync"
-    );
+    assert_eq!(caps["capabilities"]["textDocumentSync"]["change"], 2, "incremental sync");
     let commands = caps["capabilities"]["executeCommandProvider"]["commands"].clone();
     for name in [
         "kernel-lsp.benchmark",
@@ -43,10 +37,7 @@ fn initialize_negotiates_the_position_encoding() {
         "kernel-lsp.explain",
         "kernel-lsp.fixAll",
     ] {
-        assert!(
-            commands.as_array().unwrap().contains(&json!(name)),
-            "{name} missing from {commands}"
-        );
+        assert!(commands.as_array().unwrap().contains(&json!(name)), "{name} missing from {commands}");
     }
     assert!(c.shutdown().success());
 
@@ -89,11 +80,7 @@ fn edits_update_the_diagnostics() {
     c.change(URI, 2, json!([{"range": range(7, 30, 7, 34), "text": ""}]));
     for (i, ch) in "sigmoid".chars().enumerate() {
         let col = 30 + i as u64;
-        c.change(
-            URI,
-            3 + i as i64,
-            json!([{"range": range(7, col, 7, col), "text": ch.to_string()}]),
-        );
+        c.change(URI, 3 + i as i64, json!([{"range": range(7, col, 7, col), "text": ch.to_string()}]));
     }
     let diags = c.diagnostics(URI, 9);
     assert_eq!(codes(&diags), vec!["KL004"]);
@@ -115,10 +102,8 @@ fn edits_update_the_diagnostics() {
 
 #[test]
 fn non_ascii_columns_follow_the_negotiated_encoding() {
-    let text = FIXTURE.replace(
-        "    tl.store(y_ptr + offs, tl.tanh(x)",
-        "    s = \"é𝄞\"; tl.store(y_ptr + offs, tl.tanh(x)",
-    );
+    let text =
+        FIXTURE.replace("    tl.store(y_ptr + offs, tl.tanh(x)", "    s = \"é𝄞\"; tl.store(y_ptr + offs, tl.tanh(x)");
     // `s = "é𝄞"; ` is 11 UTF-16 units and 14 UTF-8 bytes.
     for (encoding, start) in [("utf-16", 27 + 11), ("utf-8", 27 + 14)] {
         let mut c = LspClient::start();
@@ -126,21 +111,10 @@ fn non_ascii_columns_follow_the_negotiated_encoding() {
         assert_eq!(caps["capabilities"]["positionEncoding"], encoding);
         c.open(URI, &text);
         let diags = c.diagnostics(URI, 1);
-        assert_eq!(
-            find(&diags, "KL005")["range"],
-            range(7, start, 7, start + 7),
-            "{encoding}"
-        );
+        assert_eq!(find(&diags, "KL005")["range"], range(7, start, 7, start + 7), "{encoding}");
         // An edit after the non-ASCII text lands where the client meant it.
-        c.change(
-            URI,
-            2,
-            json!([{"range": range(7, start + 3, 7, start + 7), "text": "sigmoid"}]),
-        );
-        assert!(
-            !codes(&c.diagnostics(URI, 2)).contains(&"KL005".to_string()),
-            "{encoding}"
-        );
+        c.change(URI, 2, json!([{"range": range(7, start + 3, 7, start + 7), "text": "sigmoid"}]));
+        assert!(!codes(&c.diagnostics(URI, 2)).contains(&"KL005".to_string()), "{encoding}");
         assert!(c.shutdown().success());
     }
 }
@@ -160,18 +134,10 @@ fn code_action_fix_applies_and_clears_the_diagnostic() {
     let titles: Vec<&str> = actions.iter().filter_map(|a| a["title"].as_str()).collect();
     assert!(titles.contains(&"Explain KL005"), "{titles:?}");
     assert!(titles.contains(&"Ignore KL005 on this line"), "{titles:?}");
-    let fix = actions
-        .iter()
-        .find(|a| a["kind"] == "quickfix" && a["isPreferred"] == true)
-        .expect("a preferred quick fix");
-    let edits = fix["edit"]["changes"][URI]
-        .as_array()
-        .expect("edits for the document")
-        .clone();
-    assert!(
-        edits[0]["newText"].as_str().unwrap().contains("sigmoid"),
-        "{edits:?}"
-    );
+    let fix =
+        actions.iter().find(|a| a["kind"] == "quickfix" && a["isPreferred"] == true).expect("a preferred quick fix");
+    let edits = fix["edit"]["changes"][URI].as_array().expect("edits for the document").clone();
+    assert!(edits[0]["newText"].as_str().unwrap().contains("sigmoid"), "{edits:?}");
     let fixed = apply_text_edits(FIXTURE, &edits, "utf-16");
     assert!(!fixed.contains("tl.tanh"));
     c.change(URI, 2, json!([{"text": fixed}]));
@@ -198,9 +164,7 @@ fn suppression_comment_silences_the_line() {
         .clone();
     let edits = ignore["edit"]["changes"][URI].as_array().unwrap().clone();
     let text = apply_text_edits(FIXTURE, &edits, "utf-16");
-    assert!(text.contains(
-        "tl.store(y_ptr + offs, tl.tanh(x), mask=offs < n)  # kernel-lsp: ignore[KL005]\n"
-    ));
+    assert!(text.contains("tl.store(y_ptr + offs, tl.tanh(x), mask=offs < n)  # kernel-lsp: ignore[KL005]\n"));
     c.change(URI, 2, json!([{"text": text}]));
     assert_eq!(codes(&c.diagnostics(URI, 2)), vec!["KL004"]);
     assert!(c.shutdown().success());
@@ -221,25 +185,15 @@ fn fix_all_applies_only_safe_fixes() {
     let edits = action["edit"]["changes"][URI].as_array().unwrap().clone();
     let fixed = apply_text_edits(FIXTURE, &edits, "utf-16");
     assert!(!fixed.contains("tl.tanh"), "the safe KL005 fix is applied");
-    assert!(
-        fixed.contains("def fill(x_ptr, H):"),
-        "the KL004 fix needs review and is not applied"
-    );
+    assert!(fixed.contains("def fill(x_ptr, H):"), "the KL004 fix needs review and is not applied");
 
     // The command does the same through workspace/applyEdit, versioned.
-    let result = c.call(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.fixAll", "arguments": [URI]}),
-    );
+    let result = c.call("workspace/executeCommand", json!({"command": "kernel-lsp.fixAll", "arguments": [URI]}));
     assert_eq!(result, json!(true));
-    let applied = c
-        .applied_edits
-        .pop()
-        .expect("the server asked to apply an edit");
+    let applied = c.applied_edits.pop().expect("the server asked to apply an edit");
     let doc_edit = &applied["edit"]["documentChanges"][0];
     assert_eq!(doc_edit["textDocument"], json!({"uri": URI, "version": 1}));
-    let fixed_by_command =
-        apply_text_edits(FIXTURE, doc_edit["edits"].as_array().unwrap(), "utf-16");
+    let fixed_by_command = apply_text_edits(FIXTURE, doc_edit["edits"].as_array().unwrap(), "utf-16");
     assert_eq!(fixed_by_command, fixed);
     assert!(c.shutdown().success());
 }
@@ -247,58 +201,27 @@ fn fix_all_applies_only_safe_fixes() {
 #[test]
 fn configuration_changes_republish_and_invalid_ones_are_refused() {
     let mut c = LspClient::start();
-    c.initialize_with(
-        LspClient::capabilities(&["utf-16"]),
-        json!({"kernel-lsp": {"ignore": ["KL004"]}}),
-        None,
-    );
+    c.initialize_with(LspClient::capabilities(&["utf-16"]), json!({"kernel-lsp": {"ignore": ["KL004"]}}), None);
     c.open(URI, FIXTURE);
-    assert_eq!(
-        codes(&c.diagnostics(URI, 1)),
-        vec!["KL005"],
-        "initialization options apply"
-    );
+    assert_eq!(codes(&c.diagnostics(URI, 1)), vec!["KL005"], "initialization options apply");
 
-    c.notify(
-        "workspace/didChangeConfiguration",
-        json!({"settings": {"kernel-lsp": {"ignore": ["KL005"]}}}),
-    );
-    assert_eq!(
-        codes(&c.diagnostics(URI, 1)),
-        vec!["KL004"],
-        "re-published after the change"
-    );
+    c.notify("workspace/didChangeConfiguration", json!({"settings": {"kernel-lsp": {"ignore": ["KL005"]}}}));
+    assert_eq!(codes(&c.diagnostics(URI, 1)), vec!["KL004"], "re-published after the change");
 
-    c.notify(
-        "workspace/didChangeConfiguration",
-        json!({"settings": {"select": ["KL00"], "ignore": []}}),
-    );
-    assert_eq!(
-        codes(&c.diagnostics(URI, 1)),
-        vec!["KL005", "KL004"],
-        "settings at the top level"
-    );
+    c.notify("workspace/didChangeConfiguration", json!({"settings": {"select": ["KL00"], "ignore": []}}));
+    assert_eq!(codes(&c.diagnostics(URI, 1)), vec!["KL005", "KL004"], "settings at the top level");
 
-    c.notify(
-        "workspace/didChangeConfiguration",
-        json!({"settings": {"kernel-lsp": {"target-gpu": "voodoo3"}}}),
-    );
+    c.notify("workspace/didChangeConfiguration", json!({"settings": {"kernel-lsp": {"target-gpu": "voodoo3"}}}));
     let shown = c.wait_for(|m| m["method"] == "window/showMessage", "an error message");
     assert_eq!(shown["params"]["type"], 1);
-    assert!(shown["params"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("voodoo3"));
+    assert!(shown["params"]["message"].as_str().unwrap().contains("voodoo3"));
     // The previous settings stay: an edit still reports both.
     c.change(URI, 2, json!([{"range": range(0, 0, 0, 0), "text": "\n"}]));
     assert_eq!(codes(&c.diagnostics(URI, 2)), vec!["KL005", "KL004"]);
 
     // A null payload makes the server pull `workspace/configuration`.
     c.configuration = json!({"ignore": ["KL00"]});
-    c.notify(
-        "workspace/didChangeConfiguration",
-        json!({"settings": null}),
-    );
+    c.notify("workspace/didChangeConfiguration", json!({"settings": null}));
     assert_eq!(codes(&c.diagnostics(URI, 2)), Vec::<String>::new());
     assert!(c.shutdown().success());
 }
@@ -309,11 +232,8 @@ fn project_config_is_discovered_per_file() {
     std::fs::create_dir_all(ws.join("a")).unwrap();
     std::fs::create_dir_all(ws.join("b")).unwrap();
     std::fs::write(ws.join("a/kernel-lsp.toml"), "ignore = [\"KL005\"]\n").unwrap();
-    std::fs::write(
-        ws.join("b/pyproject.toml"),
-        "[project]\nname = \"b\"\n\n[tool.kernel-lsp]\nignore = [\"KL004\"]\n",
-    )
-    .unwrap();
+    std::fs::write(ws.join("b/pyproject.toml"), "[project]\nname = \"b\"\n\n[tool.kernel-lsp]\nignore = [\"KL004\"]\n")
+        .unwrap();
     let (a, b) = (file_uri(&ws.join("a/k.py")), file_uri(&ws.join("b/k.py")));
     let mut c = LspClient::start();
     c.initialize_with(LspClient::capabilities(&["utf-16"]), Value::Null, Some(&ws));
@@ -331,17 +251,8 @@ fn project_config_is_discovered_per_file() {
     // An invalid project file is reported, not fatal.
     std::fs::write(ws.join("a/kernel-lsp.toml"), "target-gpu = 3\n").unwrap();
     c.notify("workspace/didChangeWatchedFiles", json!({"changes": []}));
-    let shown = c.wait_for(
-        |m| m["method"] == "window/showMessage",
-        "an error about the project file",
-    );
-    assert!(
-        shown["params"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("kernel-lsp.toml"),
-        "{shown}"
-    );
+    let shown = c.wait_for(|m| m["method"] == "window/showMessage", "an error about the project file");
+    assert!(shown["params"]["message"].as_str().unwrap().contains("kernel-lsp.toml"), "{shown}");
     assert!(c.shutdown().success());
     let _ = std::fs::remove_dir_all(&ws);
 }
@@ -352,35 +263,17 @@ fn pull_diagnostics_when_the_client_asks_for_them() {
     caps["textDocument"]["diagnostic"] = json!({"dynamicRegistration": false});
     let mut c = LspClient::start();
     let init = c.initialize_with(caps, Value::Null, None);
-    assert_eq!(
-        init["capabilities"]["diagnosticProvider"]["identifier"],
-        "kernel-lsp"
-    );
+    assert_eq!(init["capabilities"]["diagnosticProvider"]["identifier"], "kernel-lsp");
     c.open(URI, FIXTURE);
-    let report = c.call(
-        "textDocument/diagnostic",
-        json!({"textDocument": {"uri": URI}}),
-    );
+    let report = c.call("textDocument/diagnostic", json!({"textDocument": {"uri": URI}}));
     assert_eq!(report["kind"], "full");
-    assert_eq!(
-        codes(report["items"].as_array().unwrap()),
-        vec!["KL005", "KL004"]
-    );
-    c.change(
-        URI,
-        2,
-        json!([{"range": range(7, 27, 7, 34), "text": "tl.sigmoid"}]),
-    );
-    let report = c.call(
-        "textDocument/diagnostic",
-        json!({"textDocument": {"uri": URI}}),
-    );
+    assert_eq!(codes(report["items"].as_array().unwrap()), vec!["KL005", "KL004"]);
+    c.change(URI, 2, json!([{"range": range(7, 27, 7, 34), "text": "tl.sigmoid"}]));
+    let report = c.call("textDocument/diagnostic", json!({"textDocument": {"uri": URI}}));
     assert_eq!(codes(report["items"].as_array().unwrap()), vec!["KL004"]);
     let pushed = c.drain(Duration::from_millis(200));
     assert!(
-        pushed
-            .iter()
-            .all(|m| m["method"] != "textDocument/publishDiagnostics"),
+        pushed.iter().all(|m| m["method"] != "textDocument/publishDiagnostics"),
         "pull clients get no pushes: {pushed:?}"
     );
     assert!(c.shutdown().success());
@@ -393,67 +286,29 @@ fn hover_lens_and_commands() {
     c.open(URI, FIXTURE);
     c.diagnostics(URI, 1);
 
-    let hover = c.call(
-        "textDocument/hover",
-        json!({"textDocument": {"uri": URI}, "position": pos(7, 31)}),
-    );
+    let hover = c.call("textDocument/hover", json!({"textDocument": {"uri": URI}, "position": pos(7, 31)}));
     let text = hover["contents"]["value"].as_str().unwrap();
-    assert!(
-        text.contains("KL005") && text.contains("has no `tanh`"),
-        "{text}"
-    );
-    let hover = c.call(
-        "textDocument/hover",
-        json!({"textDocument": {"uri": URI}, "position": pos(6, 12)}),
-    );
-    assert!(
-        hover["contents"]["value"]
-            .as_str()
-            .unwrap()
-            .contains("`triton.language.load` exists"),
-        "{hover}"
-    );
+    assert!(text.contains("KL005") && text.contains("has no `tanh`"), "{text}");
+    let hover = c.call("textDocument/hover", json!({"textDocument": {"uri": URI}, "position": pos(6, 12)}));
+    assert!(hover["contents"]["value"].as_str().unwrap().contains("`triton.language.load` exists"), "{hover}");
 
-    let lenses = c.call(
-        "textDocument/codeLens",
-        json!({"textDocument": {"uri": URI}}),
-    );
+    let lenses = c.call("textDocument/codeLens", json!({"textDocument": {"uri": URI}}));
     let lenses = lenses.as_array().unwrap();
-    let bench = lenses
-        .iter()
-        .find(|l| l["command"]["command"] == "kernel-lsp.benchmark")
-        .expect("benchmark lens");
+    let bench = lenses.iter().find(|l| l["command"]["command"] == "kernel-lsp.benchmark").expect("benchmark lens");
     assert_eq!(bench["command"]["title"], "▶ Benchmark vs reference");
     assert_eq!(bench["command"]["arguments"], json!([URI]));
     assert_eq!(bench["range"]["start"]["line"], 16, "on `class ModelNew`");
-    assert!(
-        lenses.iter().any(|l| l["range"]["start"]["line"] == 4),
-        "a lens on `def act`: {lenses:?}"
-    );
+    assert!(lenses.iter().any(|l| l["range"]["start"]["line"] == 4), "a lens on `def act`: {lenses:?}");
 
-    let hints = c.call(
-        "textDocument/inlayHint",
-        json!({"textDocument": {"uri": URI}, "range": range(0, 0, 30, 0)}),
-    );
+    let hints = c.call("textDocument/inlayHint", json!({"textDocument": {"uri": URI}, "range": range(0, 0, 30, 0)}));
     assert_eq!(hints, json!([]), "no hints before a benchmark");
 
-    let doc = c.call(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.explain", "arguments": ["KL005"]}),
-    );
-    assert!(
-        doc.as_str().unwrap().contains("unknown-triton-function"),
-        "{doc}"
-    );
-    let doc = c.call(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.explain", "arguments": ["KL903"]}),
-    );
+    let doc = c.call("workspace/executeCommand", json!({"command": "kernel-lsp.explain", "arguments": ["KL005"]}));
+    assert!(doc.as_str().unwrap().contains("unknown-triton-function"), "{doc}");
+    let doc = c.call("workspace/executeCommand", json!({"command": "kernel-lsp.explain", "arguments": ["KL903"]}));
     assert!(doc.as_str().unwrap().contains("mismatch"), "{doc}");
-    let unknown = c.request(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.explain", "arguments": ["KL999"]}),
-    );
+    let unknown =
+        c.request("workspace/executeCommand", json!({"command": "kernel-lsp.explain", "arguments": ["KL999"]}));
     assert_eq!(unknown["error"]["code"], -32602);
 
     let rewrite = c.request(
@@ -504,28 +359,20 @@ fn history_and_timeline_tables() {
     let mut c = LspClient::start();
     c.initialize_with(LspClient::capabilities(&["utf-16"]), Value::Null, Some(&ws));
     let uri = file_uri(&file);
-    let table = c.call(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.history", "arguments": [uri]}),
-    );
+    let table = c.call("workspace/executeCommand", json!({"command": "kernel-lsp.history", "arguments": [uri]}));
     assert_eq!(
         table,
         "| time | stage | score | latency | problem |\n|---|---|---|---|---|\n| 2025-06-01T10:00:00Z | bench | 1.62x | 29.9 ms | gru.py |\n"
     );
-    let timeline = c.call(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.timeline", "arguments": [uri]}),
-    );
+    let timeline = c.call("workspace/executeCommand", json!({"command": "kernel-lsp.timeline", "arguments": [uri]}));
     let timeline = timeline.as_str().unwrap();
     assert!(
         timeline.starts_with("| time ")
-            && timeline.ends_with("| 2025-06-01 10:05:00Z | gate  | 1    | 0   | rejected | 41.0 s  | -      | KL001   |\n"),
+            && timeline
+                .ends_with("| 2025-06-01 10:05:00Z | gate  | 1    | 0   | rejected | 41.0 s  | -      | KL001   |\n"),
         "{timeline}"
     );
-    assert!(
-        !timeline.contains("other.py") && !timeline.contains("| pick"),
-        "{timeline}"
-    );
+    assert!(!timeline.contains("other.py") && !timeline.contains("| pick"), "{timeline}");
     assert!(c.shutdown().success());
     let _ = std::fs::remove_dir_all(&ws);
 }
@@ -537,68 +384,32 @@ fn malformed_and_out_of_order_input_never_kills_the_server() {
     // A change before the document is open.
     c.change(URI, 5, json!([{"range": range(0, 0, 0, 0), "text": "x"}]));
     // Invalid JSON gets a parse error.
-    c.send_raw(&common::frame(
-        b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": ",
-    ));
+    c.send_raw(&common::frame(b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": "));
     let error = c.wait_for(|m| m["error"]["code"] == -32700, "a parse error");
     assert_eq!(error["id"], Value::Null);
     // Unknown request and notification.
-    assert_eq!(
-        c.request("kernel-lsp/noSuchMethod", json!({}))["error"]["code"],
-        -32601
-    );
+    assert_eq!(c.request("kernel-lsp/noSuchMethod", json!({}))["error"]["code"], -32601);
     c.notify("kernel-lsp/noSuchNotification", json!({"x": 1}));
     // Bad params for a request and for notifications.
-    assert_eq!(
-        c.request("textDocument/hover", json!({"textDocument": 3}))["error"]["code"],
-        -32602
-    );
+    assert_eq!(c.request("textDocument/hover", json!({"textDocument": 3}))["error"]["code"], -32602);
     c.notify("textDocument/didOpen", json!({"textDocument": {"uri": 7}}));
     c.notify("textDocument/didChange", json!({"contentChanges": "nope"}));
-    c.request(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.fixAll", "arguments": [42]}),
-    );
-    c.request(
-        "workspace/executeCommand",
-        json!({"command": "kernel-lsp.history"}),
-    );
+    c.request("workspace/executeCommand", json!({"command": "kernel-lsp.fixAll", "arguments": [42]}));
+    c.request("workspace/executeCommand", json!({"command": "kernel-lsp.history"}));
     // Ranges outside the document, and reversed, are clamped.
     c.open(URI, FIXTURE);
     c.diagnostics(URI, 1);
-    c.change(
-        URI,
-        2,
-        json!([{"range": range(999, 0, 1000, 5), "text": "\n# end\n"}]),
-    );
+    c.change(URI, 2, json!([{"range": range(999, 0, 1000, 5), "text": "\n# end\n"}]));
     assert_eq!(codes(&c.diagnostics(URI, 2)), vec!["KL005", "KL004"]);
-    c.change(
-        URI,
-        3,
-        json!([{"range": range(7, 34, 7, 30), "text": "sigmoid"}]),
-    );
-    assert_eq!(
-        codes(&c.diagnostics(URI, 3)),
-        vec!["KL004"],
-        "a reversed range is applied as if in order"
-    );
-    c.change(
-        URI,
-        4,
-        json!([{"range": range(3, 4000000000u64, 3, 4000000000u64), "text": ""}]),
-    );
+    c.change(URI, 3, json!([{"range": range(7, 34, 7, 30), "text": "sigmoid"}]));
+    assert_eq!(codes(&c.diagnostics(URI, 3)), vec!["KL004"], "a reversed range is applied as if in order");
+    c.change(URI, 4, json!([{"range": range(3, 4000000000u64, 3, 4000000000u64), "text": ""}]));
     c.diagnostics(URI, 4);
     // Requests on documents that are not open.
-    let none = c.call(
-        "textDocument/codeLens",
-        json!({"textDocument": {"uri": "file:///nowhere.py"}}),
-    );
+    let none = c.call("textDocument/codeLens", json!({"textDocument": {"uri": "file:///nowhere.py"}}));
     assert_eq!(none, Value::Null);
     // Closing clears the diagnostics; the server still answers.
-    c.notify(
-        "textDocument/didClose",
-        json!({"textDocument": {"uri": URI}}),
-    );
+    c.notify("textDocument/didClose", json!({"textDocument": {"uri": URI}}));
     let cleared = c.wait_for(
         |m| {
             m["method"] == "textDocument/publishDiagnostics"
@@ -622,10 +433,7 @@ fn exit_without_shutdown_is_an_error_exit() {
 #[test]
 fn requests_before_initialize_are_refused() {
     let mut c = LspClient::start();
-    let early = c.request(
-        "textDocument/hover",
-        json!({"textDocument": {"uri": URI}, "position": pos(0, 0)}),
-    );
+    let early = c.request("textDocument/hover", json!({"textDocument": {"uri": URI}, "position": pos(0, 0)}));
     assert_eq!(early["error"]["code"], -32002);
     c.initialize(&["utf-16"]);
     assert!(c.shutdown().success());

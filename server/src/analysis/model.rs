@@ -94,10 +94,7 @@ impl<'a> KCall<'a> {
         self.tl_name.as_deref() == Some(name)
     }
     pub fn arg(&self, index: usize, keyword: &str) -> Option<Node<'a>> {
-        self.args
-            .get(index)
-            .copied()
-            .or_else(|| self.kwargs.iter().find(|(k, _)| k == keyword).map(|(_, v)| *v))
+        self.args.get(index).copied().or_else(|| self.kwargs.iter().find(|(k, _)| k == keyword).map(|(_, v)| *v))
     }
 }
 
@@ -321,7 +318,8 @@ impl<'a> FileModel<'a> {
     fn resolve_launches(&mut self, pending: Vec<Launch<'a>>) {
         let known: HashSet<String> = self.kernels.iter().map(|k| k.name.clone()).collect();
         for launch in pending {
-            let looks_like_kernel = known.contains(&launch.kernel) || launch.kernel.to_ascii_lowercase().contains("kernel");
+            let looks_like_kernel =
+                known.contains(&launch.kernel) || launch.kernel.to_ascii_lowercase().contains("kernel");
             if !looks_like_kernel {
                 continue;
             }
@@ -334,8 +332,10 @@ impl<'a> FileModel<'a> {
     /// Host functions a call may reach: same-named functions, preferring the caller's class.
     pub fn callees(&self, caller: usize, call: &HCall) -> Vec<usize> {
         let class = self.host_fns[caller].class.as_deref();
-        let candidates: Vec<usize> = (1..self.host_fns.len()).filter(|&i| self.host_fns[i].name == call.callee).collect();
-        let same_class: Vec<usize> = candidates.iter().copied().filter(|&i| self.host_fns[i].class.as_deref() == class).collect();
+        let candidates: Vec<usize> =
+            (1..self.host_fns.len()).filter(|&i| self.host_fns[i].name == call.callee).collect();
+        let same_class: Vec<usize> =
+            candidates.iter().copied().filter(|&i| self.host_fns[i].class.as_deref() == class).collect();
         if same_class.is_empty() {
             candidates
         } else {
@@ -370,12 +370,8 @@ impl<'a> FileModel<'a> {
     /// (launch index, the call site that leads there if indirect).
     pub fn launches_in_loop(&self, f: usize, l: usize) -> Vec<(usize, Option<Node<'a>>)> {
         let func = &self.host_fns[f];
-        let mut out: Vec<(usize, Option<Node<'a>>)> = func
-            .launches
-            .iter()
-            .filter(|&&i| self.launches[i].loops.contains(&l))
-            .map(|&i| (i, None))
-            .collect();
+        let mut out: Vec<(usize, Option<Node<'a>>)> =
+            func.launches.iter().filter(|&&i| self.launches[i].loops.contains(&l)).map(|&i| (i, None)).collect();
         for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
             for callee in self.callees(f, call) {
                 for li in self.launches_reached(callee) {
@@ -423,7 +419,11 @@ impl<'a> FileModel<'a> {
             return false;
         }
         let t = self.text(node).trim();
-        if t.starts_with("self.") || t.starts_with("len(self.") || t.starts_with("enumerate(self.") || t.starts_with("zip(self.") {
+        if t.starts_with("self.")
+            || t.starts_with("len(self.")
+            || t.starts_with("enumerate(self.")
+            || t.starts_with("zip(self.")
+        {
             return true;
         }
         if node.kind() == "identifier" {
@@ -540,7 +540,8 @@ impl<'a> FileModel<'a> {
             "parenthesized_expression" => node.named_child(0).and_then(|n| self.eval_int(f, n, depth + 1)),
             "identifier" => {
                 for scope in [f, 0] {
-                    let assigns: Vec<&Assign> = self.host_fns[scope].assigns.iter().filter(|a| a.target == t && !a.augmented).collect();
+                    let assigns: Vec<&Assign> =
+                        self.host_fns[scope].assigns.iter().filter(|a| a.target == t && !a.augmented).collect();
                     if assigns.len() == 1 {
                         return self.eval_int(scope, assigns[0].value, depth + 1);
                     }
@@ -586,7 +587,8 @@ impl<'a> FileModel<'a> {
             "identifier" => {
                 let name = self.text(node);
                 for scope in [f, 0] {
-                    let assigns: Vec<&Assign<'a>> = self.host_fns[scope].assigns.iter().filter(|a| a.target == name).collect();
+                    let assigns: Vec<&Assign<'a>> =
+                        self.host_fns[scope].assigns.iter().filter(|a| a.target == name).collect();
                     match assigns.as_slice() {
                         [one] if !one.augmented && one.value.kind() == "integer" => return Some(one.value),
                         [] => continue,
@@ -742,7 +744,8 @@ impl<'m, 'a> Walker<'m, 'a> {
         loop {
             let node = cursor.node();
             // Most nodes are none of the kinds `enter` acts on: compare numeric kind ids, not strings.
-            let descend = !kinds.interesting.contains(&node.kind_id()) || self.enter(node, scope, loops, class, depth + level);
+            let descend =
+                !kinds.interesting.contains(&node.kind_id()) || self.enter(node, scope, loops, class, depth + level);
             if descend && depth + level < MAX_DEPTH && cursor.goto_first_child() {
                 level += 1;
                 continue;
@@ -762,7 +765,14 @@ impl<'m, 'a> Walker<'m, 'a> {
 
     /// Records what `node` is; returns whether the walk should descend into it
     /// (definitions and loops walk their own parts).
-    fn enter(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) -> bool {
+    fn enter(
+        &mut self,
+        node: Node<'a>,
+        scope: Scope,
+        loops: &mut Vec<usize>,
+        class: Option<&str>,
+        depth: usize,
+    ) -> bool {
         match node.kind() {
             "comment" => {
                 self.comment(node);
@@ -770,8 +780,11 @@ impl<'m, 'a> Walker<'m, 'a> {
             "decorated_definition" => {
                 if let Some(def) = field!(node, "definition") {
                     let mut c = node.walk();
-                    let decorators: Vec<Node<'a>> =
-                        node.named_children(&mut c).filter(|n| n.kind() == "decorator").filter_map(|d| d.named_child(0)).collect();
+                    let decorators: Vec<Node<'a>> = node
+                        .named_children(&mut c)
+                        .filter(|n| n.kind() == "decorator")
+                        .filter_map(|d| d.named_child(0))
+                        .collect();
                     for d in &decorators {
                         self.visit(*d, scope, loops, class, depth + 1);
                     }
@@ -839,7 +852,6 @@ impl<'m, 'a> Walker<'m, 'a> {
         true
     }
 
-
     fn comment(&mut self, node: Node<'a>) {
         let text = self.text(node);
         let Some(rest) = text.find("kernel-lsp:").map(|i| text[i + "kernel-lsp:".len()..].trim()) else {
@@ -849,7 +861,9 @@ impl<'m, 'a> Walker<'m, 'a> {
         if let Some(after) = rest.strip_prefix("ignore") {
             let after = after.trim_start();
             let sup = match after.strip_prefix('[').and_then(|s| s.split(']').next()) {
-                Some(list) => Suppression::Codes(list.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect()),
+                Some(list) => Suppression::Codes(
+                    list.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect(),
+                ),
                 None => Suppression::All,
             };
             self.m.suppressions.insert(line, sup);
@@ -991,7 +1005,13 @@ impl<'m, 'a> Walker<'m, 'a> {
                 if let Some(var) = lp.var.clone() {
                     // The loop variable starts at `start`: record it as an assignment for data flow.
                     if let Some(start) = lp.start {
-                        self.m.kernels[k].assigns.push(Assign { target: var, value: start, augmented: false, node, loops: loops.clone() });
+                        self.m.kernels[k].assigns.push(Assign {
+                            target: var,
+                            value: start,
+                            augmented: false,
+                            node,
+                            loops: loops.clone(),
+                        });
                     }
                 }
                 self.m.kernels[k].loops.push(lp);
@@ -1039,7 +1059,8 @@ impl<'m, 'a> Walker<'m, 'a> {
         }
         let Some(args) = field!(call, "arguments") else { return };
         let mut c = args.walk();
-        let positional: Vec<Node<'a>> = args.named_children(&mut c).filter(|a| a.kind() != "keyword_argument" && a.kind() != "comment").collect();
+        let positional: Vec<Node<'a>> =
+            args.named_children(&mut c).filter(|a| a.kind() != "keyword_argument" && a.kind() != "comment").collect();
         match positional.len() {
             1 => lp.stop = Some(positional[0]),
             2 => {
@@ -1281,9 +1302,7 @@ impl<'a> Kernel<'a> {
             }
         }
         let Some(var) = &lp.var else { return false };
-        self.products
-            .iter()
-            .any(|(a, b)| (a == var && self.is_constexpr(b)) || (b == var && self.is_constexpr(a)))
+        self.products.iter().any(|(a, b)| (a == var && self.is_constexpr(b)) || (b == var && self.is_constexpr(a)))
     }
 
     /// Whether the loop's variable starts from, or strides by, the grid (a
@@ -1342,7 +1361,8 @@ impl<'a> Kernel<'a> {
                     if self.param(name).is_some() {
                         return Some(name.to_string());
                     }
-                    let assigns: Vec<&Assign> = self.assigns.iter().filter(|a| a.target == name && !a.augmented).collect();
+                    let assigns: Vec<&Assign> =
+                        self.assigns.iter().filter(|a| a.target == name && !a.augmented).collect();
                     match assigns.first() {
                         Some(a) => node = a.value,
                         None => return Some(name.to_string()),
@@ -1391,7 +1411,9 @@ impl<'a> Kernel<'a> {
         let head = lp.head.map(|h| model.text(h)).unwrap_or("");
         head.contains("atomic_")
             || head.contains(".load(")
-            || self.calls_in_loop(i).any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_") || n == "load"))
+            || self
+                .calls_in_loop(i)
+                .any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_") || n == "load"))
             || self.spin_var_reads_memory(lp, model)
     }
 

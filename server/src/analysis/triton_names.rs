@@ -18,10 +18,7 @@ pub fn is_known(name: &str) -> bool {
 
 /// The Triton version the list was generated from.
 pub fn generated_from() -> &'static str {
-    DATA.lines()
-        .next()
-        .and_then(|l| l.rsplit("triton ").next())
-        .unwrap_or("unknown")
+    DATA.lines().next().and_then(|l| l.rsplit("triton ").next()).unwrap_or("unknown")
 }
 
 pub fn all() -> impl Iterator<Item = &'static str> {

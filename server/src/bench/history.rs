@@ -58,10 +58,7 @@ pub fn history_path(root: &Path) -> PathBuf {
 pub fn append(candidate: &Path, result: &BenchResult) -> std::io::Result<()> {
     let root = project_root(candidate);
     let content = std::fs::read(candidate).unwrap_or_default();
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let entry = HistoryEntry {
         time: utc_time(unix),
         unix,

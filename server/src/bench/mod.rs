@@ -202,13 +202,18 @@ pub fn run_blocking(req: BenchRequest, on_progress: impl FnMut(String) + Send) -
     runtime.block_on(run(req, on_progress))
 }
 
-async fn run_with(req: BenchRequest, warm: bool, on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
+async fn run_with(
+    req: BenchRequest,
+    warm: bool,
+    on_progress: impl FnMut(String) + Send,
+) -> Result<BenchResult, BenchError> {
     let candidate = std::path::absolute(&req.candidate)?;
     let mut argv = harness_args(&req, &candidate);
     // The profiler's exact launch count costs seconds to attach in every
     // forked child; a warm re-run of the same content reuses the count.
     let profile_key = format!("{}\n{argv:?}", sha256::hex(&std::fs::read(&candidate).unwrap_or_default()));
-    let known_launches = if warm { profiled_launches().lock().ok().and_then(|m| m.get(&profile_key).copied()) } else { None };
+    let known_launches =
+        if warm { profiled_launches().lock().ok().and_then(|m| m.get(&profile_key).copied()) } else { None };
     if known_launches.is_some() {
         argv.push("--no-profiler".to_string());
     }
@@ -220,7 +225,8 @@ async fn run_with(req: BenchRequest, warm: bool, on_progress: impl FnMut(String)
         timeout: std::time::Duration::from_secs_f64(req.timeout.unwrap_or(req.settings.bench.timeout).max(0.1)),
         candidate: candidate.clone(),
     };
-    let result = if warm { process::run_warm(&plan, on_progress).await } else { process::run_cold(&plan, on_progress).await };
+    let result =
+        if warm { process::run_warm(&plan, on_progress).await } else { process::run_cold(&plan, on_progress).await };
     let mut result = match result {
         Ok(r) => r,
         Err(e) => e.into_result(&candidate),

@@ -148,7 +148,10 @@ fn crashed_result(plan: &Plan, what: &str, stderr: &Mutex<String>) -> BenchResul
 }
 
 /// Keeps the last few KB of a child's stderr (user prints, tracebacks) for error messages.
-fn drain_stderr(stderr: Option<tokio::process::ChildStderr>, spawn_on: Option<&tokio::runtime::Runtime>) -> Arc<Mutex<String>> {
+fn drain_stderr(
+    stderr: Option<tokio::process::ChildStderr>,
+    spawn_on: Option<&tokio::runtime::Runtime>,
+) -> Arc<Mutex<String>> {
     const KEEP: usize = 4000;
     let tail = Arc::new(Mutex::new(String::new()));
     let Some(mut stderr) = stderr else { return tail };
@@ -195,7 +198,10 @@ fn spawn_error(plan: &Plan) -> impl FnOnce(std::io::Error) -> BenchError + '_ {
 
 // ---------------------------------------------------------------- one-shot
 
-pub(super) async fn run_cold(plan: &Plan, mut on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
+pub(super) async fn run_cold(
+    plan: &Plan,
+    mut on_progress: impl FnMut(String) + Send,
+) -> Result<BenchResult, BenchError> {
     let mut cmd = harness_command(plan, &["run"]);
     cmd.args(&plan.argv).stdin(Stdio::null());
     let mut child = cmd.spawn().map_err(spawn_error(plan))?;
@@ -316,7 +322,10 @@ impl Worker {
     }
 }
 
-pub(super) async fn run_warm(plan: &Plan, mut on_progress: impl FnMut(String) + Send) -> Result<BenchResult, BenchError> {
+pub(super) async fn run_warm(
+    plan: &Plan,
+    mut on_progress: impl FnMut(String) + Send,
+) -> Result<BenchResult, BenchError> {
     let key: WorkerKey = (plan.python.clone(), plan.cpu);
     let mut map = workers().lock().await;
     if let Some(w) = map.get_mut(&key) {

@@ -76,9 +76,10 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
         let tv = k.loops[t].var.as_deref();
         // Each step must write its own slot (indexed by the time step), so that
         // one barrier per step orders every read after every write.
-        let slots_by_step = k.calls_in_loop(t).filter(|c| c.is_tl("store")).all(|s| {
-            s.arg(0, "pointer").is_some_and(|p| tv.is_some_and(|v| k.deps(p, src).contains(v)))
-        });
+        let slots_by_step = k
+            .calls_in_loop(t)
+            .filter(|c| c.is_tl("store"))
+            .all(|s| s.arg(0, "pointer").is_some_and(|p| tv.is_some_and(|v| k.deps(p, src).contains(v))));
         if !slots_by_step {
             return None;
         }
@@ -115,7 +116,10 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
         }
         // The counter parameter, before the first constexpr parameter.
         let first_constexpr = k.params.iter().find(|p| p.constexpr)?;
-        edits.push(Edit { range: TextRange::new(first_constexpr.node.start_byte(), first_constexpr.node.start_byte()), new_text: "bar_ptr, ".to_string() });
+        edits.push(Edit {
+            range: TextRange::new(first_constexpr.node.start_byte(), first_constexpr.node.start_byte()),
+            new_text: "bar_ptr, ".to_string(),
+        });
     }
 
     // 3. Every launch: the grid gains the axis; with a barrier, the counter and the residency guard.
@@ -142,11 +146,18 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
                 return None;
             }
             let last = *launch.args.last()?;
-            edits.push(Edit { range: TextRange::new(last.end_byte(), last.end_byte()), new_text: ", kl_barrier".to_string() });
+            edits.push(Edit {
+                range: TextRange::new(last.end_byte(), last.end_byte()),
+                new_text: ", kl_barrier".to_string(),
+            });
             let stmt = statement_of(launch.node);
             let ind = indent_of(src, stmt.start_byte());
             let device_of = model.text(*launch.args.first()?).trim();
-            let grid_expr = if launch.grid.kind() == "identifier" { model.text(launch.grid).to_string() } else { format!("({})", model.text(grid_node)) };
+            let grid_expr = if launch.grid.kind() == "identifier" {
+                model.text(launch.grid).to_string()
+            } else {
+                format!("({})", model.text(grid_node))
+            };
             let guard = [
                 format!("kl_barrier = torch.zeros(1, dtype=torch.int32, device={device_of}.device)"),
                 format!("kl_programs = 1"),
@@ -176,7 +187,9 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
         .find(|s| k.is_constexpr(s) && s != step);
     let mut retiled = Vec::new();
     for launch in model.launches.iter().filter(|x| x.kernel == k.name) {
-        for (name, want, smaller) in [(step.to_string(), OUTPUT_TILE, true), (reduction_step.clone().unwrap_or_default(), REDUCTION_TILE, false)] {
+        for (name, want, smaller) in
+            [(step.to_string(), OUTPUT_TILE, true), (reduction_step.clone().unwrap_or_default(), REDUCTION_TILE, false)]
+        {
             if name.is_empty() {
                 continue;
             }
@@ -242,7 +255,13 @@ fn init_before<'a>(model: &FileModel<'a>, stmt: Node<'a>, var: &str) -> Option<c
         if model.text(left).trim() != var {
             return None;
         }
-        return Some(crate::analysis::model::Assign { target: var.to_string(), value: field!(a, "right")?, augmented: false, node: a, loops: Vec::new() });
+        return Some(crate::analysis::model::Assign {
+            target: var.to_string(),
+            value: field!(a, "right")?,
+            augmented: false,
+            node: a,
+            loops: Vec::new(),
+        });
     }
     None
 }
@@ -252,7 +271,9 @@ fn increment_stmt<'a>(model: &FileModel<'a>, body: Node<'a>, var: &str) -> Optio
     let mut c = body.walk();
     let found = body.named_children(&mut c).find(|s| {
         let a = if s.kind() == "expression_statement" { s.named_child(0) } else { Some(*s) };
-        a.is_some_and(|a| a.kind() == "augmented_assignment" && field!(a, "left").is_some_and(|l| model.text(l).trim() == var))
+        a.is_some_and(|a| {
+            a.kind() == "augmented_assignment" && field!(a, "left").is_some_and(|l| model.text(l).trim() == var)
+        })
     });
     found
 }

@@ -67,11 +67,7 @@ pub struct TimelineArgs {
 fn init_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kernel_lsp=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).try_init();
 }
 
 pub fn run_cli(args: RewriteArgs) -> i32 {
@@ -105,11 +101,7 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
     req.cpu = args.cpu;
     req.bench_timeout = args.bench_timeout;
     req.warm = false;
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -127,17 +119,8 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
             _ => "current file".to_string(),
         };
         if ev.finished {
-            let problem = if r.problem.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}", r.problem)
-            };
-            eprintln!(
-                "  {:<10} {who}: {} ({:.1} s){problem}",
-                r.stage,
-                r.score,
-                r.latency_ms as f64 / 1000.0
-            );
+            let problem = if r.problem.is_empty() { String::new() } else { format!(" — {}", r.problem) };
+            eprintln!("  {:<10} {who}: {} ({:.1} s){problem}", r.stage, r.score, r.latency_ms as f64 / 1000.0);
         } else {
             eprintln!("  {:<10} {who}…", r.stage);
         }
@@ -170,10 +153,7 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
         match std::fs::read(&args.file) {
             Ok(now) if now == original => {}
             _ => {
-                eprintln!(
-                    "error: {} changed during the rewrite; not applied",
-                    args.file.display()
-                );
+                eprintln!("error: {} changed during the rewrite; not applied", args.file.display());
                 return 2;
             }
         }
@@ -191,15 +171,9 @@ pub fn render_text(o: &RewriteOutcome) -> String {
     let mut out = timeline::render_table(&o.timeline);
     out.push('\n');
     for c in &o.candidates {
-        let status = serde_json::to_value(c.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        let problem = c
-            .problem
-            .as_deref()
-            .map(|p| format!(": {p}"))
-            .unwrap_or_default();
+        let status =
+            serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let problem = c.problem.as_deref().map(|p| format!(": {p}")).unwrap_or_default();
         let tokens = c.tokens.prompt_tokens + c.tokens.completion_tokens;
         out.push_str(&format!(
             "candidate {} — {status} after {} answer(s), {tokens} tokens{problem}\n",
@@ -219,11 +193,7 @@ pub fn timeline_cli(args: TimelineArgs) -> i32 {
         Some(f) => match std::path::absolute(f) {
             Ok(abs) => {
                 let root = history::project_root(&abs);
-                let rel = abs
-                    .strip_prefix(&root)
-                    .unwrap_or(&abs)
-                    .display()
-                    .to_string();
+                let rel = abs.strip_prefix(&root).unwrap_or(&abs).display().to_string();
                 (root, Some(rel))
             }
             Err(e) => {
@@ -242,17 +212,11 @@ pub fn timeline_cli(args: TimelineArgs) -> i32 {
     let records = match timeline::read(&root) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!(
-                "error: cannot read {}: {e}",
-                timeline::timeline_path(&root).display()
-            );
+            eprintln!("error: cannot read {}: {e}", timeline::timeline_path(&root).display());
             return 2;
         }
     };
-    let records: Vec<_> = records
-        .into_iter()
-        .filter(|r| file.as_ref().is_none_or(|f| &r.file == f))
-        .collect();
+    let records: Vec<_> = records.into_iter().filter(|r| file.as_ref().is_none_or(|f| &r.file == f)).collect();
     if args.format == Format::Json {
         return match serde_json::to_string_pretty(&records) {
             Ok(t) => {
@@ -266,10 +230,7 @@ pub fn timeline_cli(args: TimelineArgs) -> i32 {
         };
     }
     if records.is_empty() {
-        println!(
-            "no rewrites recorded in {}",
-            timeline::timeline_path(&root).display()
-        );
+        println!("no rewrites recorded in {}", timeline::timeline_path(&root).display());
         return 0;
     }
     print!("{}", timeline::render_table(&records));

@@ -48,22 +48,13 @@ pub struct Message {
 
 impl Message {
     pub fn system(content: impl Into<String>) -> Message {
-        Message {
-            role: "system".into(),
-            content: content.into(),
-        }
+        Message { role: "system".into(), content: content.into() }
     }
     pub fn user(content: impl Into<String>) -> Message {
-        Message {
-            role: "user".into(),
-            content: content.into(),
-        }
+        Message { role: "user".into(), content: content.into() }
     }
     pub fn assistant(content: impl Into<String>) -> Message {
-        Message {
-            role: "assistant".into(),
-            content: content.into(),
-        }
+        Message { role: "assistant".into(), content: content.into() }
     }
 }
 
@@ -101,27 +92,17 @@ pub struct Answer {
 pub enum LlmError {
     #[error("cannot reach the LLM at {url}: {reason}. Is the server running? (llm.base-url)")]
     Unreachable { url: String, reason: String },
-    #[error("the LLM at {url} rejected the API key (HTTP {status}): {body}. Check the key in ${var} (llm.api-key-env)")]
-    Unauthorized {
-        url: String,
-        status: u16,
-        var: String,
-        body: String,
-    },
+    #[error(
+        "the LLM at {url} rejected the API key (HTTP {status}): {body}. Check the key in ${var} (llm.api-key-env)"
+    )]
+    Unauthorized { url: String, status: u16, var: String, body: String },
     #[error("the LLM at {url} answered HTTP {status} ({attempts} attempt{s}): {body}", s = if *attempts == 1 { "" } else { "s" })]
-    Http {
-        url: String,
-        status: u16,
-        attempts: u32,
-        body: String,
-    },
+    Http { url: String, status: u16, attempts: u32, body: String },
     #[error("the LLM's answer is not a chat-completions stream: {0}")]
     Garbage(String),
     #[error("the LLM's answer stream was cut off: {0}")]
     Truncated(String),
-    #[error(
-        "the LLM stopped sending for {secs:.0} s in the middle of its answer (stalled stream)"
-    )]
+    #[error("the LLM stopped sending for {secs:.0} s in the middle of its answer (stalled stream)")]
     Stalled { secs: f64 },
     #[error("the LLM call took longer than {secs:.0} s (llm.timeout)")]
     Timeout { secs: f64 },
@@ -138,10 +119,7 @@ pub enum LlmError {
 impl LlmError {
     /// Errors of the transport or the server, as opposed to a bad answer.
     pub fn is_transport(&self) -> bool {
-        !matches!(
-            self,
-            LlmError::NoCode | LlmError::Bench(_) | LlmError::Setup(_)
-        )
+        !matches!(self, LlmError::NoCode | LlmError::Bench(_) | LlmError::Setup(_))
     }
 }
 
@@ -168,10 +146,7 @@ pub struct ClientConfig {
 impl ClientConfig {
     /// Reads the key from the variable `llm.api-key-env` names (none: no key).
     /// `timeout` overrides `llm.timeout`; the stall limit is half the timeout, at most 60 s.
-    pub fn from_settings(
-        llm: &crate::config::LlmSettings,
-        timeout: Option<f64>,
-    ) -> Result<ClientConfig, LlmError> {
+    pub fn from_settings(llm: &crate::config::LlmSettings, timeout: Option<f64>) -> Result<ClientConfig, LlmError> {
         let api_key = match &llm.api_key_env {
             None => None,
             Some(var) => match std::env::var(var) {
@@ -202,10 +177,7 @@ pub struct Client {
 
 enum Attempt {
     Done(Answer),
-    Retry {
-        error: LlmError,
-        after: Option<Duration>,
-    },
+    Retry { error: LlmError, after: Option<Duration> },
     Fail(LlmError),
 }
 
@@ -230,19 +202,14 @@ impl Client {
     pub async fn chat(&self, messages: &[Message]) -> Result<Answer, LlmError> {
         let start = Instant::now();
         let deadline = tokio::time::Instant::now() + self.cfg.timeout;
-        let timeout_err = || LlmError::Timeout {
-            secs: self.cfg.timeout.as_secs_f64(),
-        };
+        let timeout_err = || LlmError::Timeout { secs: self.cfg.timeout.as_secs_f64() };
         let mut attempts = 0u32;
         loop {
             attempts += 1;
-            let outcome =
-                match tokio::time::timeout_at(deadline, self.attempt(messages, start, attempts))
-                    .await
-                {
-                    Ok(o) => o,
-                    Err(_) => return Err(timeout_err()),
-                };
+            let outcome = match tokio::time::timeout_at(deadline, self.attempt(messages, start, attempts)).await {
+                Ok(o) => o,
+                Err(_) => return Err(timeout_err()),
+            };
             match outcome {
                 Attempt::Done(answer) => return Ok(answer),
                 Attempt::Fail(error) => return Err(error),
@@ -255,10 +222,7 @@ impl Client {
                     if tokio::time::Instant::now() + wait >= deadline {
                         return Err(error);
                     }
-                    tracing::info!(
-                        "LLM call failed ({error}); retrying in {:.1} s",
-                        wait.as_secs_f64()
-                    );
+                    tracing::info!("LLM call failed ({error}); retrying in {:.1} s", wait.as_secs_f64());
                     tokio::time::sleep(wait).await;
                 }
             }
@@ -282,12 +246,7 @@ impl Client {
         }
         let mut response = match request.send().await {
             Ok(r) => r,
-            Err(e) => {
-                return Attempt::Fail(LlmError::Unreachable {
-                    url,
-                    reason: self.scrub(&error_chain(&e)),
-                })
-            }
+            Err(e) => return Attempt::Fail(LlmError::Unreachable { url, reason: self.scrub(&error_chain(&e)) }),
         };
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
@@ -297,51 +256,25 @@ impl Client {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .map(|s| Duration::from_secs_f64(s.clamp(0.0, 60.0)));
-            let text = tokio::time::timeout(self.cfg.stall, response.text())
-                .await
-                .ok()
-                .and_then(Result::ok);
+            let text = tokio::time::timeout(self.cfg.stall, response.text()).await.ok().and_then(Result::ok);
             let body = self.scrub(&excerpt(text.as_deref().unwrap_or(""), 300));
             if status == 401 || status == 403 {
-                let var = self
-                    .cfg
-                    .api_key_env
-                    .clone()
-                    .unwrap_or_else(|| "<none: llm.api-key-env is not set>".into());
-                return Attempt::Fail(LlmError::Unauthorized {
-                    url,
-                    status,
-                    var,
-                    body,
-                });
+                let var = self.cfg.api_key_env.clone().unwrap_or_else(|| "<none: llm.api-key-env is not set>".into());
+                return Attempt::Fail(LlmError::Unauthorized { url, status, var, body });
             }
-            let error = LlmError::Http {
-                url,
-                status,
-                attempts,
-                body,
-            };
+            let error = LlmError::Http { url, status, attempts, body };
             if status == 429 || status >= 500 {
-                return Attempt::Retry {
-                    error,
-                    after: retry_after,
-                };
+                return Attempt::Retry { error, after: retry_after };
             }
             return Attempt::Fail(error);
         }
         let mut reader = StreamReader::default();
         loop {
             let chunk = match tokio::time::timeout(self.cfg.stall, response.chunk()).await {
-                Err(_) => {
-                    return Attempt::Fail(LlmError::Stalled {
-                        secs: self.cfg.stall.as_secs_f64(),
-                    })
-                }
+                Err(_) => return Attempt::Fail(LlmError::Stalled { secs: self.cfg.stall.as_secs_f64() }),
                 Ok(Err(e)) => {
                     let why = self.scrub(&error_chain(&e));
-                    return Attempt::Fail(LlmError::Truncated(format!(
-                        "the connection broke: {why}"
-                    )));
+                    return Attempt::Fail(LlmError::Truncated(format!("the connection broke: {why}")));
                 }
                 Ok(Ok(c)) => c,
             };
@@ -354,12 +287,9 @@ impl Client {
             }
         }
         match reader.finish(messages, self.cfg.max_tokens) {
-            Ok((text, usage, finish_reason)) => Attempt::Done(Answer {
-                text,
-                usage,
-                finish_reason,
-                latency: start.elapsed(),
-            }),
+            Ok((text, usage, finish_reason)) => {
+                Attempt::Done(Answer { text, usage, finish_reason, latency: start.elapsed() })
+            }
             Err(e) => Attempt::Fail(self.scrub_error(e)),
         }
     }
@@ -397,11 +327,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// The first `max` characters of `text` on one line.
 pub fn excerpt(text: &str, max: usize) -> String {
-    let flat: String = text
-        .trim()
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let flat: String = text.trim().chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let mut out: String = flat.chars().take(max).collect();
     if flat.chars().count() > max {
         out.push('…');
@@ -439,24 +365,16 @@ impl StreamReader {
         self.bytes += chunk.len();
         self.pending.extend_from_slice(chunk);
         if self.kind == Body::Unknown {
-            let start = String::from_utf8_lossy(&self.pending)
-                .trim_start()
-                .to_string();
+            let start = String::from_utf8_lossy(&self.pending).trim_start().to_string();
             if start.is_empty() {
                 return Ok(());
             }
             self.kind = if start.starts_with('{') {
                 Body::Json
-            } else if ["data:", ":", "event:", "id:", "retry:"]
-                .iter()
-                .any(|p| start.starts_with(p))
-            {
+            } else if ["data:", ":", "event:", "id:", "retry:"].iter().any(|p| start.starts_with(p)) {
                 Body::Sse
             } else {
-                return Err(LlmError::Garbage(format!(
-                    "it begins with `{}`",
-                    excerpt(&start, 80)
-                )));
+                return Err(LlmError::Garbage(format!("it begins with `{}`", excerpt(&start, 80))));
             };
         }
         if self.kind == Body::Json {
@@ -476,59 +394,37 @@ impl StreamReader {
     }
 
     fn line(&mut self, line: &str) -> Result<(), LlmError> {
-        if line.is_empty()
-            || line.starts_with(':')
-            || ["event:", "id:", "retry:"]
-                .iter()
-                .any(|p| line.starts_with(p))
-        {
+        if line.is_empty() || line.starts_with(':') || ["event:", "id:", "retry:"].iter().any(|p| line.starts_with(p)) {
             return Ok(());
         }
         let Some(data) = line.strip_prefix("data:") else {
-            return Err(LlmError::Garbage(format!(
-                "unexpected line `{}`",
-                excerpt(line, 80)
-            )));
+            return Err(LlmError::Garbage(format!("unexpected line `{}`", excerpt(line, 80))));
         };
         let data = data.trim();
         if data == "[DONE]" {
             self.done = true;
             return Ok(());
         }
-        let value: Value = serde_json::from_str(data).map_err(|_| {
-            LlmError::Garbage(format!("a data line is not JSON: `{}`", excerpt(data, 80)))
-        })?;
+        let value: Value = serde_json::from_str(data)
+            .map_err(|_| LlmError::Garbage(format!("a data line is not JSON: `{}`", excerpt(data, 80))))?;
         self.chunk(&value, "delta")
     }
 
     fn chunk(&mut self, value: &Value, field: &str) -> Result<(), LlmError> {
         if let Some(err) = value.get("error") {
-            let message = err
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| err.to_string());
-            return Err(LlmError::Truncated(format!(
-                "the server reported an error: {}",
-                excerpt(&message, 200)
-            )));
+            let message =
+                err.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| err.to_string());
+            return Err(LlmError::Truncated(format!("the server reported an error: {}", excerpt(&message, 200))));
         }
         if let Some(choice) = value.get("choices").and_then(|c| c.get(0)) {
-            if let Some(content) = choice
-                .get(field)
-                .and_then(|d| d.get("content"))
-                .and_then(Value::as_str)
-            {
+            if let Some(content) = choice.get(field).and_then(|d| d.get("content")).and_then(Value::as_str) {
                 self.text.push_str(content);
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
                 self.finish_reason = Some(reason.to_string());
             }
         } else if value.get("usage").is_none() {
-            return Err(LlmError::Garbage(format!(
-                "a chunk has no `choices`: `{}`",
-                excerpt(&value.to_string(), 80)
-            )));
+            return Err(LlmError::Garbage(format!("a chunk has no `choices`: `{}`", excerpt(&value.to_string(), 80))));
         }
         if let Some(u) = value.get("usage").filter(|u| u.is_object()) {
             let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -551,16 +447,14 @@ impl StreamReader {
             Body::Unknown => return Err(LlmError::Garbage("the body is empty".into())),
             Body::Json => {
                 let body = String::from_utf8_lossy(&self.pending).to_string();
-                let value: Value = serde_json::from_str(&body).map_err(|_| {
-                    LlmError::Garbage(format!("the body is not JSON: `{}`", excerpt(&body, 80)))
-                })?;
+                let value: Value = serde_json::from_str(&body)
+                    .map_err(|_| LlmError::Garbage(format!("the body is not JSON: `{}`", excerpt(&body, 80))))?;
                 self.chunk(&value, "message")?;
                 self.done = true;
             }
             Body::Sse => {
                 if !self.pending.is_empty() {
-                    let rest =
-                        String::from_utf8_lossy(&std::mem::take(&mut self.pending)).to_string();
+                    let rest = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).to_string();
                     self.line(rest.trim_end())?;
                 }
             }
@@ -606,30 +500,15 @@ mod tests {
                     data: [DONE]\n\n";
         let (text, usage, reason) = read(body).unwrap();
         assert_eq!(text, "Hello");
-        assert_eq!(
-            usage,
-            Usage {
-                prompt_tokens: 5,
-                completion_tokens: 2,
-                estimated: false
-            }
-        );
+        assert_eq!(usage, Usage { prompt_tokens: 5, completion_tokens: 2, estimated: false });
         assert_eq!(reason.as_deref(), Some("stop"));
     }
 
     #[test]
     fn missing_usage_is_estimated() {
-        let body =
-            "data: {\"choices\":[{\"delta\":{\"content\":\"12345678\"}}]}\n\ndata: [DONE]\n\n";
+        let body = "data: {\"choices\":[{\"delta\":{\"content\":\"12345678\"}}]}\n\ndata: [DONE]\n\n";
         let (_, usage, _) = read(body).unwrap();
-        assert_eq!(
-            usage,
-            Usage {
-                prompt_tokens: 2,
-                completion_tokens: 2,
-                estimated: true
-            }
-        );
+        assert_eq!(usage, Usage { prompt_tokens: 2, completion_tokens: 2, estimated: true });
     }
 
     #[test]
@@ -640,10 +519,7 @@ mod tests {
 
     #[test]
     fn html_is_garbage() {
-        assert!(matches!(
-            read("<html>502 Bad Gateway</html>"),
-            Err(LlmError::Garbage(_))
-        ));
+        assert!(matches!(read("<html>502 Bad Gateway</html>"), Err(LlmError::Garbage(_))));
     }
 
     #[test]

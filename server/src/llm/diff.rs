@@ -12,12 +12,8 @@ pub fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
     let mut out = format!("--- {old_name}\n+++ {new_name}\n");
     const CONTEXT: usize = 3;
     // Group the script into hunks: changes closer than 2 * CONTEXT share one.
-    let changed: Vec<usize> = ops
-        .iter()
-        .enumerate()
-        .filter(|(_, op)| !matches!(op, Op::Same(..)))
-        .map(|(i, _)| i)
-        .collect();
+    let changed: Vec<usize> =
+        ops.iter().enumerate().filter(|(_, op)| !matches!(op, Op::Same(..))).map(|(i, _)| i).collect();
     let mut groups: Vec<(usize, usize)> = Vec::new();
     for &i in &changed {
         match groups.last_mut() {
@@ -49,11 +45,7 @@ pub fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
                 format!("{},{l}", s + 1)
             }
         };
-        out.push_str(&format!(
-            "@@ -{} +{} @@\n",
-            pos(a_start, a_len),
-            pos(b_start, b_len)
-        ));
+        out.push_str(&format!("@@ -{} +{} @@\n", pos(a_start, a_len), pos(b_start, b_len)));
         for op in hunk {
             let (mark, line) = match op {
                 Op::Same(i) => (' ', a[*i]),
@@ -81,12 +73,7 @@ enum Op {
 /// common prefix and suffix (files of a few thousand lines at most).
 fn line_ops(a: &[&str], b: &[&str]) -> Vec<Op> {
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let suffix = a[prefix..]
-        .iter()
-        .rev()
-        .zip(b[prefix..].iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let suffix = a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
     let (am, bm) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
     let mut ops: Vec<Op> = (0..prefix).map(Op::Same).collect();
     let (n, m) = (am.len(), bm.len());
@@ -144,9 +131,6 @@ mod tests {
 
     #[test]
     fn insertion_at_start_of_empty() {
-        assert_eq!(
-            super::unified("", "x\n", "a", "b"),
-            "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n"
-        );
+        assert_eq!(super::unified("", "x\n", "a", "b"), "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
     }
 }

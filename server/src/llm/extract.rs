@@ -39,10 +39,7 @@ pub fn code_blocks(answer: &str) -> Vec<String> {
             None => {
                 if let Some(lang) = trimmed.strip_prefix("```") {
                     let lang = lang.trim().to_ascii_lowercase();
-                    current = Some((
-                        matches!(lang.as_str(), "" | "python" | "py" | "python3"),
-                        String::new(),
-                    ));
+                    current = Some((matches!(lang.as_str(), "" | "python" | "py" | "python3"), String::new()));
                 }
             }
             Some((python, code)) => {
@@ -69,10 +66,7 @@ pub fn candidate_file(answer: &str, original: &str) -> Result<String, ExtractErr
     if blocks.is_empty() {
         return Err(ExtractError::NoCode);
     }
-    let whole = blocks
-        .iter()
-        .filter(|b| is_whole_file(b))
-        .max_by_key(|b| b.len());
+    let whole = blocks.iter().filter(|b| is_whole_file(b)).max_by_key(|b| b.len());
     let text = match whole {
         Some(b) => b.clone(),
         None => splice(&blocks.join("\n\n"), original)?,
@@ -96,16 +90,8 @@ pub fn check_syntax(text: &str) -> Result<(), ExtractError> {
     let node = first_error(root).unwrap_or(root);
     let line = node.start_position().row;
     let source = text.lines().nth(line).unwrap_or_default().trim();
-    let what = if node.is_missing() {
-        format!("missing `{}`", node.kind())
-    } else {
-        "invalid syntax".to_string()
-    };
-    Err(ExtractError::Syntax(format!(
-        "line {}: {what}: `{}`",
-        line + 1,
-        source
-    )))
+    let what = if node.is_missing() { format!("missing `{}`", node.kind()) } else { "invalid syntax".to_string() };
+    Err(ExtractError::Syntax(format!("line {}: {what}: `{}`", line + 1, source)))
 }
 
 fn first_error(node: Node) -> Option<Node> {
@@ -114,10 +100,7 @@ fn first_error(node: Node) -> Option<Node> {
     }
     let mut cursor = node.walk();
     let children: Vec<Node> = node.children(&mut cursor).collect();
-    children
-        .into_iter()
-        .filter(|c| c.has_error())
-        .find_map(first_error)
+    children.into_iter().filter(|c| c.has_error()).find_map(first_error)
 }
 
 /// A top-level definition or import of a file.
@@ -134,27 +117,16 @@ fn items(text: &str) -> (Vec<Item>, bool) {
     let mut cursor = root.walk();
     for node in root.children(&mut cursor) {
         let range = TextRange::new(node.start_byte(), node.end_byte());
-        let def = if node.kind() == "decorated_definition" {
-            node.child_by_field_name("definition")
-        } else {
-            Some(node)
-        };
+        let def =
+            if node.kind() == "decorated_definition" { node.child_by_field_name("definition") } else { Some(node) };
         match def.map(|d| (d.kind(), d)) {
             Some(("function_definition" | "class_definition", d)) => {
-                let name = d
-                    .child_by_field_name("name")
-                    .map(|n| text[n.byte_range()].to_string());
-                out.push(Item {
-                    name,
-                    range,
-                    import: false,
-                });
+                let name = d.child_by_field_name("name").map(|n| text[n.byte_range()].to_string());
+                out.push(Item { name, range, import: false });
             }
-            Some(("import_statement" | "import_from_statement", _)) => out.push(Item {
-                name: None,
-                range,
-                import: true,
-            }),
+            Some(("import_statement" | "import_from_statement", _)) => {
+                out.push(Item { name: None, range, import: true })
+            }
             _ => {}
         }
     }
@@ -182,12 +154,8 @@ pub fn splice(snippet: &str, original: &str) -> Result<String, ExtractError> {
         let code = &snippet[def.range.start..def.range.end];
         match old_items.iter().find(|o| o.name == def.name) {
             Some(old) => {
-                first_replaced =
-                    Some(first_replaced.map_or(old.range.start, |f| f.min(old.range.start)));
-                edits.push(Edit {
-                    range: old.range,
-                    new_text: code.to_string(),
-                });
+                first_replaced = Some(first_replaced.map_or(old.range.start, |f| f.min(old.range.start)));
+                edits.push(Edit { range: old.range, new_text: code.to_string() });
             }
             None => {
                 added.push_str(code);
@@ -197,15 +165,8 @@ pub fn splice(snippet: &str, original: &str) -> Result<String, ExtractError> {
     }
     if !added.is_empty() {
         let at = first_replaced.unwrap_or(original.len());
-        let text = if at == original.len() {
-            format!("\n\n{}", added.trim_end()) + "\n"
-        } else {
-            added
-        };
-        edits.push(Edit {
-            range: TextRange::new(at, at),
-            new_text: text,
-        });
+        let text = if at == original.len() { format!("\n\n{}", added.trim_end()) + "\n" } else { added };
+        edits.push(Edit { range: TextRange::new(at, at), new_text: text });
     }
     let missing_imports: Vec<&str> = new_items
         .iter()
@@ -214,19 +175,12 @@ pub fn splice(snippet: &str, original: &str) -> Result<String, ExtractError> {
         .filter(|imp| !original.lines().any(|l| l.trim() == *imp))
         .collect();
     if !missing_imports.is_empty() {
-        let after = old_items
-            .iter()
-            .filter(|i| i.import)
-            .map(|i| i.range.end)
-            .max();
+        let after = old_items.iter().filter(|i| i.import).map(|i| i.range.end).max();
         let (at, text) = match after {
             Some(end) => (end, format!("\n{}", missing_imports.join("\n"))),
             None => (0, format!("{}\n", missing_imports.join("\n"))),
         };
-        edits.push(Edit {
-            range: TextRange::new(at, at),
-            new_text: text,
-        });
+        edits.push(Edit { range: TextRange::new(at, at), new_text: text });
     }
     apply_edits(original, &edits).map_err(ExtractError::Splice)
 }
@@ -261,15 +215,13 @@ class ModelNew:
     #[test]
     fn whole_file_block_is_taken_as_is() {
         let answer = "Here:\n```python\nimport torch\nclass ModelNew:\n    x = 1\n```\n";
-        assert_eq!(
-            candidate_file(answer, FILE).unwrap(),
-            "import torch\nclass ModelNew:\n    x = 1\n"
-        );
+        assert_eq!(candidate_file(answer, FILE).unwrap(), "import torch\nclass ModelNew:\n    x = 1\n");
     }
 
     #[test]
     fn a_function_is_spliced_by_name_with_its_decorator() {
-        let answer = "```python\nimport math\n\n@triton.jit\ndef k(x_ptr):\n    return 1\n\ndef helper():\n    pass\n```";
+        let answer =
+            "```python\nimport math\n\n@triton.jit\ndef k(x_ptr):\n    return 1\n\ndef helper():\n    pass\n```";
         let out = candidate_file(answer, FILE).unwrap();
         assert_eq!(
             out,
@@ -279,13 +231,8 @@ class ModelNew:
 
     #[test]
     fn no_block_and_syntax_errors_are_reported() {
-        assert_eq!(
-            candidate_file("just prose", FILE),
-            Err(ExtractError::NoCode)
-        );
+        assert_eq!(candidate_file("just prose", FILE), Err(ExtractError::NoCode));
         let broken = "```python\nimport torch\nclass ModelNew:\n    def f(:\n```";
-        assert!(
-            matches!(candidate_file(broken, FILE), Err(ExtractError::Syntax(m)) if m.starts_with("line "))
-        );
+        assert!(matches!(candidate_file(broken, FILE), Err(ExtractError::Syntax(m)) if m.starts_with("line ")));
     }
 }

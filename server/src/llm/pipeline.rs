@@ -11,8 +11,7 @@ use super::client::{Client, ClientConfig, Message};
 use super::extract::{self, ExtractError};
 use super::timeline::{self, StageRecord};
 use super::{
-    prompts, Action, CandidateOutcome, CandidateStatus, LlmError, RewriteOutcome, RewriteRequest,
-    StageEvent, Usage,
+    prompts, Action, CandidateOutcome, CandidateStatus, LlmError, RewriteOutcome, RewriteRequest, StageEvent, Usage,
 };
 use crate::bench::{self, BenchRequest, BenchResult};
 
@@ -41,32 +40,20 @@ pub async fn rewrite(
     req: RewriteRequest,
     mut on_stage: impl FnMut(StageEvent) + Send,
 ) -> Result<RewriteOutcome, LlmError> {
-    let file = std::path::absolute(&req.file)
-        .map_err(|e| LlmError::Setup(format!("{}: {e}", req.file.display())))?;
+    let file = std::path::absolute(&req.file).map_err(|e| LlmError::Setup(format!("{}: {e}", req.file.display())))?;
     let text = match &req.text {
         Some(t) => t.clone(),
         None => std::fs::read_to_string(&file)
             .map_err(|e| LlmError::Setup(format!("cannot read {}: {e}", file.display())))?,
     };
-    let client = Arc::new(Client::new(ClientConfig::from_settings(
-        &req.settings.llm,
-        req.llm_timeout,
-    )?)?);
+    let client = Arc::new(Client::new(ClientConfig::from_settings(&req.settings.llm, req.llm_timeout)?)?);
     let root = bench::history::project_root(&file);
-    let rel = file
-        .strip_prefix(&root)
-        .unwrap_or(&file)
-        .display()
-        .to_string();
+    let rel = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
     let unix = unix_now();
-    let prompts_dir = req
-        .settings
-        .prompts_dir
-        .as_ref()
-        .map(|d| match Path::new(d).is_absolute() {
-            true => PathBuf::from(d),
-            false => root.join(d),
-        });
+    let prompts_dir = req.settings.prompts_dir.as_ref().map(|d| match Path::new(d).is_absolute() {
+        true => PathBuf::from(d),
+        false => root.join(d),
+    });
     let reference = find_reference(&req, &file, &text);
     let gpu_spec = req.settings.gpu();
     let mut ctx = Ctx {
@@ -86,9 +73,7 @@ pub async fn rewrite(
     };
     let mut records = Vec::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<StageEvent>();
-    let forward = |ev: StageEvent,
-                   records: &mut Vec<StageRecord>,
-                   on_stage: &mut (dyn FnMut(StageEvent) + Send)| {
+    let forward = |ev: StageEvent, records: &mut Vec<StageRecord>, on_stage: &mut (dyn FnMut(StageEvent) + Send)| {
         if ev.finished {
             records.push(ev.record.clone());
         }
@@ -100,26 +85,14 @@ pub async fn rewrite(
     while let Ok(ev) = rx.try_recv() {
         forward(ev, &mut records, &mut on_stage);
     }
-    if let Some(e) = baseline
-        .error
-        .as_ref()
-        .filter(|e| is_environment_failure(&e.kind))
-    {
+    if let Some(e) = baseline.error.as_ref().filter(|e| is_environment_failure(&e.kind)) {
         save_timeline(&ctx, &records);
-        return Err(LlmError::Bench(format!(
-            "{}: {}",
-            e.kind,
-            ctx.clean(&e.message)
-        )));
+        return Err(LlmError::Bench(format!("{}: {}", e.kind, ctx.clean(&e.message))));
     }
     ctx.first_prompt = first_prompt(&ctx, &baseline, prompts_dir.as_deref())?;
 
     let ctx = Arc::new(ctx);
-    let count = ctx
-        .req
-        .candidates
-        .unwrap_or(ctx.req.settings.llm.candidates)
-        .max(1);
+    let count = ctx.req.candidates.unwrap_or(ctx.req.settings.llm.candidates).max(1);
     let mut tasks = tokio::task::JoinSet::new();
     for index in 1..=count {
         let (ctx, client, tx, dir) = (ctx.clone(), client.clone(), tx.clone(), prompts_dir.clone());
@@ -142,11 +115,7 @@ pub async fn rewrite(
     }
     outcomes.sort_by_key(|(o, _)| o.index);
 
-    if !outcomes.is_empty()
-        && outcomes
-            .iter()
-            .all(|(o, _)| o.status == CandidateStatus::LlmError)
-    {
+    if !outcomes.is_empty() && outcomes.iter().all(|(o, _)| o.status == CandidateStatus::LlmError) {
         save_timeline(&ctx, &records);
         let first = outcomes.into_iter().find_map(|(_, e)| e);
         return Err(first.unwrap_or_else(|| LlmError::Setup("every candidate failed".into())));
@@ -157,44 +126,24 @@ pub async fn rewrite(
         "pick",
         None,
         None,
-        outcome
-            .winner
-            .map(|w| format!("#{w}"))
-            .unwrap_or("-".into()),
+        outcome.winner.map(|w| format!("#{w}")).unwrap_or("-".into()),
         0,
         &outcome.title,
         None,
     );
-    forward(
-        StageEvent {
-            finished: true,
-            record: pick_record,
-        },
-        &mut records,
-        &mut on_stage,
-    );
+    forward(StageEvent { finished: true, record: pick_record }, &mut records, &mut on_stage);
     save_timeline(&ctx, &records);
-    Ok(RewriteOutcome {
-        candidates,
-        timeline: records,
-        ..outcome
-    })
+    Ok(RewriteOutcome { candidates, timeline: records, ..outcome })
 }
 
 fn save_timeline(ctx: &Ctx, records: &[StageRecord]) {
     if let Err(e) = timeline::append(&ctx.root, records) {
-        tracing::warn!(
-            "cannot append to {}: {e}",
-            timeline::timeline_path(&ctx.root).display()
-        );
+        tracing::warn!("cannot append to {}: {e}", timeline::timeline_path(&ctx.root).display());
     }
 }
 
 fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
 /// Kinds of benchmark failure that say the set-up is broken, not the code.
@@ -212,22 +161,13 @@ fn find_reference(req: &RewriteRequest, file: &Path, text: &str) -> Option<PathB
     }
     let dir = file.parent()?;
     let comment = text.lines().find_map(|l| {
-        let rest = l
-            .trim()
-            .strip_prefix('#')?
-            .trim()
-            .strip_prefix("kernel-lsp:")?
-            .trim()
-            .strip_prefix("reference")?;
+        let rest = l.trim().strip_prefix('#')?.trim().strip_prefix("kernel-lsp:")?.trim().strip_prefix("reference")?;
         Some(rest.trim().strip_prefix('=')?.trim().to_string())
     });
     if let Some(c) = comment {
         return Some(dir.join(c));
     }
-    let has_model = |t: &str| {
-        t.lines()
-            .any(|l| l.starts_with("class Model(") || l.starts_with("class Model:"))
-    };
+    let has_model = |t: &str| t.lines().any(|l| l.starts_with("class Model(") || l.starts_with("class Model:"));
     if has_model(text) {
         return None;
     }
@@ -254,16 +194,11 @@ fn find_reference(req: &RewriteRequest, file: &Path, text: &str) -> Option<PathB
 
 fn first_prompt(ctx: &Ctx, baseline: &BenchResult, dir: Option<&Path>) -> Result<String, LlmError> {
     let reference_src = match &ctx.reference {
-        Some(p) => std::fs::read_to_string(p)
-            .unwrap_or_else(|e| format!("# cannot read {}: {e}", p.display())),
+        Some(p) => std::fs::read_to_string(p).unwrap_or_else(|e| format!("# cannot read {}: {e}", p.display())),
         None => "# `class Model` is defined in the file itself (see below)".to_string(),
     };
     let diagnostics = diagnostics_text(&ctx.text, &ctx.req.settings, None);
-    let name = ctx
-        .file
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let name = ctx.file.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
     let template = match ctx.req.action {
         Action::Persistent => prompts::PERSISTENT,
         Action::Grid2d => prompts::GRID_2D,
@@ -312,26 +247,14 @@ fn repair_template(kind: &str) -> &'static str {
 }
 
 /// `line L: CODE name: message` per diagnostic (only `codes` when given).
-fn diagnostics_text(
-    text: &str,
-    settings: &crate::config::Settings,
-    codes: Option<&[&str]>,
-) -> String {
+fn diagnostics_text(text: &str, settings: &crate::config::Settings, codes: Option<&[&str]>) -> String {
     let result = crate::analysis::check_text(text, settings);
     let index = crate::text::LineIndex::new(text);
     let lines: Vec<String> = result
         .diagnostics
         .iter()
         .filter(|d| codes.is_none_or(|c| c.contains(&d.code.as_str())))
-        .map(|d| {
-            format!(
-                "- line {}: {} {}: {}",
-                index.line_of(d.range.start) + 1,
-                d.code,
-                d.name,
-                d.message
-            )
-        })
+        .map(|d| format!("- line {}: {} {}: {}", index.line_of(d.range.start) + 1, d.code, d.name, d.message))
         .collect();
     if lines.is_empty() {
         "(no diagnostics)".to_string()
@@ -366,10 +289,7 @@ async fn candidate(
         tokens: Usage::default(),
         speedup_vs_current: None,
     };
-    let mut messages = vec![
-        Message::system(ctx.system.clone()),
-        Message::user(ctx.first_prompt.clone()),
-    ];
+    let mut messages = vec![Message::system(ctx.system.clone()), Message::user(ctx.first_prompt.clone())];
     for attempt in 0..=ctx.repairs {
         out.attempts = attempt + 1;
         let stage = if attempt == 0 { "llm" } else { "repair-llm" };
@@ -384,15 +304,7 @@ async fn candidate(
                 let ms = start.elapsed().as_millis() as u64;
                 let _ = tx.send(StageEvent {
                     finished: true,
-                    record: ctx.record(
-                        stage,
-                        Some(index),
-                        Some(attempt),
-                        "error".into(),
-                        ms,
-                        &e.to_string(),
-                        None,
-                    ),
+                    record: ctx.record(stage, Some(index), Some(attempt), "error".into(), ms, &e.to_string(), None),
                 });
                 out.status = CandidateStatus::LlmError;
                 out.problem = Some(e.to_string());
@@ -404,15 +316,7 @@ async fn candidate(
         let chars = format!("{} chars", answer.text.chars().count());
         let _ = tx.send(StageEvent {
             finished: true,
-            record: ctx.record(
-                stage,
-                Some(index),
-                Some(attempt),
-                chars,
-                ms,
-                "",
-                Some(answer.usage),
-            ),
+            record: ctx.record(stage, Some(index), Some(attempt), chars, ms, "", Some(answer.usage)),
         });
         messages.push(Message::assistant(answer.text.clone()));
 
@@ -439,12 +343,7 @@ async fn candidate(
         };
         let prompt = prompts::render(
             &template,
-            &[
-                ("stage", problem.stage),
-                ("error", &problem.detail),
-                ("gpu", &ctx.gpu),
-                ("smem_limit", &ctx.smem),
-            ],
+            &[("stage", problem.stage), ("error", &problem.detail), ("gpu", &ctx.gpu), ("smem_limit", &ctx.smem)],
         );
         messages.push(Message::user(prompt));
     }
@@ -466,15 +365,7 @@ async fn evaluate(
         let ms = start.elapsed().as_millis() as u64;
         let _ = tx.send(StageEvent {
             finished: true,
-            record: ctx.record(
-                stage,
-                Some(index),
-                Some(attempt),
-                score.into(),
-                ms,
-                problem,
-                None,
-            ),
+            record: ctx.record(stage, Some(index), Some(attempt), score.into(), ms, problem, None),
         });
     };
     // A repair may answer with only the functions it changed: splice them into its last file.
@@ -484,7 +375,10 @@ async fn evaluate(
         Err(e) => {
             done("extract", "rejected", &e.to_string());
             let detail = match &e {
-                ExtractError::NoCode => "Your answer has no ```python code block. Answer with the complete file in one ```python block.".to_string(),
+                ExtractError::NoCode => {
+                    "Your answer has no ```python code block. Answer with the complete file in one ```python block."
+                        .to_string()
+                }
                 other => other.to_string(),
             };
             let status = CandidateStatus::Failed;
@@ -506,18 +400,9 @@ async fn evaluate(
         let summary = reason.lines().next().unwrap_or_default().to_string();
         let _ = tx.send(StageEvent {
             finished: true,
-            record: ctx.record(
-                "gate",
-                Some(index),
-                Some(attempt),
-                "rejected".into(),
-                ms,
-                &summary,
-                None,
-            ),
+            record: ctx.record("gate", Some(index), Some(attempt), "rejected".into(), ms, &summary, None),
         });
-        let detail =
-            format!("The static checker rejected the file without running it:\n\n{reason}");
+        let detail = format!("The static checker rejected the file without running it:\n\n{reason}");
         return Ok(Some(Problem {
             stage: "rejected by the static checker",
             template: prompts::REPAIR_COMPILE,
@@ -529,55 +414,27 @@ async fn evaluate(
     let ms = gate_start.elapsed().as_millis() as u64;
     let _ = tx.send(StageEvent {
         finished: true,
-        record: ctx.record(
-            "gate",
-            Some(index),
-            Some(attempt),
-            "pass".into(),
-            ms,
-            "",
-            None,
-        ),
+        record: ctx.record("gate", Some(index), Some(attempt), "pass".into(), ms, "", None),
     });
 
-    let result = ctx
-        .bench("bench", Some(index), Some(attempt), &text, tx)
-        .await?;
+    let result = ctx.bench("bench", Some(index), Some(attempt), &text, tx).await?;
     out.bench = Some(result.clone());
-    if let Some(e) = result
-        .error
-        .as_ref()
-        .filter(|e| is_environment_failure(&e.kind))
-    {
-        return Err(LlmError::Bench(format!(
-            "{}: {}",
-            e.kind,
-            ctx.clean(&e.message)
-        )));
+    if let Some(e) = result.error.as_ref().filter(|e| is_environment_failure(&e.kind)) {
+        return Err(LlmError::Bench(format!("{}: {}", e.kind, ctx.clean(&e.message))));
     }
     if result.correct == Some(true) && result.error.is_none() {
         out.status = CandidateStatus::Correct;
         out.problem = None;
         return Ok(None);
     }
-    let kind = result
-        .error
-        .as_ref()
-        .map(|e| e.kind.clone())
-        .unwrap_or_else(|| "mismatch".into());
+    let kind = result.error.as_ref().map(|e| e.kind.clone()).unwrap_or_else(|| "mismatch".into());
     let detail = ctx.error_text(&result, &text);
     let summary = detail.lines().last().unwrap_or_default().to_string();
     let stage = match repair_template(&kind) {
         prompts::REPAIR_ACCURACY => "the results differ from the reference",
         _ => "the kernel does not compile or run",
     };
-    Ok(Some(Problem {
-        stage,
-        template: repair_template(&kind),
-        summary,
-        detail,
-        status: CandidateStatus::Failed,
-    }))
+    Ok(Some(Problem { stage, template: repair_template(&kind), summary, detail, status: CandidateStatus::Failed }))
 }
 
 /// Why the checker rejects `text` for `action`, or `None` when it passes.
@@ -588,15 +445,13 @@ fn gate(action: Action, text: &str, settings: &crate::config::Settings) -> Optio
         reasons.push("- the file defines no `class ModelNew`".to_string());
     }
     let codes = action.gate_codes();
-    if result
-        .diagnostics
-        .iter()
-        .any(|d| codes.contains(&d.code.as_str()))
-    {
+    if result.diagnostics.iter().any(|d| codes.contains(&d.code.as_str())) {
         reasons.push(diagnostics_text(text, settings, Some(codes)));
     }
     if action == Action::Persistent && !result.kernels.iter().any(|k| k.persistent) {
-        reasons.push("- no `@triton.jit` kernel has the time loop inside it: the recurrence is not persistent".to_string());
+        reasons.push(
+            "- no `@triton.jit` kernel has the time loop inside it: the recurrence is not persistent".to_string(),
+        );
     }
     (!reasons.is_empty()).then(|| reasons.join("\n"))
 }
@@ -630,21 +485,9 @@ impl Ctx {
 
     /// Temporary candidate paths replaced by the user's file name.
     fn clean(&self, message: &str) -> String {
-        let name = self
-            .file
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let dir = self
-            .file
-            .parent()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default();
-        let stem = self
-            .file
-            .file_stem()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
+        let name = self.file.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let dir = self.file.parent().map(|d| d.display().to_string()).unwrap_or_default();
+        let stem = self.file.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
         let prefix = format!("{dir}/{stem}_klsp");
         let mut out = String::new();
         let mut rest = message;
@@ -718,11 +561,8 @@ impl Ctx {
             // worth recording; candidates are not.
             record_history: candidate.is_none(),
         };
-        let ran = if self.req.warm {
-            bench::run(request, |_| {}).await
-        } else {
-            bench::run_cold(request, |_| {}).await
-        };
+        let ran =
+            if self.req.warm { bench::run(request, |_| {}).await } else { bench::run_cold(request, |_| {}).await };
         let result = ran.unwrap_or_else(|e| e.into_result(&temp.0));
         drop(temp);
         let ms = start.elapsed().as_millis() as u64;
@@ -733,15 +573,10 @@ impl Ctx {
             _ => "error".to_string(),
         };
         let problem = match &result.error {
-            Some(e) => format!(
-                "{}: {}",
-                e.kind,
-                self.clean(e.message.lines().last().unwrap_or_default())
-            ),
-            None => result
-                .launches_per_forward
-                .map(|n| format!("ok, {n} launches/forward"))
-                .unwrap_or_else(|| "ok".into()),
+            Some(e) => format!("{}: {}", e.kind, self.clean(e.message.lines().last().unwrap_or_default())),
+            None => {
+                result.launches_per_forward.map(|n| format!("ok, {n} launches/forward")).unwrap_or_else(|| "ok".into())
+            }
         };
         let _ = tx.send(StageEvent {
             finished: true,
@@ -757,16 +592,10 @@ struct TempFile(PathBuf);
 impl TempFile {
     fn write(original: &Path, tag: &str, text: &str) -> Result<TempFile, LlmError> {
         let dir = original.parent().unwrap_or(Path::new("."));
-        let stem = original
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| "kernel".into());
+        let stem = original.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "kernel".into());
         let path = dir.join(format!("{stem}_klsp{}_{tag}.py", std::process::id()));
         std::fs::write(&path, text).map_err(|e| {
-            LlmError::Setup(format!(
-                "cannot write a candidate beside the file, {}: {e}",
-                path.display()
-            ))
+            LlmError::Setup(format!("cannot write a candidate beside the file, {}: {e}", path.display()))
         })?;
         Ok(TempFile(path))
     }
@@ -781,16 +610,8 @@ impl Drop for TempFile {
 /// Chooses the winner and fills in the statuses and the title.
 fn pick(ctx: &Ctx, baseline: BenchResult, candidates: &mut [CandidateOutcome]) -> RewriteOutcome {
     let verb = ctx.req.action.title();
-    let base_speed = if baseline.correct == Some(true) && baseline.error.is_none() {
-        baseline.speedup
-    } else {
-        None
-    };
-    let correct = |c: &CandidateOutcome| {
-        c.bench
-            .as_ref()
-            .is_some_and(|b| b.correct == Some(true) && b.error.is_none())
-    };
+    let base_speed = if baseline.correct == Some(true) && baseline.error.is_none() { baseline.speedup } else { None };
+    let correct = |c: &CandidateOutcome| c.bench.as_ref().is_some_and(|b| b.correct == Some(true) && b.error.is_none());
     let mut winner: Option<usize> = None;
     let mut title = String::new();
     let mut speedup = None;
@@ -808,10 +629,7 @@ fn pick(ctx: &Ctx, baseline: BenchResult, candidates: &mut [CandidateOutcome]) -
         c.speedup_vs_current = base_speed.map(|base| s / base);
         if base_speed.is_some_and(|base| s <= base) {
             c.status = CandidateStatus::Slower;
-            c.problem = Some(format!(
-                "correct, but {:.2}x the current file's speed",
-                s / base_speed.unwrap_or(s)
-            ));
+            c.problem = Some(format!("correct, but {:.2}x the current file's speed", s / base_speed.unwrap_or(s)));
             continue;
         }
         if best.is_none_or(|(_, bs)| s > bs) {
@@ -819,14 +637,12 @@ fn pick(ctx: &Ctx, baseline: BenchResult, candidates: &mut [CandidateOutcome]) -
         }
     }
     if let Some((i, s)) = best {
-        let device = candidates[i]
-            .bench
-            .as_ref()
-            .and_then(|b| b.device.clone())
-            .unwrap_or_else(|| "the GPU".into());
+        let device = candidates[i].bench.as_ref().and_then(|b| b.device.clone()).unwrap_or_else(|| "the GPU".into());
         title = match base_speed {
             Some(base) => format!("{verb}: {:.2}x vs current (verified on {device})", s / base),
-            None => format!("{verb}: correct, {s:.2}x vs PyTorch (verified on {device}; the current file does not run correctly)"),
+            None => format!(
+                "{verb}: correct, {s:.2}x vs PyTorch (verified on {device}; the current file does not run correctly)"
+            ),
         };
         speedup = Some(base_speed.map_or(s, |base| s / base));
         mode = Some("gpu".to_string());
@@ -836,21 +652,8 @@ fn pick(ctx: &Ctx, baseline: BenchResult, candidates: &mut [CandidateOutcome]) -
         let cpu = candidates
             .iter()
             .enumerate()
-            .filter(|(_, c)| {
-                correct(c)
-                    && c.bench
-                        .as_ref()
-                        .is_some_and(|b| b.mode == "cpu-interpreter")
-            })
-            .min_by_key(|(_, c)| {
-                (
-                    c.bench
-                        .as_ref()
-                        .and_then(|b| b.launches_per_forward)
-                        .unwrap_or(u64::MAX),
-                    c.index,
-                )
-            });
+            .filter(|(_, c)| correct(c) && c.bench.as_ref().is_some_and(|b| b.mode == "cpu-interpreter"))
+            .min_by_key(|(_, c)| (c.bench.as_ref().and_then(|b| b.launches_per_forward).unwrap_or(u64::MAX), c.index));
         if let Some((i, _)) = cpu {
             title = format!("{verb}: correct on the CPU interpreter; speed not measured");
             mode = Some("cpu-interpreter".to_string());
@@ -863,21 +666,14 @@ fn pick(ctx: &Ctx, baseline: BenchResult, candidates: &mut [CandidateOutcome]) -
     if winner.is_none() {
         let parts: Vec<String> = candidates
             .iter()
-            .map(|c| {
-                format!(
-                    "#{} {}",
-                    c.index,
-                    c.problem.as_deref().unwrap_or(status_word(c.status))
-                )
-            })
+            .map(|c| format!("#{} {}", c.index, c.problem.as_deref().unwrap_or(status_word(c.status))))
             .collect();
         title = format!("{verb}: no verified rewrite ({})", parts.join("; "));
     }
     let new_text = winner.and_then(|i| candidates[i].text.clone());
     let name = ctx.rel.clone();
-    let diff = new_text
-        .as_ref()
-        .map(|t| super::diff::unified(&ctx.text, t, &format!("a/{name}"), &format!("b/{name}")));
+    let diff =
+        new_text.as_ref().map(|t| super::diff::unified(&ctx.text, t, &format!("a/{name}"), &format!("b/{name}")));
     let mut tokens = Usage::default();
     for c in candidates.iter() {
         tokens.add(c.tokens);
@@ -936,8 +732,7 @@ class ModelNew:
 "#;
         let reason = super::gate(super::Action::Persistent, looped, &Default::default()).unwrap();
         assert!(reason.contains("KL001"), "{reason}");
-        let reason =
-            super::gate(super::Action::Repair, "import torch\n", &Default::default()).unwrap();
+        let reason = super::gate(super::Action::Repair, "import torch\n", &Default::default()).unwrap();
         assert!(reason.contains("no `class ModelNew`"), "{reason}");
     }
 }

@@ -18,22 +18,15 @@ const DEFAULTS: &[(&str, &str)] = &[
     (PERSISTENT, include_str!("../../../prompts/persistent.md")),
     (GRID_2D, include_str!("../../../prompts/grid-2d.md")),
     (BLOCK_SIZE, include_str!("../../../prompts/block-size.md")),
-    (
-        REPAIR_COMPILE,
-        include_str!("../../../prompts/repair-compile.md"),
-    ),
-    (
-        REPAIR_ACCURACY,
-        include_str!("../../../prompts/repair-accuracy.md"),
-    ),
+    (REPAIR_COMPILE, include_str!("../../../prompts/repair-compile.md")),
+    (REPAIR_ACCURACY, include_str!("../../../prompts/repair-accuracy.md")),
 ];
 
 /// The template `name`: `dir/name` when that file exists, else the embedded default.
 pub fn load(name: &str, dir: Option<&Path>) -> Result<String, LlmError> {
     if let Some(path) = dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
-        return std::fs::read_to_string(&path).map_err(|e| {
-            LlmError::Setup(format!("cannot read the prompt {}: {e}", path.display()))
-        });
+        return std::fs::read_to_string(&path)
+            .map_err(|e| LlmError::Setup(format!("cannot read the prompt {}: {e}", path.display())));
     }
     DEFAULTS
         .iter()
@@ -86,10 +79,7 @@ mod tests {
             super::REPAIR_COMPILE,
             super::REPAIR_ACCURACY,
         ] {
-            assert!(
-                super::load(name, None).unwrap().contains("CRITICAL"),
-                "{name}"
-            );
+            assert!(super::load(name, None).unwrap().contains("CRITICAL"), "{name}");
         }
     }
 }

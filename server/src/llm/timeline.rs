@@ -45,11 +45,7 @@ pub fn append(root: &Path, records: &[StageRecord]) -> std::io::Result<()> {
         text.push_str(&serde_json::to_string(r).map_err(std::io::Error::other)?);
         text.push('\n');
     }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?
-        .write_all(text.as_bytes())
+    std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(text.as_bytes())
 }
 
 /// Every readable record, oldest first.
@@ -59,10 +55,7 @@ pub fn read(root: &Path) -> std::io::Result<Vec<StageRecord>> {
         return Ok(Vec::new());
     }
     let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
 
 /// The records as a Markdown-style table.
@@ -71,12 +64,9 @@ pub fn render_table(records: &[StageRecord]) -> String {
         .iter()
         .map(|r| {
             let tokens = match r.tokens {
-                Some(u) => format!(
-                    "{}+{}{}",
-                    u.prompt_tokens,
-                    u.completion_tokens,
-                    if u.estimated { " (est.)" } else { "" }
-                ),
+                Some(u) => {
+                    format!("{}+{}{}", u.prompt_tokens, u.completion_tokens, if u.estimated { " (est.)" } else { "" })
+                }
                 None => "-".into(),
             };
             let opt = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
@@ -92,9 +82,7 @@ pub fn render_table(records: &[StageRecord]) -> String {
             ]
         })
         .collect();
-    let header = [
-        "time", "stage", "cand", "try", "score", "latency", "tokens", "problem",
-    ];
+    let header = ["time", "stage", "cand", "try", "score", "latency", "tokens", "problem"];
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {

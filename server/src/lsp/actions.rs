@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 
 use tower_lsp_server::ls_types::{
-    self as lsp, CodeAction, CodeActionKind, CodeActionOrCommand, Command, TextEdit, Uri,
-    WorkspaceEdit,
+    self as lsp, CodeAction, CodeActionKind, CodeActionOrCommand, Command, TextEdit, Uri, WorkspaceEdit,
 };
 
 use crate::diagnostic::{Applicability, Edit};
@@ -21,19 +20,14 @@ pub const EXPLAIN_KIND: &str = "quickfix.kernel-lsp.explain";
 pub const SUPPRESS_KIND: &str = "quickfix.kernel-lsp.suppress";
 
 pub fn edit(uri: &Uri, edits: Vec<TextEdit>) -> WorkspaceEdit {
-    WorkspaceEdit {
-        changes: Some(HashMap::from([(uri.clone(), edits)])),
-        ..Default::default()
-    }
+    WorkspaceEdit { changes: Some(HashMap::from([(uri.clone(), edits)])), ..Default::default() }
 }
 
 /// Whether the client asked for actions of `kind` (no `only` means all).
 fn wanted(only: Option<&[CodeActionKind]>, kind: &str) -> bool {
     match only {
         None => true,
-        Some(kinds) => kinds
-            .iter()
-            .any(|k| kind == k.as_str() || kind.starts_with(&format!("{}.", k.as_str()))),
+        Some(kinds) => kinds.iter().any(|k| kind == k.as_str() || kind.starts_with(&format!("{}.", k.as_str()))),
     }
 }
 
@@ -141,11 +135,7 @@ pub fn rewrite_command(title: &str, data: &serde_json::Value) -> Command {
     Command {
         title: title.to_string(),
         command: "kernel-lsp.rewrite".to_string(),
-        arguments: Some(vec![
-            data["uri"].clone(),
-            data["action"].clone(),
-            data["range"].clone(),
-        ]),
+        arguments: Some(vec![data["uri"].clone(), data["action"].clone(), data["range"].clone()]),
     }
 }
 
@@ -165,11 +155,7 @@ pub fn resolve(mut action: CodeAction) -> CodeAction {
 /// among the document's current diagnostics by code and range.
 fn stored_fix(doc: &Document, d: &lsp::Diagnostic, encoding: Encoding) -> Option<FixData> {
     let code = convert::code_of(d)?;
-    let ours = doc
-        .result
-        .diagnostics
-        .iter()
-        .find(|x| x.code == code && doc.range(x.range, encoding) == d.range)?;
+    let ours = doc.result.diagnostics.iter().find(|x| x.code == code && doc.range(x.range, encoding) == d.range)?;
     let fix = ours.fix.as_ref()?;
     Some(FixData {
         title: fix.title.clone(),
@@ -179,13 +165,7 @@ fn stored_fix(doc: &Document, d: &lsp::Diagnostic, encoding: Encoding) -> Option
 }
 
 fn lsp_edits(doc: &Document, edits: &[Edit], encoding: Encoding) -> Vec<TextEdit> {
-    edits
-        .iter()
-        .map(|e| TextEdit {
-            range: doc.range(e.range, encoding),
-            new_text: e.new_text.clone(),
-        })
-        .collect()
+    edits.iter().map(|e| TextEdit { range: doc.range(e.range, encoding), new_text: e.new_text.clone() }).collect()
 }
 
 /// The safe fixes of the document's diagnostics, without overlaps (the first wins).
@@ -193,18 +173,13 @@ pub fn fix_all(doc: &Document, encoding: Encoding) -> Vec<TextEdit> {
     let mut taken: Vec<TextRange> = Vec::new();
     let mut edits = Vec::new();
     for d in &doc.result.diagnostics {
-        let Some(fix) = d
-            .fix
-            .as_ref()
-            .filter(|f| f.applicability == Applicability::Safe)
-        else {
+        let Some(fix) = d.fix.as_ref().filter(|f| f.applicability == Applicability::Safe) else {
             continue;
         };
-        let overlaps = fix.edits.iter().any(|e| {
-            taken
-                .iter()
-                .any(|t| e.range.start < t.end && t.start < e.range.end || e.range == *t)
-        });
+        let overlaps = fix
+            .edits
+            .iter()
+            .any(|e| taken.iter().any(|t| e.range.start < t.end && t.start < e.range.end || e.range == *t));
         if overlaps {
             continue;
         }
@@ -216,12 +191,7 @@ pub fn fix_all(doc: &Document, encoding: Encoding) -> Vec<TextEdit> {
 
 /// Inserts `# kernel-lsp: ignore[CODE]` at the end of `line`, or adds CODE to
 /// the list of an existing one. None when the line already ignores it.
-pub fn suppression_edit(
-    doc: &Document,
-    line: usize,
-    code: &str,
-    encoding: Encoding,
-) -> Option<TextEdit> {
+pub fn suppression_edit(doc: &Document, line: usize, code: &str, encoding: Encoding) -> Option<TextEdit> {
     let text = doc.line_text(line);
     let line_start = doc.line_index().line_start(line);
     const MARK: &str = "# kernel-lsp: ignore";
@@ -236,17 +206,11 @@ pub fn suppression_edit(
         }
         let insert_at = line_start + at + MARK.len() + 1 + close;
         let range = doc.range(TextRange::new(insert_at, insert_at), encoding);
-        return Some(TextEdit {
-            range,
-            new_text: format!(", {code}"),
-        });
+        return Some(TextEdit { range, new_text: format!(", {code}") });
     }
     let end = line_start + text.trim_end().len();
     let range = doc.range(TextRange::new(end, end), encoding);
-    Some(TextEdit {
-        range,
-        new_text: format!("  {MARK}[{code}]"),
-    })
+    Some(TextEdit { range, new_text: format!("  {MARK}[{code}]") })
 }
 
 #[cfg(test)]

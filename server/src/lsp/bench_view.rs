@@ -90,16 +90,11 @@ pub static BENCH_CODES: &[BenchCode] = &[
 ];
 
 pub fn bench_code(kind: &str) -> &'static BenchCode {
-    BENCH_CODES
-        .iter()
-        .find(|c| c.kind == kind)
-        .unwrap_or(&BENCH_CODES[BENCH_CODES.len() - 1])
+    BENCH_CODES.iter().find(|c| c.kind == kind).unwrap_or(&BENCH_CODES[BENCH_CODES.len() - 1])
 }
 
 pub fn bench_code_by_code(code: &str) -> Option<&'static BenchCode> {
-    BENCH_CODES
-        .iter()
-        .find(|c| c.code.eq_ignore_ascii_case(code.trim()))
+    BENCH_CODES.iter().find(|c| c.code.eq_ignore_ascii_case(code.trim()))
 }
 
 /// The code-lens title for a finished benchmark.
@@ -168,22 +163,12 @@ pub fn error_diagnostic(
         Some(line) => {
             let line = (line as usize - 1).min(index.line_count().saturating_sub(1));
             let start = index.line_start(line);
-            let line_text = text[start.min(text.len())..]
-                .split('\n')
-                .next()
-                .unwrap_or("");
+            let line_text = text[start.min(text.len())..].split('\n').next().unwrap_or("");
             let indent = line_text.len() - line_text.trim_start().len();
-            let col = e
-                .column
-                .map(|c| c.saturating_sub(1) as usize)
-                .unwrap_or(indent);
+            let col = e.column.map(|c| c.saturating_sub(1) as usize).unwrap_or(indent);
             let col_byte = index.offset(text, line, col, crate::text::ColumnUnit::Char) - start;
             let col_byte = col_byte.min(line_text.len());
-            let end = line_text
-                .trim_end()
-                .len()
-                .max(col_byte + 1)
-                .min(line_text.len());
+            let end = line_text.trim_end().len().max(col_byte + 1).min(line_text.len());
             TextRange::new(start + col_byte, start + end)
         }
         None => fallback,
@@ -224,14 +209,8 @@ mod tests {
 
     #[test]
     fn lens_titles() {
-        assert_eq!(
-            lens_title(&result("gpu")),
-            "1.62x vs PyTorch · 29.9 ms vs 48.4 ms · correct · 6 launches"
-        );
-        assert_eq!(
-            lens_title(&result("cpu-interpreter")),
-            "correct (CPU interpreter, no timing)"
-        );
+        assert_eq!(lens_title(&result("gpu")), "1.62x vs PyTorch · 29.9 ms vs 48.4 ms · correct · 6 launches");
+        assert_eq!(lens_title(&result("cpu-interpreter")), "correct (CPU interpreter, no timing)");
     }
 
     #[test]
@@ -245,13 +224,7 @@ mod tests {
             line: Some(4),
             column: Some(9),
         };
-        let d = error_diagnostic(
-            &e,
-            std::path::Path::new("/w/k.py"),
-            text,
-            &index,
-            TextRange::new(0, 1),
-        );
+        let d = error_diagnostic(&e, std::path::Path::new("/w/k.py"), text, &index, TextRange::new(0, 1));
         assert_eq!(d.code, "KL901");
         assert_eq!(&text[d.range.start..d.range.end], "tl.foo(1)");
     }

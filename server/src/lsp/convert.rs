@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
-    self as lsp, DiagnosticRelatedInformation, Location, NumberOrString, Position,
-    PositionEncodingKind, Range, TextEdit, Uri,
+    self as lsp, DiagnosticRelatedInformation, Location, NumberOrString, Position, PositionEncodingKind, Range,
+    TextEdit, Uri,
 };
 
 use crate::diagnostic::{Applicability, Diagnostic, Severity};
@@ -61,10 +61,7 @@ pub fn position(text: &str, index: &LineIndex, offset: usize, encoding: Encoding
 }
 
 pub fn range(text: &str, index: &LineIndex, range: TextRange, encoding: Encoding) -> Range {
-    Range::new(
-        position(text, index, range.start, encoding),
-        position(text, index, range.end, encoding),
-    )
+    Range::new(position(text, index, range.start, encoding), position(text, index, range.end, encoding))
 }
 
 /// What `Diagnostic.data` carries.
@@ -89,33 +86,21 @@ pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
     }
 }
 
-pub fn diagnostic(
-    uri: &Uri,
-    text: &str,
-    index: &LineIndex,
-    d: &Diagnostic,
-    encoding: Encoding,
-) -> lsp::Diagnostic {
+pub fn diagnostic(uri: &Uri, text: &str, index: &LineIndex, d: &Diagnostic, encoding: Encoding) -> lsp::Diagnostic {
     let fix = d.fix.as_ref().map(|f| FixData {
         title: f.title.clone(),
         applicability: f.applicability,
         edits: f
             .edits
             .iter()
-            .map(|e| TextEdit {
-                range: range(text, index, e.range, encoding),
-                new_text: e.new_text.clone(),
-            })
+            .map(|e| TextEdit { range: range(text, index, e.range, encoding), new_text: e.new_text.clone() })
             .collect(),
     });
     let related = (!d.related.is_empty()).then(|| {
         d.related
             .iter()
             .map(|r| DiagnosticRelatedInformation {
-                location: Location {
-                    uri: uri.clone(),
-                    range: range(text, index, r.range, encoding),
-                },
+                location: Location { uri: uri.clone(), range: range(text, index, r.range, encoding) },
                 message: r.message.clone(),
             })
             .collect()
@@ -157,10 +142,7 @@ mod tests {
     fn utf8_is_chosen_only_when_offered() {
         let both = [PositionEncodingKind::UTF16, PositionEncodingKind::UTF8];
         assert_eq!(Encoding::negotiate(Some(&both)), Encoding::Utf8);
-        assert_eq!(
-            Encoding::negotiate(Some(&[PositionEncodingKind::UTF32])),
-            Encoding::Utf16
-        );
+        assert_eq!(Encoding::negotiate(Some(&[PositionEncodingKind::UTF32])), Encoding::Utf16);
         assert_eq!(Encoding::negotiate(None), Encoding::Utf16);
     }
 }

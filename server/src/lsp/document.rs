@@ -102,11 +102,7 @@ impl Document {
         self.version = version;
         self.text = self.rope.to_string();
         self.line_index = LineIndex::new(&self.text);
-        let old = if full_reparse {
-            None
-        } else {
-            self.tree.as_ref()
-        };
+        let old = if full_reparse { None } else { self.tree.as_ref() };
         let tree = analysis::parse(&self.text, old);
         self.tree = Some(tree);
         warnings
@@ -142,11 +138,7 @@ impl Document {
         self.analyzed = self.version;
         self.result = match &self.tree {
             Some(tree) => analysis::check(&self.text, tree, &self.settings),
-            None => analysis::check(
-                &self.text,
-                &analysis::parse(&self.text, None),
-                &self.settings,
-            ),
+            None => analysis::check(&self.text, &analysis::parse(&self.text, None), &self.settings),
         };
     }
 
@@ -158,13 +150,11 @@ impl Document {
     fn apply_ranged(&mut self, range: Range, new_text: &str, encoding: Encoding) -> Option<String> {
         let (mut start, clamped_start) = char_of(&self.rope, range.start, encoding);
         let (mut end, clamped_end) = char_of(&self.rope, range.end, encoding);
-        let mut warning = (clamped_start || clamped_end)
-            .then(|| format!("clamped change range {range:?} to the document"));
+        let mut warning =
+            (clamped_start || clamped_end).then(|| format!("clamped change range {range:?} to the document"));
         if start > end {
             std::mem::swap(&mut start, &mut end);
-            warning = Some(format!(
-                "change range {range:?} ends before it starts; applied it reversed"
-            ));
+            warning = Some(format!("change range {range:?} ends before it starts; applied it reversed"));
         }
         let start_byte = self.rope.char_to_byte(start);
         let old_end_byte = self.rope.char_to_byte(end);
@@ -190,12 +180,7 @@ impl Document {
 
     /// Byte offset of an LSP position in the current text (clamped).
     pub fn offset(&self, position: Position, encoding: Encoding) -> usize {
-        self.line_index.offset(
-            &self.text,
-            position.line as usize,
-            position.character as usize,
-            encoding.unit(),
-        )
+        self.line_index.offset(&self.text, position.line as usize, position.character as usize, encoding.unit())
     }
 
     pub fn range(&self, range: TextRange, encoding: Encoding) -> Range {
@@ -234,10 +219,7 @@ fn char_of(rope: &Rope, pos: Position, encoding: Encoding) -> (usize, bool) {
 
 fn point_of(rope: &Rope, byte: usize) -> Point {
     let row = rope.byte_to_line(byte);
-    Point {
-        row,
-        column: byte - rope.line_to_byte(row),
-    }
+    Point { row, column: byte - rope.line_to_byte(row) }
 }
 
 #[cfg(test)]
@@ -322,11 +304,7 @@ def launch(x, y):
         let settings = Arc::new(Settings::default());
         for seed in 1..=40u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let encoding = if seed % 2 == 0 {
-                Encoding::Utf8
-            } else {
-                Encoding::Utf16
-            };
+            let encoding = if seed % 2 == 0 { Encoding::Utf8 } else { Encoding::Utf16 };
             let mut doc = Document::new(FIXTURE, 0, settings.clone());
             let mut expected = FIXTURE.to_string();
             for version in 1..=30 {
@@ -340,11 +318,7 @@ def launch(x, y):
                     } else {
                         char_boundary(&expected, (a + rng.below(12)).min(expected.len()))
                     };
-                    let insert = if rng.below(4) == 0 {
-                        ""
-                    } else {
-                        SNIPPETS[rng.below(SNIPPETS.len())]
-                    };
+                    let insert = if rng.below(4) == 0 { "" } else { SNIPPETS[rng.below(SNIPPETS.len())] };
                     changes.push(TextDocumentContentChangeEvent {
                         range: Some(Range::new(
                             position_of(&expected, &index, a, encoding),

@@ -42,17 +42,12 @@ pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite
                 body
             }
             Err(replacement) => {
-                warn!(
-                    "replacing a malformed message: {}",
-                    String::from_utf8_lossy(&body[..body.len().min(200)])
-                );
+                warn!("replacing a malformed message: {}", String::from_utf8_lossy(&body[..body.len().min(200)]));
                 replacement.to_string().into_bytes()
             }
         };
         let header = format!("Content-Length: {}\r\n\r\n", body.len());
-        if output.write_all(header.as_bytes()).await.is_err()
-            || output.write_all(&body).await.is_err()
-        {
+        if output.write_all(header.as_bytes()).await.is_err() || output.write_all(&body).await.is_err() {
             break;
         }
         let _ = output.flush().await;
@@ -64,9 +59,7 @@ pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite
 }
 
 /// The body length from one header block; `Ok(None)` at end of input.
-async fn read_headers(
-    reader: &mut (impl AsyncBufReadExt + Unpin),
-) -> Result<Option<usize>, String> {
+async fn read_headers(reader: &mut (impl AsyncBufReadExt + Unpin)) -> Result<Option<usize>, String> {
     let mut length = None;
     let mut saw_any = false;
     loop {
@@ -108,17 +101,10 @@ fn valid_id(id: &Value) -> bool {
 /// Ok when tower-lsp-server can decode `body`; otherwise the request to send in its place.
 fn check(body: &[u8]) -> Result<(), Value> {
     let Ok(value) = serde_json::from_slice::<Value>(body) else {
-        return Err(
-            json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": true}}),
-        );
+        return Err(json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": true}}));
     };
-    let id = value
-        .get("id")
-        .filter(|id| valid_id(id))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let invalid =
-        json!({"jsonrpc": "2.0", "id": id, "method": INVALID_MESSAGE, "params": {"parse": false}});
+    let id = value.get("id").filter(|id| valid_id(id)).cloned().unwrap_or(Value::Null);
+    let invalid = json!({"jsonrpc": "2.0", "id": id, "method": INVALID_MESSAGE, "params": {"parse": false}});
     let Some(obj) = value.as_object() else {
         return Err(invalid);
     };
@@ -136,13 +122,9 @@ fn check(body: &[u8]) -> Result<(), Value> {
         None => {
             // A response to one of our requests.
             let error_ok = obj.get("error").is_none_or(|e| {
-                e.get("code").is_some_and(Value::is_i64)
-                    && e.get("message").is_some_and(Value::is_string)
+                e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string)
             });
-            if obj.contains_key("id")
-                && (obj.contains_key("result") || obj.contains_key("error"))
-                && error_ok
-            {
+            if obj.contains_key("id") && (obj.contains_key("result") || obj.contains_key("error")) && error_ok {
                 Ok(())
             } else {
                 Err(invalid)
@@ -162,15 +144,9 @@ mod tests {
         assert_eq!(check(br#"{"jsonrpc":"2.0","method":"x"}"#), Ok(()));
         assert_eq!(check(b"{not json").unwrap_err()["params"]["parse"], true);
         let bad = check(br#"{"jsonrpc":"2.0","id":7,"method":3}"#).unwrap_err();
-        assert_eq!(
-            (bad["id"].clone(), bad["params"]["parse"].clone()),
-            (json!(7), json!(false))
-        );
+        assert_eq!((bad["id"].clone(), bad["params"]["parse"].clone()), (json!(7), json!(false)));
         assert_eq!(check(br#"{"id":1,"method":"x"}"#).unwrap_err()["id"], 1);
-        assert_eq!(
-            check(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err()["id"],
-            Value::Null
-        );
+        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err()["id"], Value::Null);
         assert!(check(br#"[1,2]"#).is_err());
         assert!(check(br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#).is_err());
     }
@@ -182,9 +158,6 @@ mod tests {
         sanitize(&input[..], &mut out).await;
         let out = String::from_utf8(out).unwrap();
         assert!(out.contains(INVALID_MESSAGE), "{out}");
-        assert!(
-            out.ends_with("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"abc\"}"),
-            "{out}"
-        );
+        assert!(out.ends_with("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"abc\"}"), "{out}");
     }
 }

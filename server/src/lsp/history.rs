@@ -12,9 +12,7 @@ pub const HEADER: &str = "| time | stage | score | latency | problem |\n|---|---
 
 /// Stages that belong to rewrites rather than plain benchmarks: not shown here.
 fn is_rewrite_stage(stage: &str) -> bool {
-    ["rewrite", "candidate", "repair", "llm", "validate"]
-        .iter()
-        .any(|p| stage.starts_with(p))
+    ["rewrite", "candidate", "repair", "llm", "validate"].iter().any(|p| stage.starts_with(p))
 }
 
 pub fn table(root: &Path, file: Option<&Path>) -> String {
@@ -26,33 +24,22 @@ pub fn table(root: &Path, file: Option<&Path>) -> String {
         let Ok(Value::Object(entry)) = serde_json::from_str::<Value>(line) else {
             continue;
         };
-        let get = |keys: &[&str]| {
-            keys.iter()
-                .find_map(|k| entry.get(*k).filter(|v| !v.is_null()))
-        };
-        let stage = get(&["stage", "kind", "mode"])
-            .map(cell)
-            .unwrap_or_default();
+        let get = |keys: &[&str]| keys.iter().find_map(|k| entry.get(*k).filter(|v| !v.is_null()));
+        let stage = get(&["stage", "kind", "mode"]).map(cell).unwrap_or_default();
         if is_rewrite_stage(&stage) {
             continue;
         }
         let problem_value = get(&["problem", "task", "candidate", "file"]);
         if let (Some(file), Some(Value::String(p))) = (file, problem_value) {
             let recorded = Path::new(p);
-            let same = recorded == file
-                || file.ends_with(recorded)
-                || recorded.file_name() == file.file_name();
+            let same = recorded == file || file.ends_with(recorded) || recorded.file_name() == file.file_name();
             if !same && entry.contains_key("candidate") | entry.contains_key("file") {
                 continue;
             }
         }
-        let time = get(&["time", "timestamp", "ts", "date"])
-            .map(cell)
-            .unwrap_or_default();
+        let time = get(&["time", "timestamp", "ts", "date"]).map(cell).unwrap_or_default();
         let score = match get(&["score", "speedup"]) {
-            Some(Value::Number(n))
-                if entry.contains_key("speedup") && !entry.contains_key("score") =>
-            {
+            Some(Value::Number(n)) if entry.contains_key("speedup") && !entry.contains_key("score") => {
                 format!("{:.2}x", n.as_f64().unwrap_or(0.0))
             }
             Some(v) => cell(v),
@@ -65,10 +52,9 @@ pub fn table(root: &Path, file: Option<&Path>) -> String {
         };
         let problem = problem_value
             .map(|v| match v {
-                Value::String(s) => Path::new(s)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or(s.clone()),
+                Value::String(s) => {
+                    Path::new(s).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or(s.clone())
+                }
                 other => cell(other),
             })
             .unwrap_or_default();
@@ -111,10 +97,7 @@ mod tests {
         )
         .unwrap();
         let h = table(&root, Some(Path::new("/x/k.py")));
-        assert_eq!(
-            h,
-            format!("{HEADER}| 2025-01-02T03:04:05Z | bench | 1.50x | 2.0 ms | k.py |\n")
-        );
+        assert_eq!(h, format!("{HEADER}| 2025-01-02T03:04:05Z | bench | 1.50x | 2.0 ms | k.py |\n"));
         std::fs::remove_dir_all(&root).unwrap();
         assert_eq!(table(&root, None), HEADER);
     }

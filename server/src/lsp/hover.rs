@@ -10,12 +10,7 @@ use super::document::Document;
 /// Markdown for the hover at byte `offset`, if any.
 pub fn hover_markdown(doc: &Document, offset: usize) -> Option<String> {
     let mut sections = Vec::new();
-    for d in doc
-        .result
-        .diagnostics
-        .iter()
-        .filter(|d| d.range.contains(offset) || d.range.start == offset)
-    {
+    for d in doc.result.diagnostics.iter().filter(|d| d.range.contains(offset) || d.range.start == offset) {
         let mut s = format!("**{}** `{}`: {}\n\n", d.code, d.name, d.message);
         if let Some(doc) = rule_doc(&d.code) {
             s.push_str(&doc);
@@ -60,24 +55,18 @@ pub fn tl_name_at(text: &str, offset: usize) -> Option<(usize, &str)> {
     }
     let before = &text[..start];
     let qualified = before.ends_with("tl.") || before.ends_with("triton.language.");
-    let prefix_ok = before
-        .trim_end_matches("tl.")
-        .as_bytes()
-        .last()
-        .is_none_or(|b| !is_ident(*b) && *b != b'.');
-    (qualified && (prefix_ok || before.ends_with("triton.language.")))
-        .then(|| (start, &text[start..end]))
+    let prefix_ok = before.trim_end_matches("tl.").as_bytes().last().is_none_or(|b| !is_ident(*b) && *b != b'.');
+    (qualified && (prefix_ok || before.ends_with("triton.language."))).then(|| (start, &text[start..end]))
 }
 
 fn triton_name_hover(doc: &Document, offset: usize) -> Option<String> {
     let (start, name) = tl_name_at(doc.text(), offset)?;
     let version = triton_names::generated_from();
     if triton_names::is_known(name) {
-        return Some(format!(
-            "`tl.{name}`: `triton.language.{name}` exists (Triton {version})."
-        ));
+        return Some(format!("`tl.{name}`: `triton.language.{name}` exists (Triton {version})."));
     }
-    let mut s = format!("`tl.{name}`: **`triton.language` has no `{name}`** (Triton {version}); this fails to compile.");
+    let mut s =
+        format!("`tl.{name}`: **`triton.language` has no `{name}`** (Triton {version}); this fails to compile.");
     let fix = doc
         .result
         .diagnostics
@@ -90,9 +79,7 @@ fn triton_name_hover(doc: &Document, offset: usize) -> Option<String> {
         (None, None) => {}
     }
     if name == "tanh" {
-        s.push_str(
-            "\n\nFor tanh use `tl.extra.cuda.libdevice.tanh(x)` or `2 * tl.sigmoid(2 * x) - 1`.",
-        );
+        s.push_str("\n\nFor tanh use `tl.extra.cuda.libdevice.tanh(x)` or `2 * tl.sigmoid(2 * x) - 1`.");
     }
     Some(s)
 }
@@ -129,21 +116,14 @@ mod tests {
     #[test]
     fn tl_names_are_found_under_the_cursor() {
         let t = "y = tl.tanh(x) + mytl.exp(x)\n";
-        assert_eq!(
-            tl_name_at(t, t.find("tanh").unwrap() + 2),
-            Some((7, "tanh"))
-        );
+        assert_eq!(tl_name_at(t, t.find("tanh").unwrap() + 2), Some((7, "tanh")));
         assert_eq!(tl_name_at(t, t.find("exp").unwrap()), None);
         assert_eq!(tl_name_at(t, 0), None);
     }
 
     #[test]
     fn hover_tells_known_from_unknown_names() {
-        let doc = Document::new(
-            "y = tl.tanh(x)\nz = tl.sigmoid(x)\n",
-            0,
-            Arc::new(Settings::default()),
-        );
+        let doc = Document::new("y = tl.tanh(x)\nz = tl.sigmoid(x)\n", 0, Arc::new(Settings::default()));
         let unknown = hover_markdown(&doc, 8).unwrap();
         assert!(unknown.contains("has no `tanh`"), "{unknown}");
         let known = hover_markdown(&doc, doc.text().find("sigmoid").unwrap()).unwrap();

@@ -3,9 +3,7 @@
 //! compiled kernel's registers, spills and shared memory.
 
 use serde_json::Value;
-use tower_lsp_server::ls_types::{
-    CodeLens, Command, InlayHint, InlayHintKind, InlayHintLabel, Uri,
-};
+use tower_lsp_server::ls_types::{CodeLens, Command, InlayHint, InlayHintKind, InlayHintLabel, Uri};
 
 use super::bench_view;
 use super::convert::Encoding;
@@ -22,21 +20,12 @@ fn lens(
 ) -> CodeLens {
     CodeLens {
         range: doc.range(range, encoding),
-        command: Some(Command {
-            title,
-            command: command.to_string(),
-            arguments: Some(args),
-        }),
+        command: Some(Command { title, command: command.to_string(), arguments: Some(args) }),
         data: None,
     }
 }
 
-pub fn code_lenses(
-    uri: &Uri,
-    doc: &Document,
-    bench: Option<&BenchState>,
-    encoding: Encoding,
-) -> Vec<CodeLens> {
+pub fn code_lenses(uri: &Uri, doc: &Document, bench: Option<&BenchState>, encoding: Encoding) -> Vec<CodeLens> {
     let mut out = Vec::new();
     for k in &doc.result.kernels {
         let sites = match k.launch_sites {
@@ -47,11 +36,7 @@ pub fn code_lenses(
         let (title, command, args) = if k.persistent {
             (format!("persistent kernel · {sites}"), "", Vec::new())
         } else if let Some(per_forward) = &k.launches_per_forward {
-            (
-                format!("not persistent · {per_forward}"),
-                "kernel-lsp.explain",
-                vec![Value::from("KL001")],
-            )
+            (format!("not persistent · {per_forward}"), "kernel-lsp.explain", vec![Value::from("KL001")])
         } else if k.has_time_loop {
             (format!("time loop inside · {sites}"), "", Vec::new())
         } else {
@@ -63,37 +48,18 @@ pub fn code_lenses(
     for class in doc.result.classes.iter().filter(|c| c.name == "ModelNew") {
         let title = match bench {
             Some(b) if b.running => "Benchmarking… (run again to restart)".to_string(),
-            Some(BenchState {
-                result: Some(r),
-                version,
-                ..
-            }) => {
-                let stale = if *version != doc.version {
-                    " (before your last edits)"
-                } else {
-                    ""
-                };
+            Some(BenchState { result: Some(r), version, .. }) => {
+                let stale = if *version != doc.version { " (before your last edits)" } else { "" };
                 format!("{}{stale} · ↻", bench_view::lens_title(r))
             }
             _ => "▶ Benchmark vs reference".to_string(),
         };
-        out.push(lens(
-            doc,
-            class.range,
-            title,
-            "kernel-lsp.benchmark",
-            uri_arg.clone(),
-            encoding,
-        ));
+        out.push(lens(doc, class.range, title, "kernel-lsp.benchmark", uri_arg.clone(), encoding));
     }
     out
 }
 
-pub fn inlay_hints(
-    doc: &Document,
-    bench: Option<&BenchState>,
-    encoding: Encoding,
-) -> Vec<InlayHint> {
+pub fn inlay_hints(doc: &Document, bench: Option<&BenchState>, encoding: Encoding) -> Vec<InlayHint> {
     let Some(result) = bench.and_then(|b| b.result.as_ref()) else {
         return Vec::new();
     };
@@ -120,13 +86,8 @@ pub fn inlay_hints(
 }
 
 /// The end of the line that holds `offset`, before trailing blanks.
-fn line_end(
-    doc: &Document,
-    offset: usize,
-    encoding: Encoding,
-) -> tower_lsp_server::ls_types::Position {
+fn line_end(doc: &Document, offset: usize, encoding: Encoding) -> tower_lsp_server::ls_types::Position {
     let line = doc.line_index().line_of(offset);
     let end = doc.line_index().line_start(line) + doc.line_text(line).trim_end().len();
-    doc.range(crate::text::TextRange::new(end, end), encoding)
-        .end
+    doc.range(crate::text::TextRange::new(end, end), encoding).end
 }

@@ -41,16 +41,8 @@ static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
 pub fn serve_stdio() -> i32 {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kernel_lsp=info,warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .try_init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("kernel-lsp serve: cannot start the async runtime: {e}");
@@ -59,10 +51,7 @@ pub fn serve_stdio() -> i32 {
     };
     runtime.block_on(async {
         let (service, socket) = LspService::build(Server::new)
-            .custom_method(
-                "window/workDoneProgress/cancel",
-                Server::work_done_progress_cancel,
-            )
+            .custom_method("window/workDoneProgress/cancel", Server::work_done_progress_cancel)
             .custom_method(framing::INVALID_MESSAGE, Server::invalid_message)
             .finish();
         let (input, sanitized) = tokio::io::duplex(1 << 16);
@@ -71,9 +60,7 @@ pub fn serve_stdio() -> i32 {
             framing::sanitize(tokio::io::stdin(), input).await;
             let _ = input_done.send(());
         });
-        let serve = Transport::new(sanitized, tokio::io::stdout(), socket)
-            .concurrency_level(32)
-            .serve(service);
+        let serve = Transport::new(sanitized, tokio::io::stdout(), socket).concurrency_level(32).serve(service);
         // Once the client has gone (`exit`, or stdin closed), handlers still
         // waiting on it get a moment to finish, not forever.
         let grace = async {

@@ -6,9 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 use tower_lsp_server::ls_types::{
-    AnnotatedTextEdit, ChangeAnnotation, DocumentChanges, OneOf,
-    OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Uri,
-    WorkspaceEdit,
+    AnnotatedTextEdit, ChangeAnnotation, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Position,
+    Range, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
 use crate::llm::{Action, CandidateStatus, RewriteOutcome, StageEvent};
@@ -32,34 +31,24 @@ pub struct Options {
 
 pub fn parse_action(v: Option<&Value>) -> Result<Action, String> {
     let known = "persistent, grid-2d, block-size, repair";
-    let s = v
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("argument 1 must be the action: {known}"))?;
-    serde_json::from_value(Value::String(s.to_string()))
-        .map_err(|_| format!("unknown action {s:?}; known: {known}"))
+    let s = v.and_then(Value::as_str).ok_or_else(|| format!("argument 1 must be the action: {known}"))?;
+    serde_json::from_value(Value::String(s.to_string())).map_err(|_| format!("unknown action {s:?}; known: {known}"))
 }
 
 pub fn parse_options(v: Option<&Value>) -> Result<Options, String> {
     let Some(v) = v.filter(|v| !v.is_null()) else {
         return Ok(Options::default());
     };
-    let o = v
-        .as_object()
-        .ok_or("argument 3 must be an options object")?;
+    let o = v.as_object().ok_or("argument 3 must be an options object")?;
     let count = |k: &str| -> Result<Option<u32>, String> {
         match o.get(k) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(|n| Some(n as u32))
-                .ok_or(format!("option {k:?} must be a whole number")),
+            Some(v) => v.as_u64().map(|n| Some(n as u32)).ok_or(format!("option {k:?} must be a whole number")),
         }
     };
     let mut overrides = Vec::new();
     if let Some(set) = o.get("set").filter(|v| !v.is_null()) {
-        let set = set
-            .as_object()
-            .ok_or("option \"set\" must map module constants to values")?;
+        let set = set.as_object().ok_or("option \"set\" must map module constants to values")?;
         for (k, v) in set {
             let v = match v {
                 Value::String(s) => s.clone(),
@@ -95,11 +84,7 @@ pub fn stage_message(ev: &StageEvent) -> String {
         other => other,
     });
     if ev.finished {
-        let detail = if r.problem.is_empty() || r.problem.starts_with("ok") {
-            &r.score
-        } else {
-            &r.problem
-        };
+        let detail = if r.problem.is_empty() || r.problem.starts_with("ok") { &r.score } else { &r.problem };
         if !detail.is_empty() && detail != "-" {
             s.push_str(" — ");
             s.push_str(&detail.chars().take(120).collect::<String>());
@@ -157,18 +142,12 @@ pub fn confirmed_edit(
 ) -> WorkspaceEdit {
     let end = convert::position(old, &LineIndex::new(old), old.len(), encoding);
     let edit = AnnotatedTextEdit {
-        text_edit: TextEdit {
-            range: Range::new(Position::new(0, 0), end),
-            new_text: new.to_string(),
-        },
+        text_edit: TextEdit { range: Range::new(Position::new(0, 0), end), new_text: new.to_string() },
         annotation_id: ANNOTATION.to_string(),
     };
     WorkspaceEdit {
         document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
-            text_document: OptionalVersionedTextDocumentIdentifier {
-                uri: uri.clone(),
-                version,
-            },
+            text_document: OptionalVersionedTextDocumentIdentifier { uri: uri.clone(), version },
             edits: vec![OneOf::Right(edit)],
         }])),
         change_annotations: Some(HashMap::from([(
@@ -208,12 +187,7 @@ mod tests {
     use super::*;
     use crate::llm::StageRecord;
 
-    fn record(
-        stage: &str,
-        candidate: Option<u32>,
-        attempt: Option<u32>,
-        problem: &str,
-    ) -> StageRecord {
+    fn record(stage: &str, candidate: Option<u32>, attempt: Option<u32>, problem: &str) -> StageRecord {
         StageRecord {
             time: String::new(),
             run: String::new(),
@@ -231,31 +205,17 @@ mod tests {
 
     #[test]
     fn progress_messages_name_the_candidate_the_repair_and_the_problem() {
-        let ev = StageEvent {
-            finished: true,
-            record: record("bench", Some(2), Some(1), "compile-error: at 12:4"),
-        };
-        assert_eq!(
-            stage_message(&ev),
-            "candidate 2: repair 1: benchmark — compile-error: at 12:4"
-        );
-        let ev = StageEvent {
-            finished: false,
-            record: record("llm", Some(1), Some(0), ""),
-        };
+        let ev = StageEvent { finished: true, record: record("bench", Some(2), Some(1), "compile-error: at 12:4") };
+        assert_eq!(stage_message(&ev), "candidate 2: repair 1: benchmark — compile-error: at 12:4");
+        let ev = StageEvent { finished: false, record: record("llm", Some(1), Some(0), "") };
         assert_eq!(stage_message(&ev), "candidate 1: LLM…");
     }
 
     #[test]
     fn actions_and_options_parse() {
         assert_eq!(parse_action(Some(&json!("grid-2d"))), Ok(Action::Grid2d));
-        assert!(parse_action(Some(&json!("make-persistent")))
-            .unwrap_err()
-            .contains("persistent, grid-2d"));
-        let o = parse_options(Some(
-            &json!({"cpu": true, "set": {"seq_len": 4}, "candidates": 1}),
-        ))
-        .unwrap();
+        assert!(parse_action(Some(&json!("make-persistent"))).unwrap_err().contains("persistent, grid-2d"));
+        let o = parse_options(Some(&json!({"cpu": true, "set": {"seq_len": 4}, "candidates": 1}))).unwrap();
         assert!(o.cpu);
         assert_eq!(o.overrides, vec![("seq_len".to_string(), "4".to_string())]);
         assert_eq!(o.candidates, Some(1));
@@ -267,10 +227,7 @@ mod tests {
         let uri: Uri = "file:///x/k.py".parse().unwrap();
         let e = confirmed_edit(&uri, Some(3), "a\nbé", "new", Encoding::Utf16, "T", "d");
         let v = serde_json::to_value(&e).unwrap();
-        assert_eq!(
-            v["changeAnnotations"][ANNOTATION]["needsConfirmation"],
-            true
-        );
+        assert_eq!(v["changeAnnotations"][ANNOTATION]["needsConfirmation"], true);
         let edit = &v["documentChanges"][0]["edits"][0];
         assert_eq!(edit["range"]["end"], json!({"line": 1, "character": 2}));
         assert_eq!(edit["annotationId"], ANNOTATION);

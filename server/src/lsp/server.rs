@@ -53,20 +53,14 @@ pub struct Server {
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     // A panic while holding the lock must not take every later request down with it.
-    state
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// LSP's `RequestFailed`: the request was valid but could not be carried out.
 const REQUEST_FAILED: ErrorCode = ErrorCode::ServerError(-32803);
 
 fn invalid_params(message: impl Into<String>) -> Error {
-    Error {
-        code: ErrorCode::InvalidParams,
-        message: message.into().into(),
-        data: None,
-    }
+    Error { code: ErrorCode::InvalidParams, message: message.into().into(), data: None }
 }
 
 fn arg_uri(args: &[Value], i: usize) -> Result<Uri> {
@@ -154,9 +148,7 @@ impl Server {
             (uris, errors)
         };
         for e in errors {
-            self.client
-                .show_message(MessageType::ERROR, format!("kernel-lsp: {e}"))
-                .await;
+            self.client.show_message(MessageType::ERROR, format!("kernel-lsp: {e}")).await;
         }
         self.diagnostics_changed(&uris).await;
     }
@@ -181,11 +173,7 @@ impl Server {
 
     /// Answers a message the framing layer could not pass on (see `framing`).
     pub async fn invalid_message(&self, params: Value) -> Result<Value> {
-        if params
-            .get("parse")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-        {
+        if params.get("parse").and_then(Value::as_bool).unwrap_or(false) {
             Err(Error::parse_error())
         } else {
             Err(Error::invalid_request())
@@ -214,22 +202,15 @@ impl Server {
                     "kernel-lsp/{what}/{}",
                     self.next_token.fetch_add(1, Ordering::Relaxed)
                 ));
-                let created = tokio::time::timeout(
-                    CLIENT_TIMEOUT,
-                    self.client.create_work_done_progress(t.clone()),
-                )
-                .await;
+                let created =
+                    tokio::time::timeout(CLIENT_TIMEOUT, self.client.create_work_done_progress(t.clone())).await;
                 matches!(created, Ok(Ok(()))).then_some(t)
             }
             None => None,
         }
     }
 
-    async fn benchmark(
-        &self,
-        args: &[Value],
-        token: Option<ProgressToken>,
-    ) -> Result<Option<Value>> {
+    async fn benchmark(&self, args: &[Value], token: Option<ProgressToken>) -> Result<Option<Value>> {
         let uri = arg_uri(args, 0)?;
         let path = file_path(&uri).ok_or_else(|| invalid_params("benchmark needs a file: URI"))?;
         let (settings, reference, caps) = {
@@ -251,26 +232,15 @@ impl Server {
             (settings, reference, caps)
         };
         let token = self.progress_token(token, caps, "benchmark").await;
-        let key = token
-            .as_ref()
-            .map(token_key)
-            .unwrap_or_else(|| format!("untracked/{}", uri.as_str()));
-        let reference = reference.map(|r| {
-            path.parent()
-                .map(|d| d.join(&r))
-                .unwrap_or_else(|| r.into())
-        });
+        let key = token.as_ref().map(token_key).unwrap_or_else(|| format!("untracked/{}", uri.as_str()));
+        let reference = reference.map(|r| path.parent().map(|d| d.join(&r)).unwrap_or_else(|| r.into()));
         let request = BenchRequest {
             candidate: path.clone(),
             reference,
             settings: (*settings).clone(),
             python: None,
             overrides: Vec::new(),
-            cpu: args
-                .get(1)
-                .and_then(|o| o.get("cpu"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            cpu: args.get(1).and_then(|o| o.get("cpu")).and_then(Value::as_bool).unwrap_or(false),
             timeout: None,
             record_history: true,
         };
@@ -298,11 +268,7 @@ impl Server {
             Some(t) => Some(
                 self.client
                     .progress(t, "Benchmark vs reference")
-                    .with_message(
-                        path.file_name()
-                            .map(|n| n.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                    )
+                    .with_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
                     .with_cancel_button()
                     .begin()
                     .await,
@@ -328,15 +294,9 @@ impl Server {
                 })
             }
             Ok(Err(e)) => {
-                self.client
-                    .show_message(MessageType::ERROR, format!("kernel-lsp benchmark: {e}"))
-                    .await;
+                self.client.show_message(MessageType::ERROR, format!("kernel-lsp benchmark: {e}")).await;
                 self.views_changed(caps);
-                return Err(Error {
-                    code: REQUEST_FAILED,
-                    message: e.to_string().into(),
-                    data: None,
-                });
+                return Err(Error { code: REQUEST_FAILED, message: e.to_string().into(), data: None });
             }
             Ok(Ok(r)) => r,
         };
@@ -351,42 +311,24 @@ impl Server {
                         .find(|c| c.name == "ModelNew")
                         .map(|c| c.range)
                         .unwrap_or(TextRange::new(0, doc.line_text(0).len()));
-                    let d = bench_view::error_diagnostic(
-                        e,
-                        &path,
-                        doc.text(),
-                        doc.line_index(),
-                        fallback,
-                    );
+                    let d = bench_view::error_diagnostic(e, &path, doc.text(), doc.line_index(), fallback);
                     (vec![d], doc.version)
                 }
                 (Some(doc), None) => (Vec::new(), doc.version),
                 (None, _) => (Vec::new(), 0),
             };
-            st.bench.insert(
-                uri.clone(),
-                BenchState {
-                    running: false,
-                    result: Some(result.clone()),
-                    version,
-                    diagnostics,
-                },
-            );
+            st.bench
+                .insert(uri.clone(), BenchState { running: false, result: Some(result.clone()), version, diagnostics });
         }
         self.diagnostics_changed(std::slice::from_ref(&uri)).await;
-        serde_json::to_value(&result)
-            .map(Some)
-            .map_err(|e| Error::internal_error().tap_message(e.to_string()))
+        serde_json::to_value(&result).map(Some).map_err(|e| Error::internal_error().tap_message(e.to_string()))
     }
 
     async fn fix_all_command(&self, args: &[Value]) -> Result<Option<Value>> {
         let uri = arg_uri(args, 0)?;
         let (edits, version, caps) = {
             let st = self.state();
-            let doc = st
-                .docs
-                .get(&uri)
-                .ok_or_else(|| invalid_params(format!("{} is not open", uri.as_str())))?;
+            let doc = st.docs.get(&uri).ok_or_else(|| invalid_params(format!("{} is not open", uri.as_str())))?;
             (actions::fix_all(doc, st.encoding), doc.version, st.caps)
         };
         if edits.is_empty() {
@@ -402,10 +344,7 @@ impl Server {
         let edit = if caps.document_changes {
             WorkspaceEdit {
                 document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
-                    text_document: OptionalVersionedTextDocumentIdentifier {
-                        uri: uri.clone(),
-                        version: Some(version),
-                    },
+                    text_document: OptionalVersionedTextDocumentIdentifier { uri: uri.clone(), version: Some(version) },
                     edits: edits.into_iter().map(OneOf::Left).collect(),
                 }])),
                 ..Default::default()
@@ -413,23 +352,16 @@ impl Server {
         } else {
             actions::edit(&uri, edits)
         };
-        let response = tokio::time::timeout(CLIENT_TIMEOUT, self.client.apply_edit(edit))
-            .await
-            .map_err(|_| Error {
-                code: REQUEST_FAILED,
-                message: "the client did not answer workspace/applyEdit".into(),
-                data: None,
-            })??;
+        let response = tokio::time::timeout(CLIENT_TIMEOUT, self.client.apply_edit(edit)).await.map_err(|_| {
+            Error { code: REQUEST_FAILED, message: "the client did not answer workspace/applyEdit".into(), data: None }
+        })??;
         Ok(Some(Value::Bool(response.applied)))
     }
 
     fn history_command(&self, args: &[Value]) -> Result<Option<Value>> {
         let uri = arg_uri(args, 0)?;
         let path = file_path(&uri).ok_or_else(|| invalid_params("history needs a file: URI"))?;
-        let root = self
-            .state()
-            .root_for(&path)
-            .ok_or_else(|| invalid_params("no workspace root for this file"))?;
+        let root = self.state().root_for(&path).ok_or_else(|| invalid_params("no workspace root for this file"))?;
         Ok(Some(Value::String(history::table(&root, Some(&path)))))
     }
 
@@ -439,46 +371,29 @@ impl Server {
         let uri = arg_uri(args, 0)?;
         let path = file_path(&uri).ok_or_else(|| invalid_params("timeline needs a file: URI"))?;
         let root = crate::bench::history::project_root(&path);
-        let rel = path
-            .strip_prefix(&root)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let rel = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
         let records = crate::llm::timeline::read(&root).map_err(|e| Error {
             code: REQUEST_FAILED,
             message: format!("cannot read the timeline: {e}").into(),
             data: None,
         })?;
         let mine: Vec<_> = records.into_iter().filter(|r| r.file == rel).collect();
-        Ok(Some(Value::String(crate::llm::timeline::render_table(
-            &mine,
-        ))))
+        Ok(Some(Value::String(crate::llm::timeline::render_table(&mine))))
     }
 
     /// `kernel-lsp.rewrite [uri, action, range?, options?]`: runs the LLM
     /// pipeline on the file as saved, as a cancellable task with progress;
     /// offers the verified winner through `workspace/applyEdit` with a change
     /// annotation that needs confirmation.
-    async fn rewrite_command(
-        &self,
-        args: &[Value],
-        token: Option<ProgressToken>,
-    ) -> Result<Option<Value>> {
+    async fn rewrite_command(&self, args: &[Value], token: Option<ProgressToken>) -> Result<Option<Value>> {
         let uri = arg_uri(args, 0)?;
         let path = file_path(&uri).ok_or_else(|| invalid_params("rewrite needs a file: URI"))?;
         let action = rewrite::parse_action(args.get(1)).map_err(invalid_params)?;
         let options = rewrite::parse_options(args.get(3)).map_err(invalid_params)?;
-        let failed = |message: String| Error {
-            code: REQUEST_FAILED,
-            message: message.into(),
-            data: None,
-        };
-        let on_disk = std::fs::read_to_string(&path)
-            .map_err(|e| failed(format!("cannot read {}: {e}", path.display())))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let failed = |message: String| Error { code: REQUEST_FAILED, message: message.into(), data: None };
+        let on_disk =
+            std::fs::read_to_string(&path).map_err(|e| failed(format!("cannot read {}: {e}", path.display())))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let (settings, version, caps, encoding) = {
             let mut st = self.state();
             let (settings, version) = match st.docs.get(&uri) {
@@ -497,8 +412,7 @@ impl Server {
             }
             (settings, version, st.caps, st.encoding)
         };
-        let mut request =
-            crate::llm::RewriteRequest::new(path.clone(), action, (*settings).clone());
+        let mut request = crate::llm::RewriteRequest::new(path.clone(), action, (*settings).clone());
         request.text = Some(on_disk.clone());
         request.cpu = options.cpu;
         request.overrides = options.overrides;
@@ -524,9 +438,7 @@ impl Server {
         if let Some(t) = &token {
             guard.key = token_key(t);
         }
-        self.state()
-            .runs
-            .insert(guard.key.clone(), task.abort_handle());
+        self.state().runs.insert(guard.key.clone(), task.abort_handle());
         let progress = match token {
             Some(t) => Some(
                 self.client
@@ -559,9 +471,7 @@ impl Server {
             Ok(Err(e)) => {
                 // LlmError texts never hold the key (the client scrubs it).
                 warn!("rewrite of {} failed: {e}", path.display());
-                self.client
-                    .show_message(MessageType::ERROR, format!("kernel-lsp rewrite: {e}"))
-                    .await;
+                self.client.show_message(MessageType::ERROR, format!("kernel-lsp rewrite: {e}")).await;
                 return Err(failed(e.to_string()));
             }
             Ok(Ok(o)) => o,
@@ -569,12 +479,7 @@ impl Server {
         let summary = rewrite::candidates_summary(&outcome);
         let Some(new_text) = outcome.new_text.clone() else {
             let message = format!("{}\n{summary}", outcome.title);
-            self.client
-                .show_message(
-                    MessageType::WARNING,
-                    format!("kernel-lsp rewrite: {message}"),
-                )
-                .await;
+            self.client.show_message(MessageType::WARNING, format!("kernel-lsp rewrite: {message}")).await;
             return Ok(Some(rewrite::result_value(&outcome, None, None, &message)));
         };
         // Offer the edit only against the text the run started from.
@@ -592,47 +497,18 @@ impl Server {
                 "{}: not applied, {name} changed during the rewrite. The verified diff:\n{diff}",
                 outcome.title
             );
-            info!(
-                "rewrite of {} not offered, the file changed:\n{diff}",
-                path.display()
-            );
-            self.client
-                .show_message(
-                    MessageType::WARNING,
-                    format!("kernel-lsp rewrite: {message}"),
-                )
-                .await;
-            return Ok(Some(rewrite::result_value(
-                &outcome,
-                None,
-                Some(false),
-                &message,
-            )));
+            info!("rewrite of {} not offered, the file changed:\n{diff}", path.display());
+            self.client.show_message(MessageType::WARNING, format!("kernel-lsp rewrite: {message}")).await;
+            return Ok(Some(rewrite::result_value(&outcome, None, Some(false), &message)));
         }
-        let edit = rewrite::confirmed_edit(
-            &uri,
-            version,
-            &on_disk,
-            &new_text,
-            encoding,
-            &outcome.title,
-            &summary,
-        );
+        let edit = rewrite::confirmed_edit(&uri, version, &on_disk, &new_text, encoding, &outcome.title, &summary);
         if !caps.apply_edit {
             // The client applies what the command returns (through its own preview).
-            return Ok(Some(rewrite::result_value(
-                &outcome,
-                Some(&edit),
-                None,
-                &outcome.title,
-            )));
+            return Ok(Some(rewrite::result_value(&outcome, Some(&edit), None, &outcome.title)));
         }
         // The user reviews the preview before the client answers: wait as long as a person may.
-        let response = tokio::time::timeout(
-            std::time::Duration::from_secs(30 * 60),
-            self.client.apply_edit(edit),
-        )
-        .await;
+        let response =
+            tokio::time::timeout(std::time::Duration::from_secs(30 * 60), self.client.apply_edit(edit)).await;
         let applied = match response {
             Ok(Ok(r)) => r.applied,
             Ok(Err(e)) => {
@@ -641,19 +517,10 @@ impl Server {
             }
             Err(_) => false,
         };
-        let message = format!(
-            "{} — {}",
-            outcome.title,
-            if applied { "applied" } else { "not applied" }
-        );
+        let message = format!("{} — {}", outcome.title, if applied { "applied" } else { "not applied" });
         // The edit went out as workspace/applyEdit already: it is not returned
         // again, or the client would preview it a second time.
-        Ok(Some(rewrite::result_value(
-            &outcome,
-            None,
-            Some(applied),
-            &message,
-        )))
+        Ok(Some(rewrite::result_value(&outcome, None, Some(applied), &message)))
     }
 }
 
@@ -685,10 +552,8 @@ impl Drop for RunGuard {
     }
 }
 
-type CancellableProgress = tower_lsp_server::OngoingProgress<
-    tower_lsp_server::Unbounded,
-    tower_lsp_server::Cancellable,
->;
+type CancellableProgress =
+    tower_lsp_server::OngoingProgress<tower_lsp_server::Unbounded, tower_lsp_server::Cancellable>;
 
 /// Relays a spawned task's progress messages to the client until the task ends.
 async fn relay_progress<T>(
@@ -750,9 +615,7 @@ async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
             latest.push(p);
         }
         for p in latest {
-            client
-                .publish_diagnostics(p.uri, p.diagnostics, p.version)
-                .await;
+            client.publish_diagnostics(p.uri, p.diagnostics, p.version).await;
         }
     }
 }
@@ -760,18 +623,9 @@ async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
 impl LanguageServer for Server {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let caps = ClientCaps::from(&params.capabilities);
-        let offered = params
-            .capabilities
-            .general
-            .as_ref()
-            .and_then(|g| g.position_encodings.as_deref());
+        let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref());
         let encoding = Encoding::negotiate(offered);
-        let mut folders: Vec<_> = params
-            .workspace_folders
-            .iter()
-            .flatten()
-            .filter_map(|f| file_path(&f.uri))
-            .collect();
+        let mut folders: Vec<_> = params.workspace_folders.iter().flatten().filter_map(|f| file_path(&f.uri)).collect();
         #[allow(deprecated)]
         if folders.is_empty() {
             folders.extend(params.root_uri.as_ref().and_then(file_path));
@@ -785,9 +639,8 @@ impl LanguageServer for Server {
                 match super::settings::editor_settings(options) {
                     Ok(v) => st.editor = v,
                     Err(e) => {
-                        *self.init_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
-                            "kernel-lsp: invalid initialization options, using defaults: {e}"
-                        ))
+                        *self.init_error.lock().unwrap_or_else(|p| p.into_inner()) =
+                            Some(format!("kernel-lsp: invalid initialization options, using defaults: {e}"))
                     }
                 }
             }
@@ -803,15 +656,13 @@ impl LanguageServer for Server {
         ];
         let capabilities = ServerCapabilities {
             position_encoding: Some(encoding.kind()),
-            text_document_sync: Some(TextDocumentSyncCapability::Options(
-                TextDocumentSyncOptions {
-                    open_close: Some(true),
-                    change: Some(TextDocumentSyncKind::INCREMENTAL),
-                    will_save: None,
-                    will_save_wait_until: None,
-                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
-                },
-            )),
+            text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                will_save: None,
+                will_save_wait_until: None,
+                save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+            })),
             hover_provider: Some(HoverProviderCapability::Simple(true)),
             completion_provider: Some(CompletionOptions {
                 trigger_characters: Some(vec![".".to_string()]),
@@ -822,15 +673,11 @@ impl LanguageServer for Server {
                 work_done_progress_options: Default::default(),
                 resolve_provider: Some(true),
             })),
-            code_lens_provider: Some(CodeLensOptions {
-                resolve_provider: Some(false),
-            }),
+            code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
             inlay_hint_provider: Some(OneOf::Left(true)),
             execute_command_provider: Some(ExecuteCommandOptions {
                 commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
-                work_done_progress_options: WorkDoneProgressOptions {
-                    work_done_progress: Some(true),
-                },
+                work_done_progress_options: WorkDoneProgressOptions { work_done_progress: Some(true) },
             }),
             diagnostic_provider: caps.pull_diagnostics.then(|| {
                 DiagnosticServerCapabilities::Options(DiagnosticOptions {
@@ -860,11 +707,7 @@ impl LanguageServer for Server {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        let error = self
-            .init_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let error = self.init_error.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(e) = error {
             self.client.show_message(MessageType::ERROR, e).await;
         }
@@ -872,13 +715,9 @@ impl LanguageServer for Server {
         if caps.watched_files_dynamic {
             let watchers = ["**/kernel-lsp.toml", "**/pyproject.toml"]
                 .iter()
-                .map(|g| FileSystemWatcher {
-                    glob_pattern: GlobPattern::String(g.to_string()),
-                    kind: None,
-                })
+                .map(|g| FileSystemWatcher { glob_pattern: GlobPattern::String(g.to_string()), kind: None })
                 .collect();
-            let options =
-                serde_json::to_value(DidChangeWatchedFilesRegistrationOptions { watchers }).ok();
+            let options = serde_json::to_value(DidChangeWatchedFilesRegistrationOptions { watchers }).ok();
             let registration = Registration {
                 id: "kernel-lsp/config-files".to_string(),
                 method: "workspace/didChangeWatchedFiles".to_string(),
@@ -904,10 +743,7 @@ impl LanguageServer for Server {
         let error = {
             let mut st = self.state();
             let (settings, error) = st.settings_for(&item.uri);
-            st.docs.insert(
-                item.uri.clone(),
-                Document::new(&item.text, item.version, settings),
-            );
+            st.docs.insert(item.uri.clone(), Document::new(&item.text, item.version, settings));
             st.touch(&item.uri);
             if let Some(b) = st.bench.get_mut(&item.uri) {
                 b.diagnostics.clear();
@@ -916,9 +752,7 @@ impl LanguageServer for Server {
             error
         };
         if let Some(e) = error {
-            self.client
-                .show_message(MessageType::ERROR, format!("kernel-lsp: {e}"))
-                .await;
+            self.client.show_message(MessageType::ERROR, format!("kernel-lsp: {e}")).await;
         }
     }
 
@@ -938,11 +772,7 @@ impl LanguageServer for Server {
                 params.text_document.version
             );
         }
-        for w in doc.apply_changes(
-            params.text_document.version,
-            &params.content_changes,
-            encoding,
-        ) {
+        for w in doc.apply_changes(params.text_document.version, &params.content_changes, encoding) {
             warn!("{}: {w}", uri.as_str());
         }
         let job = doc.analysis_job();
@@ -960,10 +790,7 @@ impl LanguageServer for Server {
         tokio::spawn(async move {
             let result = job.run();
             let st = &mut *lock(&state);
-            let installed = st
-                .docs
-                .get_mut(&uri)
-                .is_some_and(|doc| doc.install(job.version, result));
+            let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
             if installed && !st.caps.pull_diagnostics {
                 if let Some(p) = st.publish(&uri) {
                     let _ = publish_tx.send(p);
@@ -973,8 +800,8 @@ impl LanguageServer for Server {
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
-        let name = file_path(&params.text_document.uri)
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let name =
+            file_path(&params.text_document.uri).and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
         if matches!(name.as_deref(), Some("kernel-lsp.toml" | "pyproject.toml")) {
             self.reload_settings().await;
         }
@@ -990,11 +817,7 @@ impl LanguageServer for Server {
             st.caps.pull_diagnostics
         };
         if !pull {
-            let _ = self.publish_tx.send(Publish {
-                uri,
-                version: None,
-                diagnostics: Vec::new(),
-            });
+            let _ = self.publish_tx.send(Publish { uri, version: None, diagnostics: Vec::new() });
         }
     }
 
@@ -1002,10 +825,7 @@ impl LanguageServer for Server {
         let mut value = params.settings;
         let wants_pull = value.is_null() || value.as_object().is_some_and(|m| m.is_empty());
         if wants_pull && self.state().caps.configuration {
-            let item = ConfigurationItem {
-                scope_uri: None,
-                section: Some("kernel-lsp".to_string()),
-            };
+            let item = ConfigurationItem { scope_uri: None, section: Some("kernel-lsp".to_string()) };
             if let Ok(mut items) = self.client.configuration(vec![item]).await {
                 value = items.pop().unwrap_or(Value::Null);
             }
@@ -1016,15 +836,9 @@ impl LanguageServer for Server {
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
         {
             let mut st = self.state();
-            let removed: Vec<_> = params
-                .event
-                .removed
-                .iter()
-                .filter_map(|f| file_path(&f.uri))
-                .collect();
+            let removed: Vec<_> = params.event.removed.iter().filter_map(|f| file_path(&f.uri)).collect();
             st.folders.retain(|f| !removed.contains(f));
-            st.folders
-                .extend(params.event.added.iter().filter_map(|f| file_path(&f.uri)));
+            st.folders.extend(params.event.added.iter().filter_map(|f| file_path(&f.uri)));
         }
         self.reload_settings().await;
     }
@@ -1033,10 +847,7 @@ impl LanguageServer for Server {
         self.reload_settings().await;
     }
 
-    async fn diagnostic(
-        &self,
-        params: DocumentDiagnosticParams,
-    ) -> Result<DocumentDiagnosticReportResult> {
+    async fn diagnostic(&self, params: DocumentDiagnosticParams) -> Result<DocumentDiagnosticReportResult> {
         let uri = &params.text_document.uri;
         // A pull right after an edit waits (briefly) for that edit's analysis.
         for _ in 0..1000 {
@@ -1048,12 +859,12 @@ impl LanguageServer for Server {
         let st = self.state();
         let result_id = st.docs.get(uri).map(|d| d.version.to_string());
         let items = st.lsp_diagnostics(uri);
-        Ok(DocumentDiagnosticReportResult::Report(
-            DocumentDiagnosticReport::Full(RelatedFullDocumentDiagnosticReport {
+        Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(
+            RelatedFullDocumentDiagnosticReport {
                 related_documents: None,
                 full_document_diagnostic_report: FullDocumentDiagnosticReport { result_id, items },
-            }),
-        ))
+            },
+        )))
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
@@ -1062,13 +873,7 @@ impl LanguageServer for Server {
         let Some(doc) = st.docs.get(uri) else {
             return Ok(None);
         };
-        Ok(Some(actions::code_actions(
-            uri,
-            doc,
-            &params,
-            st.encoding,
-            st.caps.code_action_resolve,
-        )))
+        Ok(Some(actions::code_actions(uri, doc, &params, st.encoding, st.caps.code_action_resolve)))
     }
 
     async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
@@ -1081,12 +886,7 @@ impl LanguageServer for Server {
         let Some(doc) = st.docs.get(uri) else {
             return Ok(None);
         };
-        Ok(Some(lens::code_lenses(
-            uri,
-            doc,
-            st.bench.get(uri),
-            st.encoding,
-        )))
+        Ok(Some(lens::code_lenses(uri, doc, st.bench.get(uri), st.encoding)))
     }
 
     async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
@@ -1106,10 +906,7 @@ impl LanguageServer for Server {
         };
         let offset = doc.offset(p.position, st.encoding);
         Ok(hover::hover_markdown(doc, offset).map(|value| Hover {
-            contents: HoverContents::Markup(MarkupContent {
-                kind: MarkupKind::Markdown,
-                value,
-            }),
+            contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
             range: None,
         }))
     }
@@ -1141,18 +938,10 @@ impl LanguageServer for Server {
         let args = &params.arguments;
         match params.command.as_str() {
             "kernel-lsp.benchmark" => {
-                self.benchmark(
-                    args,
-                    params.work_done_progress_params.work_done_token.clone(),
-                )
-                .await
+                self.benchmark(args, params.work_done_progress_params.work_done_token.clone()).await
             }
             "kernel-lsp.rewrite" => {
-                self.rewrite_command(
-                    args,
-                    params.work_done_progress_params.work_done_token.clone(),
-                )
-                .await
+                self.rewrite_command(args, params.work_done_progress_params.work_done_token.clone()).await
             }
             "kernel-lsp.history" => self.history_command(args),
             "kernel-lsp.timeline" => self.timeline_command(args),
@@ -1166,10 +955,7 @@ impl LanguageServer for Server {
                     .ok_or_else(|| invalid_params(format!("unknown rule {code:?}")))
             }
             "kernel-lsp.fixAll" => self.fix_all_command(args).await,
-            other => Err(invalid_params(format!(
-                "unknown command {other:?}; known: {}",
-                COMMANDS.join(", ")
-            ))),
+            other => Err(invalid_params(format!("unknown command {other:?}; known: {}", COMMANDS.join(", ")))),
         }
     }
 }

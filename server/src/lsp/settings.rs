@@ -77,9 +77,7 @@ mod tests {
             "target-gpu = \"a100\"\nignore = [\"KL004\"]\n[bench]\nrepeats = 7\n",
         )
         .unwrap();
-        let editor =
-            editor_settings(&json!({"kernel-lsp": {"select": ["KL00"], "bench": {"warmup": 3}}}))
-                .unwrap();
+        let editor = editor_settings(&json!({"kernel-lsp": {"select": ["KL00"], "bench": {"warmup": 3}}})).unwrap();
         let (s, err) = for_file(&editor, Some(&dir.join("k.py")));
         assert_eq!(err, None);
         assert_eq!(s.target_gpu, "a100");
@@ -94,10 +92,7 @@ mod tests {
         assert!(editor_settings(&json!({"target-gpu": "voodoo3"})).is_err());
         assert!(editor_settings(&json!({"no-such-key": 1})).is_err());
         assert!(editor_settings(&json!(3)).is_err());
-        assert_eq!(
-            editor_settings(&json!({"ignore": ["KL005"]})).unwrap(),
-            json!({"ignore": ["KL005"]})
-        );
+        assert_eq!(editor_settings(&json!({"ignore": ["KL005"]})).unwrap(), json!({"ignore": ["KL005"]}));
         assert_eq!(editor_settings(&Value::Null).unwrap(), json!({}));
     }
 }

@@ -47,19 +47,9 @@ impl ClientCaps {
                 .and_then(|w| w.diagnostics.as_ref())
                 .and_then(|d| d.refresh_support)
                 .unwrap_or(false),
-            code_lens_refresh: ws
-                .and_then(|w| w.code_lens.as_ref())
-                .and_then(|d| d.refresh_support)
-                .unwrap_or(false),
-            inlay_hint_refresh: ws
-                .and_then(|w| w.inlay_hint.as_ref())
-                .and_then(|d| d.refresh_support)
-                .unwrap_or(false),
-            work_done_progress: c
-                .window
-                .as_ref()
-                .and_then(|w| w.work_done_progress)
-                .unwrap_or(false),
+            code_lens_refresh: ws.and_then(|w| w.code_lens.as_ref()).and_then(|d| d.refresh_support).unwrap_or(false),
+            inlay_hint_refresh: ws.and_then(|w| w.inlay_hint.as_ref()).and_then(|d| d.refresh_support).unwrap_or(false),
+            work_done_progress: c.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false),
             apply_edit: ws.and_then(|w| w.apply_edit).unwrap_or(false),
             document_changes: ws
                 .and_then(|w| w.workspace_edit.as_ref())
@@ -161,11 +151,7 @@ impl State {
         let Some(doc) = self.docs.get(uri) else {
             return Vec::new();
         };
-        let bench = self
-            .bench
-            .get(uri)
-            .map(|b| b.diagnostics.as_slice())
-            .unwrap_or(&[]);
+        let bench = self.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
         doc.result
             .diagnostics
             .iter()
@@ -176,11 +162,7 @@ impl State {
 
     pub fn publish(&self, uri: &Uri) -> Option<Publish> {
         let doc = self.docs.get(uri)?;
-        Some(Publish {
-            uri: uri.clone(),
-            version: Some(doc.version),
-            diagnostics: self.lsp_diagnostics(uri),
-        })
+        Some(Publish { uri: uri.clone(), version: Some(doc.version), diagnostics: self.lsp_diagnostics(uri) })
     }
 
     /// The workspace folder that holds `path` (the deepest), else the file's directory.

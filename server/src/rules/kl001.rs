@@ -74,9 +74,8 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
                 continue;
             }
             // A nested time loop that launches gets the diagnostic instead.
-            let inner_launches = (0..func.loops.len()).any(|i| {
-                i != l && time[i] && within(func, i, l) && !model.launches_in_loop(f, i).is_empty()
-            });
+            let inner_launches = (0..func.loops.len())
+                .any(|i| i != l && time[i] && within(func, i, l) && !model.launches_in_loop(f, i).is_empty());
             if inner_launches {
                 continue;
             }
@@ -170,7 +169,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         for (li, via) in &tl.launches {
             let launch = &model.launches[*li];
             if let Some(call) = via {
-                let call_text = model.src.get(call.start_byte..call.end_byte).unwrap_or("").lines().next().unwrap_or("");
+                let call_text =
+                    model.src.get(call.start_byte..call.end_byte).unwrap_or("").lines().next().unwrap_or("");
                 d = d.with_related(
                     crate::text::TextRange::new(call.start_byte, call.end_byte),
                     format!("`{}` launches `{}` once per step", call_text.trim(), launch.kernel),

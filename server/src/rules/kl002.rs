@@ -69,9 +69,10 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             if !k.is_tile_loop(l, src) || k.loop_follows_grid(l, src) {
                 continue;
             }
-            let offsets_store = k.calls_in_loop(l).filter(|c| c.is_tl("store")).any(|s| {
-                s.arg(0, "pointer").is_some_and(|p| k.deps(p, src).contains(var.as_str()))
-            });
+            let offsets_store = k
+                .calls_in_loop(l)
+                .filter(|c| c.is_tl("store"))
+                .any(|s| s.arg(0, "pointer").is_some_and(|p| k.deps(p, src).contains(var.as_str())));
             if !offsets_store {
                 continue;
             }
@@ -100,7 +101,11 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 k.name
             );
             let fix = crate::fix::grid2d::fix(model, k, l);
-            out.push(RULE.diagnostic(lp.header_range, message).with_related(k.name_range, format!("kernel `{}`", k.name)).with_fix(fix));
+            out.push(
+                RULE.diagnostic(lp.header_range, message)
+                    .with_related(k.name_range, format!("kernel `{}`", k.name))
+                    .with_fix(fix),
+            );
         }
     }
 }

@@ -91,7 +91,10 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     );
                     out.push(
                         RULE.diagnostic(range_of(load.node), message)
-                            .with_related(range_of(store.node), format!("each program stores its own tile of `{base}` here"))
+                            .with_related(
+                                range_of(store.node),
+                                format!("each program stores its own tile of `{base}` here"),
+                            )
                             .with_related(k.loops[t].header_range, "the time loop"),
                     );
                     reported.insert(base.clone());

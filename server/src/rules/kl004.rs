@@ -72,10 +72,16 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
     let text = model.text(node).trim();
     match node.kind() {
         "integer" => parse_int(text).map(Bound::Const).unwrap_or(Bound::Unknown),
-        "parenthesized_expression" => node.named_child(0).map(|n| classify(k, model, n, depth + 1)).unwrap_or(Bound::Unknown),
+        "parenthesized_expression" => {
+            node.named_child(0).map(|n| classify(k, model, n, depth + 1)).unwrap_or(Bound::Unknown)
+        }
         "identifier" => {
             if let Some(p) = k.param(text) {
-                return if p.constexpr { Bound::ConstexprParam(p.name.clone()) } else { Bound::Runtime(p.name.clone()) };
+                return if p.constexpr {
+                    Bound::ConstexprParam(p.name.clone())
+                } else {
+                    Bound::Runtime(p.name.clone())
+                };
             }
             let assigns: Vec<_> = k.assigns.iter().filter(|a| a.target == text).collect();
             match assigns.as_slice() {
@@ -94,7 +100,8 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
             }
             if parts.iter().all(|b| matches!(b, Bound::Const(_))) {
                 // Only the operators Triton folds for us.
-                let vals: Vec<i64> = parts.iter().filter_map(|b| if let Bound::Const(v) = b { Some(*v) } else { None }).collect();
+                let vals: Vec<i64> =
+                    parts.iter().filter_map(|b| if let Bound::Const(v) = b { Some(*v) } else { None }).collect();
                 let op = field!(node, "operator").map(|o| model.text(o)).unwrap_or("");
                 let v = match (op, vals.as_slice()) {
                     ("+", [a, b]) => a.checked_add(*b),
@@ -168,7 +175,11 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
             if let Some((node, param)) = runtime {
                 let text = model.text(node).trim();
-                let via = if text == param { String::new() } else { format!(" (it comes from the runtime parameter `{param}`)") };
+                let via = if text == param {
+                    String::new()
+                } else {
+                    format!(" (it comes from the runtime parameter `{param}`)")
+                };
                 let message = format!(
                     "`tl.arange` bound `{text}` is not a `tl.constexpr`{via}: compilation fails with \"arange's arguments must be of type tl.constexpr\". Annotate `{param}: tl.constexpr`, or use a constexpr block size with a mask"
                 );

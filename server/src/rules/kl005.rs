@@ -48,7 +48,8 @@ fp32 to within rounding: `tanh`, `relu`, `gelu` (erf form), `silu`, `softplus`,
 /// A replacement for a missing function, built from its argument texts.
 fn replacement(name: &str, tl: &str, args: &[&str]) -> Option<String> {
     let x = args.first()?;
-    let x = if x.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') { x.to_string() } else { format!("({x})") };
+    let x =
+        if x.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') { x.to_string() } else { format!("({x})") };
     Some(match (name, args.len()) {
         ("tanh", 1) => format!("(2 * {tl}.sigmoid(2 * {x}) - 1)"),
         ("relu", 1) => format!("{tl}.maximum({x}, 0.0)"),
@@ -72,10 +73,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             continue;
         }
         let tl = field!(attr, "object").map(|o| model.text(o)).unwrap_or("tl");
-        let fix = attr
-            .parent()
-            .filter(|p| p.kind() == "call" && field!(p, "function") == Some(*attr))
-            .and_then(|call| {
+        let fix =
+            attr.parent().filter(|p| p.kind() == "call" && field!(p, "function") == Some(*attr)).and_then(|call| {
                 let (args, kwargs) = call_arguments(call, model.src);
                 if !kwargs.is_empty() {
                     return None;
@@ -84,7 +83,11 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 let new_text = replacement(name, tl, &texts)?;
                 Some(Fix {
                     title: format!("Replace `{tl}.{name}(...)` with `{new_text}`"),
-                    applicability: if name == "pow" || name == "power" { Applicability::NeedsReview } else { Applicability::Safe },
+                    applicability: if name == "pow" || name == "power" {
+                        Applicability::NeedsReview
+                    } else {
+                        Applicability::Safe
+                    },
                     edits: vec![Edit { range: range_of(call), new_text }],
                 })
             });

@@ -163,7 +163,10 @@ pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String
     }
     // Fall back on the usual names.
     let find = |suffix: &str| {
-        k.params.iter().find(|p| p.constexpr && (p.name.ends_with(&format!("_{suffix}")) || p.name == format!("BLOCK{suffix}"))).map(|p| p.name.clone())
+        k.params
+            .iter()
+            .find(|p| p.constexpr && (p.name.ends_with(&format!("_{suffix}")) || p.name == format!("BLOCK{suffix}")))
+            .map(|p| p.name.clone())
     };
     Some((find("M")?, find("N")?, find("K")?))
 }
@@ -221,7 +224,12 @@ fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Con
                     values.insert(name, (v, Some(val)));
                 }
             }
-            out.push(Config { label: "this `triton.Config`".to_string(), at: range_of(entry), insert_at: closing_paren(entry), values });
+            out.push(Config {
+                label: "this `triton.Config`".to_string(),
+                at: range_of(entry),
+                insert_at: closing_paren(entry),
+                values,
+            });
         }
     }
     let autotuned = !out.is_empty();
@@ -236,7 +244,12 @@ fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Con
         if autotuned && !names.iter().any(|n| launch.kwarg(n).is_some()) {
             continue;
         }
-        out.push(Config { label: format!("this launch of `{}`", k.name), at: launch.name_range, insert_at: closing_paren(launch.node), values });
+        out.push(Config {
+            label: format!("this launch of `{}`", k.name),
+            at: launch.name_range,
+            insert_at: closing_paren(launch.node),
+            values,
+        });
     }
     out
 }
@@ -287,14 +300,22 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
             let fix = shrink_to_fit(tile, bytes, gpu.sm, limit).and_then(|t| {
                 let mut edits = Vec::new();
                 let mut changed = Vec::new();
-                for (name, old, new) in [(m.as_str(), bm, t.m), (n.as_str(), bn, t.n), (kd.as_str(), bk, t.k), ("num_stages", stages, t.stages)] {
+                for (name, old, new) in [
+                    (m.as_str(), bm, t.m),
+                    (n.as_str(), bn, t.n),
+                    (kd.as_str(), bk, t.k),
+                    ("num_stages", stages, t.stages),
+                ] {
                     if old == new {
                         continue;
                     }
                     match cfg.values.get(name).and_then(|v| v.1) {
                         Some(node) => edits.push(Edit { range: range_of(node), new_text: new.to_string() }),
                         // `num_stages` left at Triton's default: add it to the launch or Config.
-                        None if name == "num_stages" => edits.push(Edit { range: TextRange::new(cfg.insert_at, cfg.insert_at), new_text: format!(", num_stages={new}") }),
+                        None if name == "num_stages" => edits.push(Edit {
+                            range: TextRange::new(cfg.insert_at, cfg.insert_at),
+                            new_text: format!(", num_stages={new}"),
+                        }),
                         None => return None,
                     }
                     changed.push(format!("{name}={new}"));
@@ -306,7 +327,11 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                     edits,
                 })
             });
-            out.push(RULE.diagnostic(cfg.at, message).with_fix(fix).with_related(k.name_range, format!("kernel `{}`", k.name)));
+            out.push(
+                RULE.diagnostic(cfg.at, message)
+                    .with_fix(fix)
+                    .with_related(k.name_range, format!("kernel `{}`", k.name)),
+            );
         }
     }
 }

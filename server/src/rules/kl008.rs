@@ -73,7 +73,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             reported_roots.push(root);
-            let vars: Vec<String> = a.loops.iter().filter_map(|&l| k.loops[l].var.clone()).map(|v| format!("`{v}`")).collect();
+            let vars: Vec<String> =
+                a.loops.iter().filter_map(|&l| k.loops[l].var.clone()).map(|v| format!("`{v}`")).collect();
             let message = format!(
                 "scalar multiply-accumulate loops over {} in `{}` with no `tl.dot`: nothing runs on the tensor cores. Keep PyTorch's convolution (cuDNN) with a fused Triton epilogue, or write an implicit GEMM with `tl.dot`",
                 vars.join(", "),

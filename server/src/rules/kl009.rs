@@ -89,7 +89,10 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     "input projection inside the time loop of `{}`: this product reads `{input}` at step `{var}` and is recomputed every step. Compute it for all steps as one GEMM before the kernel and load the precomputed gates here",
                     k.name
                 );
-                out.push(RULE.diagnostic(range_of(call.node), message).with_related(k.loops[t].header_range, "the time loop"));
+                out.push(
+                    RULE.diagnostic(range_of(call.node), message)
+                        .with_related(k.loops[t].header_range, "the time loop"),
+                );
                 break;
             }
         }

@@ -56,7 +56,9 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 "`{}` inside a loop in `{}` waits for the GPU on every iteration: the GPU idles while Python prepares the next launch. Keep the check on the GPU or move it after the loop",
                 sync.what, func.name
             );
-            out.push(RULE.diagnostic(range_of(sync.node), message).with_related(func.loops[l].header_range, "the loop"));
+            out.push(
+                RULE.diagnostic(range_of(sync.node), message).with_related(func.loops[l].header_range, "the loop"),
+            );
         }
     }
 }

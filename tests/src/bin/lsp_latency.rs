@@ -77,18 +77,13 @@ def run_scale_{i}(x, s):
 
 /// A Triton file of about `lines` lines, and the 0-based lines of `y = x * 2.0` in each kernel.
 fn generate(lines: usize) -> (String, Vec<usize>) {
-    let mut text = String::from(
-        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n",
-    );
+    let mut text = String::from("import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n");
     let mut targets = Vec::new();
     let mut i = 0;
     while text.lines().count() + 60 < lines {
         let start = text.lines().count();
         let b = block(i);
-        let offset = b
-            .lines()
-            .position(|l| l.trim() == "y = x * 2.0")
-            .expect("marker line");
+        let offset = b.lines().position(|l| l.trim() == "y = x * 2.0").expect("marker line");
         targets.push(start + offset);
         text.push_str(&b);
         i += 1;
@@ -169,12 +164,7 @@ impl Server {
                 }
             }
         });
-        Server {
-            child,
-            stdin,
-            rx,
-            next_id: 1,
-        }
+        Server { child, stdin, rx, next_id: 1 }
     }
 
     fn send(&mut self, msg: &Value) {
@@ -198,10 +188,7 @@ impl Server {
                 .expect("the server answers in time");
             if msg.get("method").is_some() && msg.get("id").is_some() {
                 let result = if msg["method"] == "workspace/configuration" {
-                    Value::Array(vec![
-                        Value::Null;
-                        msg["params"]["items"].as_array().map_or(1, Vec::len)
-                    ])
+                    Value::Array(vec![Value::Null; msg["params"]["items"].as_array().map_or(1, Vec::len)])
                 } else {
                     Value::Null
                 };
@@ -312,20 +299,14 @@ fn run(command: &[String], dir: &Path, text: &str, targets: &[usize], files: usi
     }
     let peak_rss_kb = server.peak_rss_kb();
     server.stop();
-    Measurement {
-        latencies_ms,
-        peak_rss_kb,
-    }
+    Measurement { latencies_ms, peak_rss_kb }
 }
 
 fn report(name: &str, files: usize, m: &Measurement) -> f64 {
     let mut sorted = m.latencies_ms.clone();
     sorted.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&sorted, 50.0), percentile(&sorted, 99.0));
-    let rss = m
-        .peak_rss_kb
-        .map(|kb| format!("{:.1} MB", kb as f64 / 1024.0))
-        .unwrap_or_else(|| "n/a".into());
+    let rss = m.peak_rss_kb.map(|kb| format!("{:.1} MB", kb as f64 / 1024.0)).unwrap_or_else(|| "n/a".into());
     println!(
         "{name:<12} files={files:<3} edits={:<3} p50={p50:>8.2} ms  p99={p99:>8.2} ms  max={:>8.2} ms  peak RSS={rss}",
         sorted.len(),
@@ -336,9 +317,7 @@ fn report(name: &str, files: usize, m: &Measurement) -> f64 {
 
 fn default_kernel_lsp() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(|d| root.join(d))
-        .unwrap_or_else(|| root.join("target"));
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(|d| root.join(d)).unwrap_or_else(|| root.join("target"));
     target.join("release").join("kernel-lsp")
 }
 
@@ -380,8 +359,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("lsp-latency-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
 
-    let mut servers: Vec<(&str, Vec<String>)> =
-        vec![("kernel-lsp", vec![kernel_lsp, "serve".into()])];
+    let mut servers: Vec<(&str, Vec<String>)> = vec![("kernel-lsp", vec![kernel_lsp, "serve".into()])];
     if let Some(r) = ruff {
         servers.push(("ruff", vec![r, "server".into()]));
     }

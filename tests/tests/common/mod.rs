@@ -55,9 +55,7 @@ pub fn server_binary() -> &'static Path {
             Some(dir) => root.join(dir), // an absolute CARGO_TARGET_DIR replaces `root`
             None => root.join("target"),
         };
-        let bin = target
-            .join("debug")
-            .join(format!("kernel-lsp{}", std::env::consts::EXE_SUFFIX));
+        let bin = target.join("debug").join(format!("kernel-lsp{}", std::env::consts::EXE_SUFFIX));
         if !bin.is_file() {
             let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
                 .args(["build", "-p", "kernel-lsp"])
@@ -195,18 +193,12 @@ impl LspClient {
     /// The `result` of a request that must succeed.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
         let response = self.request(method, params);
-        assert!(
-            response.get("error").is_none(),
-            "{method} failed: {response}"
-        );
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
         response["result"].clone()
     }
 
     pub fn response(&mut self, id: i64) -> Value {
-        self.wait_for(
-            |m| m.get("method").is_none() && m["id"] == json!(id),
-            &format!("response {id}"),
-        )
+        self.wait_for(|m| m.get("method").is_none() && m["id"] == json!(id), &format!("response {id}"))
     }
 
     /// Next message for which `pred` holds; answers server requests and keeps other messages.
@@ -238,10 +230,7 @@ impl LspClient {
     pub fn drain(&mut self, within: Duration) -> Vec<Value> {
         let deadline = Instant::now() + within;
         let mut out: Vec<Value> = self.pending.drain(..).collect();
-        while let Ok(msg) = self
-            .rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
+        while let Ok(msg) = self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             self.observe(&msg);
             out.push(msg);
         }
@@ -273,15 +262,8 @@ impl LspClient {
     }
 
     /// `initialize` + `initialized` with the given client capabilities and options.
-    pub fn initialize_with(
-        &mut self,
-        capabilities: Value,
-        options: Value,
-        root: Option<&Path>,
-    ) -> Value {
-        let folders = root
-            .map(|r| json!([{"uri": file_uri(r), "name": "ws"}]))
-            .unwrap_or(Value::Null);
+    pub fn initialize_with(&mut self, capabilities: Value, options: Value, root: Option<&Path>) -> Value {
+        let folders = root.map(|r| json!([{"uri": file_uri(r), "name": "ws"}])).unwrap_or(Value::Null);
         let result = self.call(
             "initialize",
             json!({
@@ -342,19 +324,13 @@ impl LspClient {
             },
             &format!("diagnostics for {uri} v{version}"),
         );
-        msg["params"]["diagnostics"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+        msg["params"]["diagnostics"].as_array().cloned().unwrap_or_default()
     }
 
     /// `shutdown`, then `exit`; returns the server's exit status.
     pub fn shutdown(mut self) -> ExitStatus {
         let response = self.request("shutdown", Value::Null);
-        assert!(
-            response.get("error").is_none(),
-            "shutdown failed: {response}"
-        );
+        assert!(response.get("error").is_none(), "shutdown failed: {response}");
         self.notify("exit", Value::Null);
         self.wait_exit()
     }
@@ -383,10 +359,7 @@ impl Drop for LspClient {
 
 /// Codes of a list of LSP diagnostics, in order.
 pub fn codes(diags: &[Value]) -> Vec<String> {
-    diags
-        .iter()
-        .filter_map(|d| d["code"].as_str().map(str::to_string))
-        .collect()
+    diags.iter().filter_map(|d| d["code"].as_str().map(str::to_string)).collect()
 }
 
 /// Applies LSP text edits (positions in `encoding`: "utf-8" or "utf-16") to `text`.
@@ -401,22 +374,14 @@ pub fn apply_text_edits(text: &str, edits: &[Value], encoding: &str) -> String {
             if units >= col {
                 return start + i;
             }
-            units += if encoding == "utf-8" {
-                ch.len_utf8()
-            } else {
-                ch.len_utf16()
-            };
+            units += if encoding == "utf-8" { ch.len_utf8() } else { ch.len_utf16() };
         }
         start + line_text.len()
     };
     let mut spans: Vec<(usize, usize, String)> = edits
         .iter()
         .map(|e| {
-            (
-                offset(&e["range"]["start"]),
-                offset(&e["range"]["end"]),
-                e["newText"].as_str().unwrap_or("").to_string(),
-            )
+            (offset(&e["range"]["start"]), offset(&e["range"]["end"]), e["newText"].as_str().unwrap_or("").to_string())
         })
         .collect();
     spans.sort_by(|a, b| b.0.cmp(&a.0));

@@ -59,14 +59,9 @@ pub struct MockLlm {
 impl MockLlm {
     /// Serves `replies` in order, the last one again for every later request.
     pub fn start(replies: Vec<Reply>) -> MockLlm {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let listener = runtime
-            .block_on(TcpListener::bind("127.0.0.1:0"))
-            .expect("bind loopback");
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+        let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).expect("bind loopback");
         let port = listener.local_addr().expect("address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = requests.clone();
@@ -82,11 +77,7 @@ impl MockLlm {
                 tokio::spawn(async move { serve(stream, reply, recorded).await });
             }
         });
-        MockLlm {
-            base_url: format!("http://127.0.0.1:{port}/v1"),
-            requests,
-            _runtime: runtime,
-        }
+        MockLlm { base_url: format!("http://127.0.0.1:{port}/v1"), requests, _runtime: runtime }
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -96,9 +87,7 @@ impl MockLlm {
 
 /// The text of a recorded answer.
 pub fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/llm")
-        .join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/llm").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -136,11 +125,8 @@ async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
             None => l.to_string(),
         })
         .collect();
-    let length: usize = headers
-        .iter()
-        .find_map(|h| h.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+    let length: usize =
+        headers.iter().find_map(|h| h.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
     let mut body = buf[head_end + 4..].to_vec();
     while body.len() < length {
         let n = stream.read(&mut chunk).await.ok()?;
@@ -149,17 +135,9 @@ async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .to_string();
+    let path = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    Some(Recorded {
-        path,
-        headers,
-        body,
-    })
+    Some(Recorded { path, headers, body })
 }
 
 fn sse_chunks(answer: &str) -> Vec<String> {
@@ -176,26 +154,21 @@ fn sse_chunks(answer: &str) -> Vec<String> {
         "data: {}\n\n",
         json!({"id": "mock", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     ));
-    let usage = json!({"prompt_tokens": 1000, "completion_tokens": chars.len() / 4, "total_tokens": 1000 + chars.len() / 4});
-    out.push(format!(
-        "data: {}\n\n",
-        json!({"id": "mock", "choices": [], "usage": usage})
-    ));
+    let usage =
+        json!({"prompt_tokens": 1000, "completion_tokens": chars.len() / 4, "total_tokens": 1000 + chars.len() / 4});
+    out.push(format!("data: {}\n\n", json!({"id": "mock", "choices": [], "usage": usage})));
     out.push("data: [DONE]\n\n".to_string());
     out
 }
 
-const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
+const SSE_HEAD: &str =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
 
 async fn serve(mut stream: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Recorded>>>) {
     let Some(request) = read_request(&mut stream).await else {
         return;
     };
-    let token = request
-        .headers
-        .iter()
-        .find_map(|h| h.strip_prefix("authorization:"))
-        .map(|v| v.trim().to_string());
+    let token = request.headers.iter().find_map(|h| h.strip_prefix("authorization:")).map(|v| v.trim().to_string());
     recorded.lock().expect("lock").push(request);
     match reply {
         Reply::Answer(text) => {
@@ -236,9 +209,7 @@ async fn serve(mut stream: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Reco
         }
         Reply::Garbage(body) => {
             let head = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n";
-            let _ = stream
-                .write_all((head.to_string() + &body).as_bytes())
-                .await;
+            let _ = stream.write_all((head.to_string() + &body).as_bytes()).await;
         }
     }
     let _ = stream.shutdown().await;
