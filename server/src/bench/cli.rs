@@ -201,25 +201,12 @@ pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
 }
 
 pub fn history_cli(args: HistoryArgs) -> i32 {
-    let (root, file) = match &args.file {
-        Some(f) => match std::path::absolute(f) {
-            Ok(abs) => {
-                let root = history::project_root(&abs);
-                let rel = abs.strip_prefix(&root).unwrap_or(&abs).display().to_string();
-                (root, Some(rel))
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", f.display());
-                return 2;
-            }
-        },
-        None => match std::env::current_dir() {
-            Ok(cwd) => (history::project_root(&cwd.join("_")), None),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 2;
-            }
-        },
+    let (root, file) = match history::root_and_file(args.file.as_deref()) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
     };
     let entries = match history::read(&root) {
         Ok(e) => e,

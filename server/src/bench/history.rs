@@ -50,6 +50,23 @@ pub fn project_root(candidate: &Path) -> PathBuf {
     start.to_path_buf()
 }
 
+/// The project root and a file's path relative to it (for `history`/`timeline FILE`);
+/// without a file, the root around the current directory.
+pub fn root_and_file(file: Option<&Path>) -> Result<(PathBuf, Option<String>), String> {
+    match file {
+        Some(f) => {
+            let abs = std::path::absolute(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            let root = project_root(&abs);
+            let rel = abs.strip_prefix(&root).unwrap_or(&abs).display().to_string();
+            Ok((root, Some(rel)))
+        }
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+            Ok((project_root(&cwd.join("_")), None))
+        }
+    }
+}
+
 pub fn history_path(root: &Path) -> PathBuf {
     root.join(".kernel-lsp").join("history.jsonl")
 }
