@@ -28,6 +28,27 @@ fn examples_are_reported_with_exit_1_and_a_summary() {
     assert!(stdout.lines().any(|l| l.starts_with("Found ") && l.ends_with(" errors.")), "{stdout}");
 }
 
+/// The few-shot kernels the prompts carry (prompts/examples/, the verified
+/// kernels of examples/recurrent/) must stay clean: a rule change that flags
+/// them would teach the LLM a mistake, or show the rule is wrong.
+#[test]
+fn every_prompt_example_passes_check_with_no_diagnostics() {
+    let out = kernel_lsp(&["check", "--format", "json", "prompts/"], repo());
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert_eq!(doc["diagnostics"].as_array().map(Vec::len), Some(0), "{doc:#}");
+    let persistent: Vec<&str> = doc["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["persistent"] == true)
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    for kernel in ["gru_wavefront_kernel", "gru_bidir_layer_kernel", "lstm_wavefront_kernel"] {
+        assert!(persistent.contains(&kernel), "{kernel} is not classified persistent: {persistent:?}");
+    }
+}
+
 #[test]
 fn json_output_has_diagnostics_and_kernel_classification() {
     let out = kernel_lsp(

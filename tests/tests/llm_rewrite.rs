@@ -134,6 +134,10 @@ fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
     assert!(user.contains("self.gru = nn.GRU(input_size, hidden_size, num_layers, bias, batch_first"), "the reference");
     assert!(user.contains("KL001 python-time-loop-launch"), "the diagnostics");
     assert!(user.contains("NVIDIA H100") && user.contains("232448"), "the GPU and its shared memory");
+    assert!(
+        user.contains("## Verified example") && user.contains("def gru_wavefront_kernel("),
+        "the verified GRU example for a GRU task"
+    );
 
     assert_eq!(std::fs::read_to_string(dir.join(FILE)).unwrap(), original(), "no --apply: the file is untouched");
     no_temp_files_left(&dir);

@@ -423,6 +423,7 @@ impl<'a> FileModel<'a> {
             || t.starts_with("len(self.")
             || t.starts_with("enumerate(self.")
             || t.starts_with("zip(self.")
+            || counts_layers(t)
         {
             return true;
         }
@@ -631,6 +632,16 @@ pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
             depth -= 1;
         }
     }
+}
+
+/// `rnn.num_layers`, `gru.num_directions`: a plain attribute that counts the
+/// layers or directions of a module passed in, a configuration value like
+/// `self.num_layers`, never a number of time steps.
+fn counts_layers(t: &str) -> bool {
+    let Some((base, attr)) = t.rsplit_once('.') else { return false };
+    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let attr = attr.to_ascii_lowercase();
+    plain(base) && plain(&attr) && (attr.contains("layer") || attr.contains("direction"))
 }
 
 /// Identifiers an expression reads. `tl.program_id(a)` reads the pseudo

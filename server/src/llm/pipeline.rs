@@ -226,9 +226,16 @@ fn first_prompt(ctx: &Ctx, baseline: &BenchResult, dir: Option<&Path>) -> Result
             ));
         }
     };
+    let example = match ctx.req.action {
+        Action::Persistent => {
+            prompts::example_section(prompts::example_for(&format!("{reference_src}\n{}", ctx.text)), dir)?
+        }
+        _ => String::new(),
+    };
     Ok(prompts::render(
         &prompts::load(template, dir)?,
         &[
+            ("example", &example),
             ("file_name", &name),
             ("file", &ctx.text),
             ("reference", &reference_src),

@@ -22,6 +22,47 @@ const DEFAULTS: &[(&str, &str)] = &[
     (REPAIR_ACCURACY, include_str!("../../../prompts/repair-accuracy.md")),
 ];
 
+/// The verified few-shot kernels of `prompts/examples/` (the persistent
+/// recurrent kernels of `examples/recurrent/`, measured on an H100), with the
+/// line that introduces each in a prompt.
+pub const EXAMPLES: &[(&str, &str, &str)] = &[
+    (
+        "examples/gru_wavefront.py",
+        "a stacked unidirectional GRU as one wavefront launch (H100, task shapes: 25x faster than cuDNN, correct at 1e-2)",
+        include_str!("../../../prompts/examples/gru_wavefront.py"),
+    ),
+    (
+        "examples/gru_bidir_persistent.py",
+        "a bidirectional GRU, one launch per layer with both directions side by side (H100: 10x faster than cuDNN)",
+        include_str!("../../../prompts/examples/gru_bidir_persistent.py"),
+    ),
+    (
+        "examples/lstm_wavefront.py",
+        "a stacked LSTM as one wavefront launch (H100: 9-11x faster than cuDNN)",
+        include_str!("../../../prompts/examples/lstm_wavefront.py"),
+    ),
+];
+
+/// The example closest to the task: an LSTM, a bidirectional GRU, or else the
+/// unidirectional GRU (the reference and the file are searched).
+pub fn example_for(task_text: &str) -> &'static str {
+    let compact: String = task_text.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.contains("nn.LSTM(") || compact.contains("LSTM(") {
+        EXAMPLES[2].0
+    } else if compact.contains("bidirectional=True") {
+        EXAMPLES[1].0
+    } else {
+        EXAMPLES[0].0
+    }
+}
+
+/// The prompt section that shows the example `name` (as loaded by [`load`]).
+pub fn example_section(name: &str, dir: Option<&Path>) -> Result<String, LlmError> {
+    let what = EXAMPLES.iter().find(|(n, _, _)| *n == name).map(|(_, w, _)| *w).unwrap_or("a verified example");
+    let code = load(name, dir)?;
+    Ok(format!("A verified kernel for a related task: {what}.\n\n```python\n{}\n```", code.trim_end()))
+}
+
 /// The template `name`: `dir/name` when that file exists, else the embedded default.
 pub fn load(name: &str, dir: Option<&Path>) -> Result<String, LlmError> {
     if let Some(path) = dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
@@ -30,6 +71,8 @@ pub fn load(name: &str, dir: Option<&Path>) -> Result<String, LlmError> {
     }
     DEFAULTS
         .iter()
+        .copied()
+        .chain(EXAMPLES.iter().map(|(n, _, t)| (*n, *t)))
         .find(|(n, _)| *n == name)
         .map(|(_, t)| t.to_string())
         .ok_or_else(|| LlmError::Setup(format!("no prompt template named {name}")))
@@ -81,5 +124,42 @@ mod tests {
         ] {
             assert!(super::load(name, None).unwrap().contains("CRITICAL"), "{name}");
         }
+    }
+
+    /// Every file of `prompts/examples/` is embedded, and every embedded
+    /// example still passes the checker with no diagnostics.
+    #[test]
+    fn every_example_is_embedded_and_clean() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prompts/examples");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .expect("prompts/examples exists")
+            .map(|e| format!("examples/{}", e.unwrap().file_name().to_string_lossy()))
+            .filter(|n| n.ends_with(".py"))
+            .collect();
+        files.sort();
+        let mut embedded: Vec<String> = super::EXAMPLES.iter().map(|(n, _, _)| n.to_string()).collect();
+        embedded.sort();
+        assert_eq!(files, embedded);
+        let settings = crate::config::Settings::default();
+        for (name, _, text) in super::EXAMPLES {
+            let result = crate::analysis::check_text(text, &settings);
+            assert!(result.diagnostics.is_empty(), "{name}: {:?}", result.diagnostics);
+            assert!(text.contains("grid_barrier(") && text.contains("check_residency("), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_example_follows_the_task() {
+        assert_eq!(super::example_for("self.lstm = nn.LSTM(input_size, hidden_size)"), "examples/lstm_wavefront.py");
+        assert_eq!(
+            super::example_for("nn.GRU(a, b, n, bias, bf, dropout=0, bidirectional = True)"),
+            "examples/gru_bidir_persistent.py"
+        );
+        assert_eq!(
+            super::example_for("nn.GRU(a, b, n, bias, bf, dropout=0, bidirectional=False)"),
+            "examples/gru_wavefront.py"
+        );
+        let section = super::example_section(super::example_for("nn.GRU"), None).unwrap();
+        assert!(section.contains("def gru_wavefront_kernel(") && section.contains("25x"), "{section}");
     }
 }

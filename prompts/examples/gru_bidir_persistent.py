@@ -1,0 +1,1 @@
+../../examples/recurrent/gru_bidir_persistent.py

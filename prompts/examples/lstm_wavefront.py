@@ -1,0 +1,1 @@
+../../examples/recurrent/lstm_wavefront.py
