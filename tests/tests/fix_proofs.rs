@@ -234,3 +234,66 @@ fn kl002_grid_fix_of_the_nested_gru_kernel() {
         fixed.lines().position(|l| l.contains("raise RuntimeError(\"`gru_layer_kernel` waits")).expect("guard") + 1;
     assert_eq!(run["error"]["line"].as_u64(), Some(guard_line as u64), "{run:#}");
 }
+
+/// The KL902 shrink, from the `OutOfResources` an H100 raised for this
+/// candidate (the interpreter never raises it): the same function
+/// `bench --fix` calls builds the fix from the recorded error, the fixed copy
+/// passes the static check, and it runs correct under the interpreter.
+#[test]
+fn kl902_out_of_resources_fix_runs_correct() {
+    use kernel_lsp::bench::{cli::fix_for_error, BenchErrorInfo};
+    let dir = task_copy("matmul_smem", "oor");
+    let file = dir.join("candidate_big_blocks.py");
+    let text = std::fs::read_to_string(&file).expect("candidate");
+    // Where the harness puts it: the innermost frame of the candidate, the launch.
+    let line = text.lines().position(|l| l.contains("linear_bias_relu_kernel[grid](")).expect("launch") + 1;
+    let error = BenchErrorInfo {
+        kind: "out-of-resources".into(),
+        message: "out of resource: shared memory, Required: 1048576, Hardware limit: 232448. Reducing block sizes \
+                  or `num_stages` may help."
+            .into(),
+        file: Some(file.display().to_string()),
+        line: Some(line as u32),
+        column: Some(9),
+    };
+    let settings = kernel_lsp::config::Settings::default();
+    let found = fix_for_error(&file, &error, &settings).expect("a fix").expect("an out-of-resources fix");
+    assert_eq!(found.fix.applicability, kernel_lsp::diagnostic::Applicability::NeedsReview);
+    // Another error kind has no deterministic fix.
+    let mismatch = BenchErrorInfo { kind: "mismatch".into(), ..error.clone() };
+    assert!(fix_for_error(&file, &mismatch, &settings).expect("no error").is_none());
+
+    let diff = similar::TextDiff::from_lines(&text, &found.fixed)
+        .unified_diff()
+        .context_radius(1)
+        .header("a/examples/matmul_smem/candidate_big_blocks.py", "b/examples/matmul_smem/candidate_big_blocks.py")
+        .to_string();
+    insta::assert_snapshot!("kl902_big_blocks_diff", diff);
+    std::fs::write(&file, &found.fixed).expect("write the fix");
+    assert!(!codes(&dir, "candidate_big_blocks.py").contains(&"KL006".to_string()));
+    assert_correct(&dir, "candidate_big_blocks.py", &[]);
+
+    // `bench --fix` on the interpreter: no OutOfResources there, nothing to apply, the file stays.
+    let py = python();
+    let (code, stdout, stderr) = kernel_lsp(
+        &dir,
+        &[
+            "bench",
+            "candidate_big_blocks.py",
+            "--cpu",
+            "--fix",
+            "--format",
+            "json",
+            "--python",
+            &py,
+            "--timeout",
+            "120",
+        ],
+    );
+    let run: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(code, 0, "{run:#}");
+    assert_eq!(run["correct"], true, "{run:#}");
+    assert_eq!(run["fix"]["applied"], false, "{run:#}");
+    assert_eq!(run["fix"]["reason"], "the run raised no error", "{run:#}");
+    assert_eq!(std::fs::read_to_string(&file).expect("candidate"), found.fixed);
+}

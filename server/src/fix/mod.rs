@@ -4,3 +4,4 @@
 //! Depends on `analysis`; never on `lsp`, `bench` or `llm`.
 
 pub mod grid2d;
+pub mod oor;
