@@ -5,6 +5,11 @@
 //! reference) finds the fixed candidate correct. Before the fix, the original
 //! fails the way its rule says wherever the interpreter can show it.
 //!
+//! The KL902 shrink fixes a run that failed with `OutOfResources`, which the
+//! interpreter never raises: its test builds the fix from the error an H100
+//! recorded (the path `bench --fix` takes), then runs the fixed copy here. The
+//! GPU half is `scripts/gpu-proof/oor_fix.sh`.
+//!
 //! The KL002 rewrite of the nested GRU kernel adds a grid-wide barrier, which
 //! the interpreter cannot run (it runs programs one at a time): its edit is a
 //! snapshot of the unified diff, and under the interpreter it must end at once
@@ -140,7 +145,7 @@ fn kl005_tl_tanh_fix_runs_correct() {
 }
 
 #[test]
-fn kl004_arange_fix_needs_review_and_makes_the_bound_constexpr() {
+fn kl004_arange_fix_needs_review_pads_masks_and_runs_correct() {
     let dir = task_copy("softmax_arange", "arange");
     let file = "candidate_arange_runtime.py";
     assert!(codes(&dir, file).contains(&"KL004".to_string()));
@@ -160,14 +165,40 @@ fn kl004_arange_fix_needs_review_and_makes_the_bound_constexpr() {
 
     fix(&dir, file, true);
     let fixed = std::fs::read_to_string(dir.join(file)).expect("fixed file");
-    assert!(fixed.contains("N_COLS: tl.constexpr"), "{fixed}");
+    insta::assert_snapshot!("kl004_arange_runtime_diff", diff_of(&before, &fixed, "softmax_arange", file));
     assert!(!codes(&dir, file).contains(&"KL004".to_string()));
-    // Not run here: the fixed kernel still reads the bound through the alias
-    // `H = N_COLS`, and Triton's interpreter turns every assignment into a
-    // tensor (so `tl.arange(0, H)` fails there), while the task's 100 columns
-    // are not a power of two (the GPU compiler refuses that arange too). The
-    // fix does not yet add `triton.next_power_of_2` + a mask for a bound whose
-    // value is only known at run time.
+    // The bound is a constexpr power of two from `triton.next_power_of_2(n_cols)`,
+    // the 28 padded columns are masked, and the masked load holds -inf, which the
+    // max ignores and the exp turns into 0 for the sum.
+    assert_correct(&dir, file, &[]);
+}
+
+#[test]
+fn kl004_not_pow2_fix_pads_and_runs_correct() {
+    let dir = task_copy("softmax_arange", "not-pow2");
+    let file = "candidate_not_pow2.py";
+    assert!(codes(&dir, file).contains(&"KL004".to_string()));
+
+    // Before: a 100-wide arange does not compile.
+    let (code, run) = bench(&dir, file, &[]);
+    assert_eq!(code, 2, "{run:#}");
+    assert!(error_message(&run).contains("arange's range must be a power of 2"), "{run:#}");
+
+    let before = std::fs::read_to_string(dir.join(file)).expect("candidate");
+    fix(&dir, file, true);
+    let fixed = std::fs::read_to_string(dir.join(file)).expect("fixed file");
+    insta::assert_snapshot!("kl004_not_pow2_diff", diff_of(&before, &fixed, "softmax_arange", file));
+    assert!(!codes(&dir, file).contains(&"KL004".to_string()));
+    assert_correct(&dir, file, &[]);
+}
+
+/// The unified diff of a fix, as the snapshots hold it.
+fn diff_of(before: &str, after: &str, task: &str, file: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(1)
+        .header(&format!("a/examples/{task}/{file}"), &format!("b/examples/{task}/{file}"))
+        .to_string()
 }
 
 #[test]

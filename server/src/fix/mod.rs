@@ -5,3 +5,4 @@
 
 pub mod grid2d;
 pub mod oor;
+pub mod pad_mask;
