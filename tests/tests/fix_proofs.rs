@@ -328,3 +328,58 @@ fn kl902_out_of_resources_fix_runs_correct() {
     assert_eq!(run["fix"]["reason"], "the run raised no error", "{run:#}");
     assert_eq!(std::fs::read_to_string(&file).expect("candidate"), found.fixed);
 }
+
+/// `bench --fix` after the run an H100 recorded for this candidate (its
+/// `OutOfResources`, as the harness reports it): without `--unsafe-fixes` the
+/// block shrink is held back and the file stays; with it the file is written
+/// and the second run, a real one under the interpreter, is correct.
+#[test]
+fn kl902_bench_fix_holds_back_or_applies_and_reruns() {
+    use kernel_lsp::bench::{cli::fix_and_rerun, BenchRequest, BenchResult};
+    use kernel_lsp::diagnostic::Applicability;
+    let dir = task_copy("matmul_smem", "oor-rerun");
+    let file = dir.join("candidate_big_blocks.py");
+    let original = std::fs::read_to_string(&file).expect("candidate");
+    let line = original.lines().position(|l| l.contains("linear_bias_relu_kernel[grid](")).expect("launch") + 1;
+    let recorded: BenchResult = serde_json::from_value(serde_json::json!({
+        "mode": "gpu", "correct": null, "speedup": null, "ref_ms": null, "new_ms": null,
+        "launches_per_forward": null, "kernels": [], "device": "NVIDIA H100 80GB HBM3",
+        "error": {
+            "kind": "out-of-resources",
+            "message": "out of resource: shared memory, Required: 1048576, Hardware limit: 232448. Reducing block sizes or `num_stages` may help.",
+            "file": file.display().to_string(), "line": line, "column": 9
+        },
+        "torch": "2.11.0+cu130", "triton": "3.6.0"
+    }))
+    .expect("a harness result");
+    let settings = kernel_lsp::config::Settings::default();
+    let rerun = || {
+        let req = BenchRequest {
+            candidate: file.clone(),
+            python: Some(python()),
+            cpu: true,
+            timeout: Some(120.0),
+            record_history: false,
+            ..BenchRequest::default()
+        };
+        kernel_lsp::bench::run_blocking(req, |_| {}).expect("the harness runs")
+    };
+
+    // Safe fixes only: the shrink changes BLOCK_K, so it is held back.
+    let held = fix_and_rerun(&file, &settings, Applicability::Safe, true, recorded.clone(), || {
+        panic!("nothing applied: no second run")
+    });
+    assert_eq!(held.extra["fix"]["applied"], false, "{:#?}", held.extra);
+    assert!(held.extra["fix"]["reason"].as_str().unwrap_or("").contains("--unsafe-fixes"), "{:#?}", held.extra);
+    assert_eq!(held.error, recorded.error);
+    assert_eq!(std::fs::read_to_string(&file).expect("candidate"), original);
+
+    // With --unsafe-fixes: written, run again (for real), correct.
+    let after = fix_and_rerun(&file, &settings, Applicability::NeedsReview, true, recorded.clone(), rerun);
+    assert_eq!(after.extra["fix"]["applied"], true, "{:#?}", after.extra);
+    assert_eq!(after.extra["fix"]["before"]["error"]["kind"], "out-of-resources");
+    assert_eq!(after.error, None, "{after:#?}");
+    assert_eq!(after.correct, Some(true), "{after:#?}");
+    assert_ne!(std::fs::read_to_string(&file).expect("candidate"), original);
+    assert!(!codes(&dir, "candidate_big_blocks.py").contains(&"KL006".to_string()));
+}

@@ -172,8 +172,9 @@ pub fn fix_for_error(candidate: &Path, error: &BenchErrorInfo, settings: &Settin
 /// `bench --fix`: after an error with a deterministic fix at or under
 /// `threshold`, writes the fixed candidate and returns the second run, with
 /// the fix and the first run under `fix` in its extra fields. Otherwise the
-/// first run, with why nothing was applied under `fix`.
-fn fix_and_rerun(
+/// first run, with why nothing was applied under `fix`. `json` silences the
+/// text report.
+pub fn fix_and_rerun(
     candidate: &Path,
     settings: &Settings,
     threshold: Applicability,
