@@ -5,6 +5,11 @@
 //! reference) finds the fixed candidate correct. Before the fix, the original
 //! fails the way its rule says wherever the interpreter can show it.
 //!
+//! The KL902 shrink fixes a run that failed with `OutOfResources`, which the
+//! interpreter never raises: its test builds the fix from the error an H100
+//! recorded (the path `bench --fix` takes), then runs the fixed copy here. The
+//! GPU half is `scripts/gpu-proof/oor_fix.sh`.
+//!
 //! The KL002 rewrite of the nested GRU kernel adds a grid-wide barrier, which
 //! the interpreter cannot run (it runs programs one at a time): its edit is a
 //! snapshot of the unified diff, and under the interpreter it must end at once
@@ -140,7 +145,7 @@ fn kl005_tl_tanh_fix_runs_correct() {
 }
 
 #[test]
-fn kl004_arange_fix_needs_review_and_makes_the_bound_constexpr() {
+fn kl004_arange_fix_needs_review_pads_masks_and_runs_correct() {
     let dir = task_copy("softmax_arange", "arange");
     let file = "candidate_arange_runtime.py";
     assert!(codes(&dir, file).contains(&"KL004".to_string()));
@@ -160,14 +165,40 @@ fn kl004_arange_fix_needs_review_and_makes_the_bound_constexpr() {
 
     fix(&dir, file, true);
     let fixed = std::fs::read_to_string(dir.join(file)).expect("fixed file");
-    assert!(fixed.contains("N_COLS: tl.constexpr"), "{fixed}");
+    insta::assert_snapshot!("kl004_arange_runtime_diff", diff_of(&before, &fixed, "softmax_arange", file));
     assert!(!codes(&dir, file).contains(&"KL004".to_string()));
-    // Not run here: the fixed kernel still reads the bound through the alias
-    // `H = N_COLS`, and Triton's interpreter turns every assignment into a
-    // tensor (so `tl.arange(0, H)` fails there), while the task's 100 columns
-    // are not a power of two (the GPU compiler refuses that arange too). The
-    // fix does not yet add `triton.next_power_of_2` + a mask for a bound whose
-    // value is only known at run time.
+    // The bound is a constexpr power of two from `triton.next_power_of_2(n_cols)`,
+    // the 28 padded columns are masked, and the masked load holds -inf, which the
+    // max ignores and the exp turns into 0 for the sum.
+    assert_correct(&dir, file, &[]);
+}
+
+#[test]
+fn kl004_not_pow2_fix_pads_and_runs_correct() {
+    let dir = task_copy("softmax_arange", "not-pow2");
+    let file = "candidate_not_pow2.py";
+    assert!(codes(&dir, file).contains(&"KL004".to_string()));
+
+    // Before: a 100-wide arange does not compile.
+    let (code, run) = bench(&dir, file, &[]);
+    assert_eq!(code, 2, "{run:#}");
+    assert!(error_message(&run).contains("arange's range must be a power of 2"), "{run:#}");
+
+    let before = std::fs::read_to_string(dir.join(file)).expect("candidate");
+    fix(&dir, file, true);
+    let fixed = std::fs::read_to_string(dir.join(file)).expect("fixed file");
+    insta::assert_snapshot!("kl004_not_pow2_diff", diff_of(&before, &fixed, "softmax_arange", file));
+    assert!(!codes(&dir, file).contains(&"KL004".to_string()));
+    assert_correct(&dir, file, &[]);
+}
+
+/// The unified diff of a fix, as the snapshots hold it.
+fn diff_of(before: &str, after: &str, task: &str, file: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(1)
+        .header(&format!("a/examples/{task}/{file}"), &format!("b/examples/{task}/{file}"))
+        .to_string()
 }
 
 #[test]
@@ -233,4 +264,122 @@ fn kl002_grid_fix_of_the_nested_gru_kernel() {
     let guard_line =
         fixed.lines().position(|l| l.contains("raise RuntimeError(\"`gru_layer_kernel` waits")).expect("guard") + 1;
     assert_eq!(run["error"]["line"].as_u64(), Some(guard_line as u64), "{run:#}");
+}
+
+/// The KL902 shrink, from the `OutOfResources` an H100 raised for this
+/// candidate (the interpreter never raises it): the same function
+/// `bench --fix` calls builds the fix from the recorded error, the fixed copy
+/// passes the static check, and it runs correct under the interpreter.
+#[test]
+fn kl902_out_of_resources_fix_runs_correct() {
+    use kernel_lsp::bench::{cli::fix_for_error, BenchErrorInfo};
+    let dir = task_copy("matmul_smem", "oor");
+    let file = dir.join("candidate_big_blocks.py");
+    let text = std::fs::read_to_string(&file).expect("candidate");
+    // Where the harness puts it: the innermost frame of the candidate, the launch.
+    let line = text.lines().position(|l| l.contains("linear_bias_relu_kernel[grid](")).expect("launch") + 1;
+    let error = BenchErrorInfo {
+        kind: "out-of-resources".into(),
+        message: "out of resource: shared memory, Required: 1048576, Hardware limit: 232448. Reducing block sizes \
+                  or `num_stages` may help."
+            .into(),
+        file: Some(file.display().to_string()),
+        line: Some(line as u32),
+        column: Some(9),
+    };
+    let settings = kernel_lsp::config::Settings::default();
+    let found = fix_for_error(&file, &error, &settings).expect("a fix").expect("an out-of-resources fix");
+    assert_eq!(found.fix.applicability, kernel_lsp::diagnostic::Applicability::NeedsReview);
+    // Another error kind has no deterministic fix.
+    let mismatch = BenchErrorInfo { kind: "mismatch".into(), ..error.clone() };
+    assert!(fix_for_error(&file, &mismatch, &settings).expect("no error").is_none());
+
+    let diff = similar::TextDiff::from_lines(&text, &found.fixed)
+        .unified_diff()
+        .context_radius(1)
+        .header("a/examples/matmul_smem/candidate_big_blocks.py", "b/examples/matmul_smem/candidate_big_blocks.py")
+        .to_string();
+    insta::assert_snapshot!("kl902_big_blocks_diff", diff);
+    std::fs::write(&file, &found.fixed).expect("write the fix");
+    assert!(!codes(&dir, "candidate_big_blocks.py").contains(&"KL006".to_string()));
+    assert_correct(&dir, "candidate_big_blocks.py", &[]);
+
+    // `bench --fix` on the interpreter: no OutOfResources there, nothing to apply, the file stays.
+    let py = python();
+    let (code, stdout, stderr) = kernel_lsp(
+        &dir,
+        &[
+            "bench",
+            "candidate_big_blocks.py",
+            "--cpu",
+            "--fix",
+            "--format",
+            "json",
+            "--python",
+            &py,
+            "--timeout",
+            "120",
+        ],
+    );
+    let run: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(code, 0, "{run:#}");
+    assert_eq!(run["correct"], true, "{run:#}");
+    assert_eq!(run["fix"]["applied"], false, "{run:#}");
+    assert_eq!(run["fix"]["reason"], "the run raised no error", "{run:#}");
+    assert_eq!(std::fs::read_to_string(&file).expect("candidate"), found.fixed);
+}
+
+/// `bench --fix` after the run an H100 recorded for this candidate (its
+/// `OutOfResources`, as the harness reports it): without `--unsafe-fixes` the
+/// block shrink is held back and the file stays; with it the file is written
+/// and the second run, a real one under the interpreter, is correct.
+#[test]
+fn kl902_bench_fix_holds_back_or_applies_and_reruns() {
+    use kernel_lsp::bench::{cli::fix_and_rerun, BenchRequest, BenchResult};
+    use kernel_lsp::diagnostic::Applicability;
+    let dir = task_copy("matmul_smem", "oor-rerun");
+    let file = dir.join("candidate_big_blocks.py");
+    let original = std::fs::read_to_string(&file).expect("candidate");
+    let line = original.lines().position(|l| l.contains("linear_bias_relu_kernel[grid](")).expect("launch") + 1;
+    let recorded: BenchResult = serde_json::from_value(serde_json::json!({
+        "mode": "gpu", "correct": null, "speedup": null, "ref_ms": null, "new_ms": null,
+        "launches_per_forward": null, "kernels": [], "device": "NVIDIA H100 80GB HBM3",
+        "error": {
+            "kind": "out-of-resources",
+            "message": "out of resource: shared memory, Required: 1048576, Hardware limit: 232448. Reducing block sizes or `num_stages` may help.",
+            "file": file.display().to_string(), "line": line, "column": 9
+        },
+        "torch": "2.11.0+cu130", "triton": "3.6.0"
+    }))
+    .expect("a harness result");
+    let settings = kernel_lsp::config::Settings::default();
+    let rerun = || {
+        let req = BenchRequest {
+            candidate: file.clone(),
+            python: Some(python()),
+            cpu: true,
+            timeout: Some(120.0),
+            record_history: false,
+            ..BenchRequest::default()
+        };
+        kernel_lsp::bench::run_blocking(req, |_| {}).expect("the harness runs")
+    };
+
+    // Safe fixes only: the shrink changes BLOCK_K, so it is held back.
+    let held = fix_and_rerun(&file, &settings, Applicability::Safe, true, recorded.clone(), || {
+        panic!("nothing applied: no second run")
+    });
+    assert_eq!(held.extra["fix"]["applied"], false, "{:#?}", held.extra);
+    assert!(held.extra["fix"]["reason"].as_str().unwrap_or("").contains("--unsafe-fixes"), "{:#?}", held.extra);
+    assert_eq!(held.error, recorded.error);
+    assert_eq!(std::fs::read_to_string(&file).expect("candidate"), original);
+
+    // With --unsafe-fixes: written, run again (for real), correct.
+    let after = fix_and_rerun(&file, &settings, Applicability::NeedsReview, true, recorded.clone(), rerun);
+    assert_eq!(after.extra["fix"]["applied"], true, "{:#?}", after.extra);
+    assert_eq!(after.extra["fix"]["before"]["error"]["kind"], "out-of-resources");
+    assert_eq!(after.error, None, "{after:#?}");
+    assert_eq!(after.correct, Some(true), "{after:#?}");
+    assert_ne!(std::fs::read_to_string(&file).expect("candidate"), original);
+    assert!(!codes(&dir, "candidate_big_blocks.py").contains(&"KL006".to_string()));
 }

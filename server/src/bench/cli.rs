@@ -5,8 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{history, BenchRequest, BenchResult};
+use super::{history, BenchErrorInfo, BenchRequest, BenchResult};
 use crate::config::Settings;
+use crate::diagnostic::{apply_edits, Applicability, Fix};
+use crate::text::{ColumnUnit, LineIndex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -40,6 +42,14 @@ pub struct BenchArgs {
     /// run's turnaround; the last run's result is printed.
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
+    /// After a shared-memory OutOfResources (KL902), apply the shrink to the
+    /// candidate and run again. Applies only safe fixes (fewer `num_stages`);
+    /// see --unsafe-fixes.
+    #[arg(long)]
+    pub fix: bool,
+    /// With --fix, also apply fixes that need review (smaller BLOCK_* sizes).
+    #[arg(long, requires = "fix")]
+    pub unsafe_fixes: bool,
 }
 
 /// Show the timeline of benchmark runs kept in `.kernel-lsp/history.jsonl`.
@@ -68,10 +78,11 @@ pub fn run_cli(args: BenchArgs) -> i32 {
         }
     };
     let json = args.format == Format::Json;
+    let threshold = if args.unsafe_fixes { Applicability::NeedsReview } else { Applicability::Safe };
     let req = BenchRequest {
         candidate: args.candidate.clone(),
         reference: args.reference,
-        settings,
+        settings: settings.clone(),
         python: args.python,
         overrides: args.set,
         cpu: args.cpu,
@@ -90,11 +101,17 @@ pub fn run_cli(args: BenchArgs) -> i32 {
             eprintln!("  {message}");
         }
     };
-    let outcome = match args.runs {
-        None => runtime.block_on(super::run_cold(req, progress)),
-        Some(n) => runtime.block_on(run_warm_times(req, n.max(1), progress)),
+    let run = |req: BenchRequest| {
+        let outcome = match args.runs {
+            None => runtime.block_on(super::run_cold(req, progress)),
+            Some(n) => runtime.block_on(run_warm_times(req, n.max(1), progress)),
+        };
+        outcome.unwrap_or_else(|e| e.into_result(&args.candidate))
     };
-    let result = outcome.unwrap_or_else(|e| e.into_result(&args.candidate));
+    let mut result = run(req.clone());
+    if args.fix {
+        result = fix_and_rerun(&args.candidate, &settings, threshold, json, result, || run(req.clone()));
+    }
     if json {
         match serde_json::to_string_pretty(&result) {
             Ok(text) => println!("{text}"),
@@ -107,6 +124,127 @@ pub fn run_cli(args: BenchArgs) -> i32 {
         print!("{}", render_text(&args.candidate, &result));
     }
     result.exit_code()
+}
+
+/// A fix for a failed run, ready to write: what `bench --fix` applies.
+#[derive(Debug, Clone)]
+pub struct RunFix {
+    pub fix: Fix,
+    /// The candidate's text with the fix applied.
+    pub fixed: String,
+    /// One line per edit: `LINE:COL: old -> new`.
+    pub changes: Vec<String>,
+}
+
+/// The deterministic fix for the error of a run of `candidate`, if there is
+/// one: the shrink after a shared-memory `OutOfResources` (`fix::oor`). `Ok(None)`
+/// when the error is of another kind; `Err` says why an out-of-resources error
+/// has no fix.
+pub fn fix_for_error(candidate: &Path, error: &BenchErrorInfo, settings: &Settings) -> Result<Option<RunFix>, String> {
+    if error.kind != "out-of-resources" {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(candidate).map_err(|e| format!("cannot read {}: {e}", candidate.display()))?;
+    let same_file = error.file.as_deref().is_none_or(|f| {
+        let f = Path::new(f);
+        f == candidate || std::path::absolute(candidate).is_ok_and(|c| c == f) || candidate.ends_with(f)
+    });
+    let line = error.line.filter(|_| same_file);
+    let fix = crate::fix::oor::fix(&text, settings, &error.message, line)?;
+    let fixed = apply_edits(&text, &fix.edits)?;
+    let index = LineIndex::new(&text);
+    let changes = fix
+        .edits
+        .iter()
+        .map(|e| {
+            let (l, c) = index.position(&text, e.range.start, ColumnUnit::Char);
+            let old = &text[e.range.start..e.range.end];
+            if old.is_empty() {
+                format!("{}:{}: insert `{}`", l + 1, c + 1, e.new_text)
+            } else {
+                format!("{}:{}: `{old}` -> `{}`", l + 1, c + 1, e.new_text)
+            }
+        })
+        .collect();
+    Ok(Some(RunFix { fix, fixed, changes }))
+}
+
+/// `bench --fix`: after an error with a deterministic fix at or under
+/// `threshold`, writes the fixed candidate and returns the second run, with
+/// the fix and the first run under `fix` in its extra fields. Otherwise the
+/// first run, with why nothing was applied under `fix`. `json` silences the
+/// text report.
+pub fn fix_and_rerun(
+    candidate: &Path,
+    settings: &Settings,
+    threshold: Applicability,
+    json: bool,
+    first: BenchResult,
+    rerun: impl FnOnce() -> BenchResult,
+) -> BenchResult {
+    let say = |line: String| {
+        if !json {
+            println!("{line}");
+        }
+    };
+    let mut report = serde_json::Map::new();
+    let Some(error) = first.error.clone() else {
+        say("fix: the run raised no error; nothing to fix".to_string());
+        report.insert("applied".into(), false.into());
+        report.insert("reason".into(), "the run raised no error".into());
+        return with_fix_report(first, report);
+    };
+    let run_fix = match fix_for_error(candidate, &error, settings) {
+        Ok(Some(f)) => f,
+        Ok(None) => {
+            let why = format!("no deterministic fix for a `{}` error", error.kind);
+            say(format!("fix: {why}"));
+            report.insert("applied".into(), false.into());
+            report.insert("reason".into(), why.into());
+            return with_fix_report(first, report);
+        }
+        Err(why) => {
+            say(format!("fix: none for this error: {why}"));
+            report.insert("applied".into(), false.into());
+            report.insert("reason".into(), why.into());
+            return with_fix_report(first, report);
+        }
+    };
+    let applicability = serde_json::to_value(run_fix.fix.applicability).unwrap_or_default();
+    report.insert("title".into(), run_fix.fix.title.clone().into());
+    report.insert("applicability".into(), applicability);
+    report.insert("changes".into(), run_fix.changes.clone().into());
+    if !json && run_fix.fix.applicability <= threshold {
+        // The first run's table, before the second replaces it.
+        println!("{}", render_text(candidate, &first));
+    }
+    say(format!("fix[KL902]: {} ({:?})", run_fix.fix.title, run_fix.fix.applicability));
+    for change in &run_fix.changes {
+        say(format!("  {}:{change}", candidate.display()));
+    }
+    if run_fix.fix.applicability > threshold {
+        let why = "the fix changes block sizes and needs review: pass --unsafe-fixes to apply it";
+        say(format!("fix: not applied: {why}"));
+        report.insert("applied".into(), false.into());
+        report.insert("reason".into(), why.into());
+        return with_fix_report(first, report);
+    }
+    if let Err(e) = std::fs::write(candidate, &run_fix.fixed) {
+        let why = format!("cannot write {}: {e}", candidate.display());
+        say(format!("fix: not applied: {why}"));
+        report.insert("applied".into(), false.into());
+        report.insert("reason".into(), why.into());
+        return with_fix_report(first, report);
+    }
+    say(format!("fix: applied to {}; running again\n", candidate.display()));
+    report.insert("applied".into(), true.into());
+    report.insert("before".into(), serde_json::to_value(&first).unwrap_or_default());
+    with_fix_report(rerun(), report)
+}
+
+fn with_fix_report(mut result: BenchResult, report: serde_json::Map<String, serde_json::Value>) -> BenchResult {
+    result.extra.insert("fix".into(), serde_json::Value::Object(report));
+    result
 }
 
 /// `n` runs through the warm worker; each run's wall seconds go in `turnaround_s`.

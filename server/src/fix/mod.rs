@@ -4,3 +4,5 @@
 //! Depends on `analysis`; never on `lsp`, `bench` or `llm`.
 
 pub mod grid2d;
+pub mod oor;
+pub mod pad_mask;

@@ -3,6 +3,7 @@
 //! `KL9xx` diagnostic. The table of `KL9xx` codes lives here, in one place.
 
 use crate::bench::{BenchErrorInfo, BenchResult, KernelStats};
+use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::{LineIndex, TextRange};
 
@@ -143,13 +144,16 @@ pub fn kernel_hint(k: &KernelStats) -> Option<String> {
 }
 
 /// The harness's error as a diagnostic on its line (1-based line/column), when
-/// it concerns this file; without a line, on `fallback`.
+/// it concerns this file; without a line, on `fallback`. A shared-memory
+/// `OutOfResources` (KL902) carries the deterministic shrink as its fix
+/// (`fix::oor`), when one can be built and verified on `text`.
 pub fn error_diagnostic(
     e: &BenchErrorInfo,
     this_file: &std::path::Path,
     text: &str,
     index: &LineIndex,
     fallback: TextRange,
+    settings: &Settings,
 ) -> Diagnostic {
     let code = bench_code(&e.kind);
     let same_file = match &e.file {
@@ -177,6 +181,15 @@ pub fn error_diagnostic(
         (Some(f), Some(l)) if !same_file => format!(" (at {f}:{l})"),
         _ => String::new(),
     };
+    let fix = match e.kind.as_str() {
+        "out-of-resources" => {
+            let line = e.line.filter(|_| same_file);
+            crate::fix::oor::fix(text, settings, &e.message, line)
+                .map_err(|why| tracing::debug!("no shrink for this OutOfResources: {why}"))
+                .ok()
+        }
+        _ => None,
+    };
     Diagnostic {
         code: code.code.to_string(),
         name: code.name.to_string(),
@@ -184,7 +197,7 @@ pub fn error_diagnostic(
         range,
         message: format!("{}{location}", e.message.trim()),
         related: Vec::new(),
-        fix: None,
+        fix,
     }
 }
 
@@ -224,8 +237,45 @@ mod tests {
             line: Some(4),
             column: Some(9),
         };
-        let d = error_diagnostic(&e, std::path::Path::new("/w/k.py"), text, &index, TextRange::new(0, 1));
+        let d = error_diagnostic(
+            &e,
+            std::path::Path::new("/w/k.py"),
+            text,
+            &index,
+            TextRange::new(0, 1),
+            &Settings::default(),
+        );
         assert_eq!(d.code, "KL901");
         assert_eq!(&text[d.range.start..d.range.end], "tl.foo(1)");
+        assert_eq!(d.fix, None);
+    }
+
+    /// The error as the harness reported it on an H100 (Triton 3.6), on the launch's line.
+    #[test]
+    fn out_of_resources_carries_the_shrink() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/matmul_smem/candidate_big_blocks.py");
+        let text = std::fs::read_to_string(&path).expect("example");
+        let index = LineIndex::new(&text);
+        let line = text.lines().position(|l| l.contains("linear_bias_relu_kernel[grid](")).expect("launch") + 1;
+        let e = BenchErrorInfo {
+            kind: "out-of-resources".into(),
+            message: "out of resource: shared memory, Required: 1048576, Hardware limit: 232448. Reducing block \
+                      sizes or `num_stages` may help."
+                .into(),
+            file: Some(path.display().to_string()),
+            line: Some(line as u32),
+            column: Some(9),
+        };
+        let d = error_diagnostic(&e, &path, &text, &index, TextRange::new(0, 1), &Settings::default());
+        assert_eq!(d.code, "KL902");
+        let fix = d.fix.expect("the shrink");
+        assert_eq!(fix.applicability, crate::diagnostic::Applicability::NeedsReview);
+        assert!(fix.title.starts_with("Shrink to BLOCK_K="), "{}", fix.title);
+        // Another resource: no shrink.
+        let e =
+            BenchErrorInfo { message: "out of resource: threads, Required: 2048, Hardware limit: 1024".into(), ..e };
+        let d = error_diagnostic(&e, &path, &text, &index, TextRange::new(0, 1), &Settings::default());
+        assert_eq!(d.fix, None);
     }
 }

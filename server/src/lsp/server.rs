@@ -311,7 +311,8 @@ impl Server {
                         .find(|c| c.name == "ModelNew")
                         .map(|c| c.range)
                         .unwrap_or(TextRange::new(0, doc.line_text(0).len()));
-                    let d = bench_view::error_diagnostic(e, &path, doc.text(), doc.line_index(), fallback);
+                    let d =
+                        bench_view::error_diagnostic(e, &path, doc.text(), doc.line_index(), fallback, &doc.settings);
                     (vec![d], doc.version)
                 }
                 (Some(doc), None) => (Vec::new(), doc.version),

@@ -3,7 +3,9 @@
 use crate::analysis::field;
 use tree_sitter::Node;
 
-use crate::analysis::model::{collect_identifiers, parse_int, range_of, FileModel, Kernel};
+use std::collections::HashMap;
+
+use crate::analysis::model::{collect_identifiers, parse_int, range_of, FileModel, KCall, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::text::TextRange;
@@ -48,9 +50,18 @@ def rnn_kernel(h_ptr, HIDDEN_SIZE, BLOCK_H: tl.constexpr):
     offs = tl.arange(0, BLOCK_H)          # BLOCK_H = triton.next_power_of_2(HIDDEN_SIZE)
     mask = offs < HIDDEN_SIZE
 ```
-The quick fix annotates the parameter `tl.constexpr` (each distinct value then
-compiles its own kernel); a length that is not a power of two needs a
-padded block and a mask.
+For a runtime bound the quick fix (needs review) adds a constexpr block
+parameter, as above: every arange bounded by the parameter uses it, every
+load and store addressed through those offsets gets the mask, each masked
+load an `other=` that keeps the padded lanes out of the reductions they reach
+(`-inf` for `max`, `+inf` for `min`, `0.0` for `sum`, followed through the
+kernel's arithmetic: `x - max` stays `-inf`, `exp` makes it 0), and every
+launch passes `BLOCK_H=triton.next_power_of_2(HIDDEN_SIZE)`. It is offered
+only when the kernel can be followed that far (no padded value reassigned in
+a loop, read for its shape, or passed to an unknown call) and every launch is
+in the file; otherwise the fix annotates the parameter `tl.constexpr` (each
+distinct value then compiles its own kernel). A constexpr block that is not a
+power of two is padded to the next one where every access is already masked.
 "#;
 
 /// What a bound expression is, as far as the kernel's text tells.
@@ -160,6 +171,8 @@ fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in &model.kernels {
         let mut constexpr_bounds: Vec<(String, Node)> = Vec::new();
+        // (bound node, runtime parameter, the arange call)
+        let mut runtime_bounds: Vec<(Node, String, &KCall)> = Vec::new();
         for call in k.tl_calls("arange") {
             let start = call.arg(0, "start");
             let end = call.arg(1, "end");
@@ -174,16 +187,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
             }
             if let Some((node, param)) = runtime {
-                let text = model.text(node).trim();
-                let via = if text == param {
-                    String::new()
-                } else {
-                    format!(" (it comes from the runtime parameter `{param}`)")
-                };
-                let message = format!(
-                    "`tl.arange` bound `{text}` is not a `tl.constexpr`{via}: compilation fails with \"arange's arguments must be of type tl.constexpr\". Annotate `{param}: tl.constexpr`, or use a constexpr block size with a mask"
-                );
-                out.push(RULE.diagnostic(range_of(node), message).with_fix(constexpr_fix(model, k, &param)));
+                runtime_bounds.push((node, param, call));
                 continue;
             }
             match (&sb, &eb) {
@@ -198,6 +202,25 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 (Bound::Const(0), Bound::ConstexprParam(p)) => constexpr_bounds.push((p.clone(), call.node)),
                 _ => {}
             }
+        }
+        // Runtime bounds: pad to a constexpr block and mask where that is provably safe, else annotate.
+        let mut fixes: HashMap<String, Option<Fix>> = HashMap::new();
+        for (node, param, _) in &runtime_bounds {
+            let fix = fixes
+                .entry(param.clone())
+                .or_insert_with(|| {
+                    let aranges: Vec<&KCall> =
+                        runtime_bounds.iter().filter(|(_, p, _)| p == param).map(|(_, _, c)| *c).collect();
+                    crate::fix::pad_mask::fix(model, k, param, &aranges).or_else(|| constexpr_fix(model, k, param))
+                })
+                .clone();
+            let text = model.text(*node).trim();
+            let via =
+                if text == param { String::new() } else { format!(" (it comes from the runtime parameter `{param}`)") };
+            let message = format!(
+                "`tl.arange` bound `{text}` is not a `tl.constexpr`{via}: compilation fails with \"arange's arguments must be of type tl.constexpr\". Annotate `{param}: tl.constexpr`, or use a constexpr block size with a mask"
+            );
+            out.push(RULE.diagnostic(range_of(*node), message).with_fix(fix));
         }
         // Constexpr bounds: the values given at launch sites and as defaults.
         for (param, arange) in constexpr_bounds {

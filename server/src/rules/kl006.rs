@@ -171,7 +171,8 @@ pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String
     Some((find("M")?, find("N")?, find("K")?))
 }
 
-fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
+/// Bytes per operand element: 1 for fp8, 2 for fp16/bf16, else 4.
+pub(crate) fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
     let text = model.text(k.node);
     if text.contains("float8") {
         1
@@ -183,15 +184,64 @@ fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
 }
 
 /// One place a configuration is written, with the nodes holding each value.
-struct Config<'a> {
-    label: String,
-    at: TextRange,
+pub(crate) struct Config<'a> {
+    pub label: String,
+    pub at: TextRange,
+    /// The launch or `triton.Config(...)` call.
+    pub node: Node<'a>,
     /// Where a missing keyword can be added: just before the call's closing parenthesis.
-    insert_at: usize,
-    values: HashMap<String, (i64, Option<Node<'a>>)>,
+    pub insert_at: usize,
+    /// Value by name, with the integer literal that holds it when there is one.
+    pub values: HashMap<String, (i64, Option<Node<'a>>)>,
 }
 
-fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Config<'a>> {
+/// The names of the block sizes of a `tl.dot` pipeline: (M, N, K).
+pub(crate) type Dims = (String, String, String);
+
+impl Config<'_> {
+    /// The tile this configuration launches, when every size is known.
+    pub fn tile(&self, (m, n, kd): &Dims) -> Option<Tile> {
+        let get = |name: &str| self.values.get(name).map(|v| v.0);
+        Some(Tile {
+            m: get(m)?,
+            n: get(n)?,
+            k: get(kd)?,
+            stages: get("num_stages").unwrap_or(DEFAULT_STAGES),
+            warps: get("num_warps").unwrap_or(DEFAULT_WARPS),
+        })
+    }
+
+    /// The edits that turn this configuration's `old` tile into `new`, and
+    /// `NAME=value` for each changed value. `None` when a changed value is not
+    /// written as a literal this configuration owns.
+    pub fn shrink_edits(&self, (m, n, kd): &Dims, old: Tile, new: Tile) -> Option<(Vec<Edit>, Vec<String>)> {
+        let mut edits = Vec::new();
+        let mut changed = Vec::new();
+        for (name, before, after) in [
+            (m.as_str(), old.m, new.m),
+            (n.as_str(), old.n, new.n),
+            (kd.as_str(), old.k, new.k),
+            ("num_stages", old.stages, new.stages),
+        ] {
+            if before == after {
+                continue;
+            }
+            match self.values.get(name).and_then(|v| v.1) {
+                Some(node) => edits.push(Edit { range: range_of(node), new_text: after.to_string() }),
+                // `num_stages` left at Triton's default: add it to the launch or Config.
+                None if name == "num_stages" => edits.push(Edit {
+                    range: TextRange::new(self.insert_at, self.insert_at),
+                    new_text: format!(", num_stages={after}"),
+                }),
+                None => return None,
+            }
+            changed.push(format!("{name}={after}"));
+        }
+        Some((edits, changed))
+    }
+}
+
+pub(crate) fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Config<'a>> {
     let mut out = Vec::new();
     let defaults: HashMap<String, (i64, Option<Node<'a>>)> = k
         .params
@@ -227,6 +277,7 @@ fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Con
             out.push(Config {
                 label: "this `triton.Config`".to_string(),
                 at: range_of(entry),
+                node: entry,
                 insert_at: closing_paren(entry),
                 values,
             });
@@ -247,6 +298,7 @@ fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec<Con
         out.push(Config {
             label: format!("this launch of `{}`", k.name),
             at: launch.name_range,
+            node: launch.node,
             insert_at: closing_paren(launch.node),
             values,
         });
@@ -276,14 +328,12 @@ fn resolve_module_list<'a>(model: &FileModel<'a>, node: Node<'a>) -> Node<'a> {
 fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
     let gpu: &GpuSpec = settings.gpu();
     for k in &model.kernels {
-        let Some((m, n, kd)) = dot_dims(k, model) else { continue };
+        let Some(dims) = dot_dims(k, model) else { continue };
+        let (m, n, kd) = &dims;
         let bytes = elem_bytes(k, model);
         for cfg in configs(k, model, &[m.as_str(), n.as_str(), kd.as_str()]) {
-            let get = |name: &str| cfg.values.get(name).map(|v| v.0);
-            let (Some(bm), Some(bn), Some(bk)) = (get(&m), get(&n), get(&kd)) else { continue };
-            let stages = get("num_stages").unwrap_or(DEFAULT_STAGES);
-            let warps = get("num_warps").unwrap_or(DEFAULT_WARPS);
-            let tile = Tile { m: bm, n: bn, k: bk, stages, warps };
+            let Some(tile) = cfg.tile(&dims) else { continue };
+            let Tile { m: bm, n: bn, k: bk, stages, .. } = tile;
             let need = estimate(tile, bytes, gpu.sm);
             let limit = gpu.smem_per_block as i64;
             if need <= limit {
@@ -298,32 +348,10 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                 group(limit)
             );
             let fix = shrink_to_fit(tile, bytes, gpu.sm, limit).and_then(|t| {
-                let mut edits = Vec::new();
-                let mut changed = Vec::new();
-                for (name, old, new) in [
-                    (m.as_str(), bm, t.m),
-                    (n.as_str(), bn, t.n),
-                    (kd.as_str(), bk, t.k),
-                    ("num_stages", stages, t.stages),
-                ] {
-                    if old == new {
-                        continue;
-                    }
-                    match cfg.values.get(name).and_then(|v| v.1) {
-                        Some(node) => edits.push(Edit { range: range_of(node), new_text: new.to_string() }),
-                        // `num_stages` left at Triton's default: add it to the launch or Config.
-                        None if name == "num_stages" => edits.push(Edit {
-                            range: TextRange::new(cfg.insert_at, cfg.insert_at),
-                            new_text: format!(", num_stages={new}"),
-                        }),
-                        None => return None,
-                    }
-                    changed.push(format!("{name}={new}"));
-                }
-                let only_stages = t.m == bm && t.n == bn && t.k == bk;
+                let (edits, changed) = cfg.shrink_edits(&dims, tile, t)?;
                 Some(Fix {
                     title: format!("Shrink to {} (about {} B)", changed.join(", "), group(estimate(t, bytes, gpu.sm))),
-                    applicability: if only_stages { Applicability::Safe } else { Applicability::NeedsReview },
+                    applicability: shrink_applicability(tile, t),
                     edits,
                 })
             });
@@ -333,6 +361,16 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                     .with_related(k.name_range, format!("kernel `{}`", k.name)),
             );
         }
+    }
+}
+
+/// Fewer stages keep the tile and the kernel's results: safe. Smaller blocks
+/// change what each program computes, which a kernel may depend on: review.
+pub(crate) fn shrink_applicability(old: Tile, new: Tile) -> Applicability {
+    if (old.m, old.n, old.k) == (new.m, new.n, new.k) {
+        Applicability::Safe
+    } else {
+        Applicability::NeedsReview
     }
 }
 
