@@ -17,7 +17,10 @@
 # - Hidden states pass through a double buffer per layer (step t writes slot
 #   t % 2 while the layer above reads slot (t - 1) % 2), read through L2.
 #
-# kernel-lsp check: no diagnostics. The GPU run is in examples/recurrent/README.md.
+# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 2.74 ms a forward
+# against 69.0 ms for nn.GRU (cuDNN): 25.2x; `kernel-lsp bench`: 19.6x. Max abs
+# diff 1.3e-3 over fresh inputs, bit-identical over repeated runs.
+# kernel-lsp check: no diagnostics. Details: examples/recurrent/README.md.
 # Under the Triton interpreter it runs only when the grid is one program
 # (num_layers = 1 and hidden <= BLOCK_N): the interpreter runs programs one at
 # a time, so a barrier between several would never open.

@@ -17,7 +17,10 @@
 # - Hidden states pass through a double buffer per layer, read through L2.
 #   Only the last layer's final h leaves the kernel: the Linear reads it.
 #
-# kernel-lsp check: no diagnostics. The GPU run is in examples/recurrent/README.md.
+# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 3.72 ms a forward
+# against 35.1 ms for nn.LSTM (cuDNN) + Linear: 9.4x; `kernel-lsp bench`: 11.5x.
+# Max abs diff 9.7e-6, bit-identical over repeated runs.
+# kernel-lsp check: no diagnostics. Details: examples/recurrent/README.md.
 # Under the Triton interpreter it runs only when the grid is one program
 # (num_layers = 1 and hidden <= BLOCK_N).
 import os
