@@ -16,9 +16,9 @@
 #   reverse half of step t is computed last), so layers cannot overlap as a
 #   wavefront here: one launch per layer.
 #
-# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 13.28 ms a
-# forward against 133.5 ms for nn.GRU (cuDNN): 10.1x; `kernel-lsp bench`: 7.3x
-# (cuDNN at 97 ms in that process). Max abs diff 9.1e-4, bit-identical over runs.
+# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 13.33 ms a
+# forward against 147.2 ms for nn.GRU (cuDNN): 11.0x; `kernel-lsp bench`: 9.8x.
+# Max abs diff 9.1e-4, bit-identical over repeated runs.
 # kernel-lsp check: no diagnostics. Details: examples/recurrent/README.md.
 # Under the Triton interpreter it runs only when each direction is one program
 # (hidden_size <= BLOCK_N): the interpreter runs programs one at a time.

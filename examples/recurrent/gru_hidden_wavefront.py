@@ -4,8 +4,8 @@
 # kernel stores at each layer's last step. The kernel lives in
 # gru_wavefront.py beside this file (the benchmark harness puts this folder
 # on sys.path).
-# H100 (task shapes): 2.65 ms against 68.8 ms for nn.GRU (cuDNN): 25.9x;
-# `kernel-lsp bench`: 25.1x. Max abs diff 3.6e-4, bit-identical over runs.
+# H100 (task shapes): 2.32 ms against 58.2 ms for nn.GRU (cuDNN): 25.1x;
+# `kernel-lsp bench`: 29.7x. Max abs diff 2.9e-4, bit-identical over runs.
 import torch.nn as nn
 
 from gru_wavefront import gru_wavefront

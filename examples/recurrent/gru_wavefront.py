@@ -17,9 +17,9 @@
 # - Hidden states pass through a double buffer per layer (step t writes slot
 #   t % 2 while the layer above reads slot (t - 1) % 2), read through L2.
 #
-# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 2.74 ms a forward
-# against 69.0 ms for nn.GRU (cuDNN): 25.2x; `kernel-lsp bench`: 19.6x. Max abs
-# diff 1.3e-3 over fresh inputs, bit-identical over repeated runs.
+# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 2.48 ms a forward
+# against 74.4 ms for nn.GRU (cuDNN): 30.0x; `kernel-lsp bench`: 23.0x. Max abs
+# diff 1.3e-4 over fresh inputs, bit-identical over repeated runs.
 # kernel-lsp check: no diagnostics. Details: examples/recurrent/README.md.
 # Under the Triton interpreter it runs only when the grid is one program
 # (num_layers = 1 and hidden <= BLOCK_N): the interpreter runs programs one at
@@ -49,11 +49,14 @@ def grid_barrier(bar_ptr, target):
 @triton.jit
 def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K):
     # Rows gate * H + offs_n of W (gate-major, K columns), transposed to a
-    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice.
+    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice. The dot
+    # operands are fp16 (accumulated in fp32): the same 10-bit mantissa as
+    # tl.dot's default TF32 but rounded to nearest, half the on-chip bytes
+    # and twice the MMA depth; on the H100 it was 10x closer to cuDNN than TF32.
     rows = gate * H + offs_n
     w = tl.load(w_ptr + rows[None, :] * K + offs_k[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
     b = tl.load(b_ptr + rows, mask=mask_n, other=0.0)
-    return w, b
+    return w.to(tl.float16), b
 
 
 @triton.jit
@@ -107,7 +110,7 @@ def gru_wavefront_kernel(
             prev = ring_ptr + (layer * 2 + (t + 1) % 2) * B * H
             if t == 0:
                 prev = h0_ptr + layer * B * H
-            h_all = tl.load(prev + row, mask=mask_bk, other=0.0, cache_modifier=".cg")
+            h_all = tl.load(prev + row, mask=mask_bk, other=0.0, cache_modifier=".cg").to(tl.float16)
             h_own = tl.load(prev + tile, mask=mask_bn, other=0.0, cache_modifier=".cg")
             gh_r = tl.dot(h_all, wh_r) + bh_r[None, :]
             gh_z = tl.dot(h_all, wh_z) + bh_z[None, :]
@@ -120,7 +123,7 @@ def gru_wavefront_kernel(
             else:
                 # h_t of the layer below, written in the previous wavefront step
                 x_in = tl.load(ring_ptr + (below * 2 + t % 2) * B * H + row, mask=mask_bk, other=0.0,
-                               cache_modifier=".cg")
+                               cache_modifier=".cg").to(tl.float16)
                 x_r = tl.dot(x_in, wi_r) + bi_r[None, :]
                 x_z = tl.dot(x_in, wi_z) + bi_z[None, :]
                 x_n = tl.dot(x_in, wi_n) + bi_n[None, :]

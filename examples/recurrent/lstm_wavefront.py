@@ -17,9 +17,9 @@
 # - Hidden states pass through a double buffer per layer, read through L2.
 #   Only the last layer's final h leaves the kernel: the Linear reads it.
 #
-# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 3.72 ms a forward
-# against 35.1 ms for nn.LSTM (cuDNN) + Linear: 9.4x; `kernel-lsp bench`: 11.5x.
-# Max abs diff 9.7e-6, bit-identical over repeated runs.
+# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 2.90 ms a forward
+# against 47.6 ms for nn.LSTM (cuDNN) + Linear: 16.4x; `kernel-lsp bench`: 16.2x.
+# Max abs diff 2.9e-6, bit-identical over repeated runs.
 # kernel-lsp check: no diagnostics. Details: examples/recurrent/README.md.
 # Under the Triton interpreter it runs only when the grid is one program
 # (num_layers = 1 and hidden <= BLOCK_N).
@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 # Hidden units per program and warps per program (tuned on an H100).
-BLOCK_N = 16
+BLOCK_N = 32
 NUM_WARPS = 4
 
 
@@ -48,11 +48,14 @@ def grid_barrier(bar_ptr, target):
 @triton.jit
 def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K):
     # Rows gate * H + offs_n of W (gate-major, K columns), transposed to a
-    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice.
+    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice. The dot
+    # operands are fp16 (accumulated in fp32): the same 10-bit mantissa as
+    # tl.dot's default TF32 but rounded to nearest, half the on-chip bytes
+    # and twice the MMA depth; on the H100 it was 10x closer to cuDNN than TF32.
     rows = gate * H + offs_n
     w = tl.load(w_ptr + rows[None, :] * K + offs_k[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
     b = tl.load(b_ptr + rows, mask=mask_n, other=0.0)
-    return w, b
+    return w.to(tl.float16), b
 
 
 @triton.jit
@@ -109,7 +112,7 @@ def lstm_wavefront_kernel(
             prev = ring_ptr + (layer * 2 + (t + 1) % 2) * B * H
             if t == 0:
                 prev = h0_ptr + layer * B * H
-            h_all = tl.load(prev + row, mask=mask_bk, other=0.0, cache_modifier=".cg")
+            h_all = tl.load(prev + row, mask=mask_bk, other=0.0, cache_modifier=".cg").to(tl.float16)
             a_i = tl.dot(h_all, wh_i) + bh_i[None, :]
             a_f = tl.dot(h_all, wh_f) + bh_f[None, :]
             a_g = tl.dot(h_all, wh_g) + bh_g[None, :]
@@ -123,7 +126,7 @@ def lstm_wavefront_kernel(
             else:
                 # h_t of the layer below, written in the previous wavefront step
                 x_in = tl.load(ring_ptr + (below * 2 + t % 2) * B * H + row, mask=mask_bk, other=0.0,
-                               cache_modifier=".cg")
+                               cache_modifier=".cg").to(tl.float16)
                 a_i += tl.dot(x_in, wi_i) + bi_i[None, :]
                 a_f += tl.dot(x_in, wi_f) + bi_f[None, :]
                 a_g += tl.dot(x_in, wi_g) + bi_g[None, :]

@@ -68,7 +68,9 @@ fn assert_correct(candidate: &str, sets: &[&str]) {
     let (code, r) = bench(&dir, candidate, sets);
     assert_eq!(code, 0, "{r:#}");
     assert_eq!(r["correct"], true, "{r:#}");
-    assert!(r["max_abs_diff"].as_f64().is_some_and(|d| d < 1e-4), "{r:#}");
+    // The GRU and LSTM kernels feed tl.dot fp16 operands (unit roundoff
+    // 4.9e-4); 1e-3 is ten times tighter than the task's 1e-2.
+    assert!(r["max_abs_diff"].as_f64().is_some_and(|d| d < 1e-3), "{r:#}");
 }
 
 #[test]
