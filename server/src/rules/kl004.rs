@@ -158,7 +158,7 @@ fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
 }
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         let mut constexpr_bounds: Vec<(String, Node)> = Vec::new();
         for call in k.tl_calls("arange") {
             let start = call.arg(0, "start");

@@ -275,7 +275,7 @@ fn resolve_module_list<'a>(model: &FileModel<'a>, node: Node<'a>) -> Node<'a> {
 
 fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
     let gpu: &GpuSpec = settings.gpu();
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         let Some((m, n, kd)) = dot_dims(k, model) else { continue };
         let bytes = elem_bytes(k, model);
         for cfg in configs(k, model, &[m.as_str(), n.as_str(), kd.as_str()]) {
