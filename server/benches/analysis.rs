@@ -101,6 +101,65 @@ fn main() {
     report("  model + rules", analysis_only);
     report("edit + incremental reparse + check", incremental);
 
+    // What the language server does per keystroke: typing ` + 1` and deleting
+    // the `1` at the end of a line inside a kernel in the middle of the file,
+    // reparsing with the edited tree and analysing from the previous snapshot.
+    let mut text: std::sync::Arc<str> = std::sync::Arc::from(text.as_str());
+    let mut index = kernel_lsp::text::LineIndex::new(&text);
+    let at = {
+        let jit = text[text.len() / 2..].find("@triton.jit").map(|i| i + text.len() / 2).expect("a kernel");
+        let body = jit + text[jit..].find("):\n").expect("a def line") + 3;
+        body + text[body..].find('\n').expect("a body line")
+    };
+    let mut tree = parse(&text, None);
+    let (_, mut snapshot) = kernel_lsp::analysis::incremental::analyze(&text, &tree, &settings, &index, None);
+    let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for round in 0..10 {
+        let mut col = at;
+        for (ch, delete) in [(" ", false), ("+", false), (" ", false), ("1", false), ("", true)] {
+            let (start, old_end, new_end) = if delete { (col - 1, col, col - 1) } else { (col, col, col + ch.len()) };
+            let t0 = Instant::now();
+            let mut s = String::with_capacity(text.len() + 1);
+            s.push_str(&text[..start]);
+            s.push_str(ch);
+            s.push_str(&text[old_end..]);
+            let point = |index: &kernel_lsp::text::LineIndex, b: usize| {
+                let row = index.line_of(b);
+                tree_sitter::Point::new(row, b - index.line_start(row))
+            };
+            let mut new_index = index.clone();
+            new_index.edit(start, old_end, ch);
+            tree.edit(&tree_sitter::InputEdit {
+                start_byte: start,
+                old_end_byte: old_end,
+                new_end_byte: new_end,
+                start_position: point(&index, start),
+                old_end_position: point(&index, old_end),
+                new_end_position: point(&new_index, new_end),
+            });
+            text = std::sync::Arc::from(s);
+            index = new_index;
+            tree = parse(&text, Some(&tree));
+            let t1 = Instant::now();
+            let (result, next) =
+                kernel_lsp::analysis::incremental::analyze(&text, &tree, &settings, &index, Some(&snapshot));
+            let t2 = Instant::now();
+            incremental_runs += usize::from(next.is_incremental());
+            snapshot = next;
+            std::hint::black_box(result);
+            if round > 0 {
+                reparse.push(t1 - t0);
+                analyse.push(t2 - t1);
+                typed.push(t2 - t0);
+            }
+            col = new_end;
+        }
+    }
+    report("typing in a kernel (server path)", typed);
+    report("  edit + incremental reparse", reparse);
+    report("  incremental analysis", analyse);
+    println!("  ({incremental_runs} of 50 analyses incremental)");
+
     // Where the model + rules time goes.
     let tree = parse(&text, None);
     let mut build = Vec::new();

@@ -61,8 +61,10 @@ pub struct Snapshot {
 struct Unit {
     /// The statement's node kind.
     kind: u16,
-    /// The statement contains a syntax error (it is then never reused).
-    error: bool,
+    /// For a statement with a syntax error, its whole syntax tree (every
+    /// node's kind and span): error recovery may read the same text differently,
+    /// so such a statement is reused only if it parsed the same way.
+    error_shape: Option<Vec<(u16, u32, u32)>>,
     range: TextRange,
     /// Contributes nothing to host code (see the module doc).
     neutral: bool,
@@ -160,7 +162,7 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
             slot.insert(i, s);
             Unit {
                 kind: nodes[i].kind_id(),
-                error: nodes[i].has_error(),
+                error_shape: nodes[i].has_error().then(|| shape(nodes[i])),
                 range: ranges[i],
                 neutral: true,
                 kernels: Vec::new(),
@@ -265,14 +267,15 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         return Err("the imports changed");
     }
     let nodes = top_level(tree);
-    // Statements before and after the edits that read as they did: same kind,
-    // same text, no syntax error (a top-level statement then parses the same).
+    // Statements before and after the edits that read as they did: same kind
+    // and text (a top-level statement without syntax errors then parses the
+    // same), and for one with errors the same syntax tree.
     let same = |o: usize, i: usize| {
         let (u, n) = (&prev.units[o], nodes[i]);
-        !u.error
-            && !n.has_error()
-            && u.kind == n.kind_id()
+        u.kind == n.kind_id()
+            && u.error_shape.is_some() == n.has_error()
             && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
+            && u.error_shape.as_ref().is_none_or(|s| *s == shape(n))
     };
     let (old_len, new_len) = (prev.units.len(), nodes.len());
     let mut prefix = 0;
@@ -405,6 +408,32 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         launch_counts: prev.launch_counts.clone(),
         incremental: true,
     })
+}
+
+/// Every node of a statement: kind, start and end relative to the statement.
+fn shape(unit: Node) -> Vec<(u16, u32, u32)> {
+    let base = unit.start_byte();
+    let mut out = Vec::new();
+    let mut cursor = unit.walk();
+    let mut depth = 0usize;
+    loop {
+        let n = cursor.node();
+        out.push((n.kind_id(), (n.start_byte() - base) as u32, (n.end_byte() - base) as u32));
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return out;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+            depth -= 1;
+        }
+    }
 }
 
 fn shift(r: TextRange, f: impl Fn(usize) -> usize) -> TextRange {
