@@ -757,6 +757,7 @@ impl LanguageServer for Server {
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let began = std::time::Instant::now();
         let uri = params.text_document.uri;
         let mut st = self.state();
         let encoding = st.encoding;
@@ -776,6 +777,7 @@ impl LanguageServer for Server {
             warn!("{}: {w}", uri.as_str());
         }
         let job = doc.analysis_job();
+        let edited = began.elapsed();
         st.touch(&uri);
         if let Some(b) = st.bench.get_mut(&uri) {
             b.diagnostics.clear();
@@ -788,7 +790,9 @@ impl LanguageServer for Server {
         // On a runtime worker rather than a blocking-pool thread: a fresh thread
         // gets its own malloc arena, which cost ~10 MB of RSS per server.
         tokio::spawn(async move {
+            let started = began.elapsed();
             let result = job.run();
+            let analysed = began.elapsed();
             let st = &mut *lock(&state);
             let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
             if installed && !st.caps.pull_diagnostics {
@@ -796,6 +800,12 @@ impl LanguageServer for Server {
                     let _ = publish_tx.send(p);
                 }
             }
+            tracing::debug!(
+                "version {}: edit and reparse {edited:?}, analysis {:?} (started after {started:?}), ready to publish after {:?}",
+                job.version,
+                analysed - started,
+                began.elapsed()
+            );
         });
     }
 
