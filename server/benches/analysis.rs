@@ -47,6 +47,10 @@ fn main() {
         return;
     }
     let lines = text.lines().count();
+    if std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() {
+        typing(text, &settings);
+        return;
+    }
     // Warm up.
     for _ in 0..5 {
         let tree = parse(&text, None);
@@ -91,16 +95,51 @@ fn main() {
         std::hint::black_box(result);
         tree = parse(&text, None);
     }
-    let report = |name: &str, v: Vec<Duration>| {
-        let (min, p50, p99) = stats(v);
-        println!("{name:<34} min {:>8.3} ms   p50 {:>8.3} ms   p99 {:>8.3} ms", ms(min), ms(p50), ms(p99));
-    };
     println!("kernel file: {lines} lines, {} bytes, {diagnostics} diagnostics", text.len());
     report("full analysis (parse + check)", full);
     report("  parse", parse_only);
     report("  model + rules", analysis_only);
     report("edit + incremental reparse + check", incremental);
 
+    typing(text.clone(), &settings);
+
+    // Where the model + rules time goes.
+    let tree = parse(&text, None);
+    let mut build = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        std::hint::black_box(kernel_lsp::analysis::FileModel::build(&text, &tree));
+        build.push(t0.elapsed());
+    }
+    report("  model build", build);
+    let model = kernel_lsp::analysis::FileModel::build(&text, &tree);
+    for rule in kernel_lsp::rules::RULES {
+        let mut v = Vec::new();
+        for _ in 0..20 {
+            let mut out = Vec::new();
+            let t0 = Instant::now();
+            (rule.check)(&model, &settings, &mut out);
+            v.push(t0.elapsed());
+        }
+        report(&format!("  rule {}", rule.code), v);
+    }
+    let mut v = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        std::hint::black_box(model.kernel_summaries());
+        v.push(t0.elapsed());
+    }
+    report("  kernel summaries", v);
+}
+
+fn report(name: &str, v: Vec<Duration>) {
+    let (min, p50, p99) = stats(v);
+    println!("{name:<34} min {:>8.3} ms   p50 {:>8.3} ms   p99 {:>8.3} ms", ms(min), ms(p50), ms(p99));
+}
+
+/// What the language server does per keystroke.
+fn typing(text: String, settings: &Settings) {
+    let settings = settings.clone();
     // What the language server does per keystroke: typing ` + 1` and deleting
     // the `1` at the end of a line inside a kernel in the middle of the file,
     // reparsing with the edited tree and analysing from the previous snapshot.
@@ -114,7 +153,8 @@ fn main() {
     let mut tree = parse(&text, None);
     let (_, mut snapshot) = kernel_lsp::analysis::incremental::analyze(&text, &tree, &settings, &index, None);
     let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
-    for round in 0..10 {
+    let rounds = if std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() { 400 } else { 10 };
+    for round in 0..rounds {
         let mut col = at;
         for (ch, delete) in [(" ", false), ("+", false), (" ", false), ("1", false), ("", true)] {
             let (start, old_end, new_end) = if delete { (col - 1, col, col - 1) } else { (col, col, col + ch.len()) };
@@ -158,35 +198,7 @@ fn main() {
     report("typing in a kernel (server path)", typed);
     report("  edit + incremental reparse", reparse);
     report("  incremental analysis", analyse);
-    println!("  ({incremental_runs} of 50 analyses incremental)");
-
-    // Where the model + rules time goes.
-    let tree = parse(&text, None);
-    let mut build = Vec::new();
-    for _ in 0..20 {
-        let t0 = Instant::now();
-        std::hint::black_box(kernel_lsp::analysis::FileModel::build(&text, &tree));
-        build.push(t0.elapsed());
-    }
-    report("  model build", build);
-    let model = kernel_lsp::analysis::FileModel::build(&text, &tree);
-    for rule in kernel_lsp::rules::RULES {
-        let mut v = Vec::new();
-        for _ in 0..20 {
-            let mut out = Vec::new();
-            let t0 = Instant::now();
-            (rule.check)(&model, &settings, &mut out);
-            v.push(t0.elapsed());
-        }
-        report(&format!("  rule {}", rule.code), v);
-    }
-    let mut v = Vec::new();
-    for _ in 0..20 {
-        let t0 = Instant::now();
-        std::hint::black_box(model.kernel_summaries());
-        v.push(t0.elapsed());
-    }
-    report("  kernel summaries", v);
+    println!("  ({incremental_runs} of {} analyses incremental)", rounds * 5);
 }
 
 fn ms(d: Duration) -> f64 {

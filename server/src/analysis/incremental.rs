@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
-use super::model::{imports, range_of, Directive, FileModel};
+use super::model::{imports_of, range_of, Directive, FileModel};
 use super::{CheckResult, ClassSummary, KernelSummary};
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
@@ -261,12 +261,11 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
 }
 
 fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot, &'static str> {
-    let root = tree.root_node();
-    let (tl_aliases, triton_aliases) = imports(root, text);
-    if tl_aliases != prev.tl_aliases || triton_aliases != prev.triton_aliases {
+    let nodes = top_level(tree);
+    let aliases = imports_of(&nodes, text);
+    if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
         return Err("the imports changed");
     }
-    let nodes = top_level(tree);
     // Statements before and after the edits that read as they did: same kind
     // and text (a top-level statement without syntax errors then parses the
     // same), and for one with errors the same syntax tree.
@@ -300,7 +299,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     }
     // The changed statements as they are now: still no host code, the same kernels.
     let changed_nodes: Vec<Node> = changed_new.iter().map(|&i| nodes[i]).collect();
-    let probe = FileModel::build_partial(text, tree, &changed_nodes);
+    let probe = FileModel::build_partial(text, tree, &changed_nodes, &aliases);
     let module = &probe.host_fns[0];
     if probe.host_fns.len() > 1
         || !probe.classes.is_empty()
@@ -353,7 +352,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         })
         .collect();
     let walk_nodes: Vec<Node> = walk.iter().map(|&i| nodes[i]).collect();
-    let model = FileModel::build_partial(text, tree, &walk_nodes);
+    let model = FileModel::build_partial(text, tree, &walk_nodes, &aliases);
     let (fresh, loose) = facts(&model, &nodes, &recheck, &prev.settings);
     if !loose.is_empty() {
         return Err("a diagnostic outside every statement");
@@ -400,8 +399,8 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     Ok(Snapshot {
         settings: prev.settings.clone(),
         text: text.clone(),
-        tl_aliases,
-        triton_aliases,
+        tl_aliases: aliases.0,
+        triton_aliases: aliases.1,
         units,
         host_diags,
         estimates: prev.estimates.clone(),

@@ -231,19 +231,33 @@ pub struct FileModel<'a> {
 
 impl<'a> FileModel<'a> {
     pub fn build(src: &'a str, tree: &'a Tree) -> Self {
-        Self::build_from(src, tree, None)
+        Self::build_from(src, tree, None, None)
     }
 
     /// The model of only some top-level statements of the file (children of
     /// the root, in document order): what the incremental analysis re-reads
     /// after an edit. Imports are still read from the whole module.
-    pub fn build_partial(src: &'a str, tree: &'a Tree, units: &[Node<'a>]) -> Self {
-        Self::build_from(src, tree, Some(units))
+    /// `aliases` are what [`imports`] gives for the whole module.
+    pub fn build_partial(
+        src: &'a str,
+        tree: &'a Tree,
+        units: &[Node<'a>],
+        aliases: &(Vec<String>, Vec<String>),
+    ) -> Self {
+        Self::build_from(src, tree, Some(units), Some(aliases))
     }
 
-    fn build_from(src: &'a str, tree: &'a Tree, units: Option<&[Node<'a>]>) -> Self {
+    fn build_from(
+        src: &'a str,
+        tree: &'a Tree,
+        units: Option<&[Node<'a>]>,
+        aliases: Option<&(Vec<String>, Vec<String>)>,
+    ) -> Self {
         let root = tree.root_node();
-        let (tl_aliases, triton_aliases) = imports(root, src);
+        let (tl_aliases, triton_aliases) = match aliases {
+            Some((tl, triton)) => (tl.clone(), triton.clone()),
+            None => imports(root, src),
+        };
         let mut model = FileModel {
             src,
             tree,
@@ -606,11 +620,17 @@ impl<'a> FileModel<'a> {
 /// Names bound to `triton.language` and to `triton` by the module's imports
 /// (`tl` and `triton` when there are none).
 pub fn imports(root: Node, src: &str) -> (Vec<String>, Vec<String>) {
+    let mut cursor = root.walk();
+    let statements: Vec<Node> = root.children(&mut cursor).collect();
+    imports_of(&statements, src)
+}
+
+/// [`imports`] from the module's top-level statements.
+pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let mut tl_aliases = Vec::new();
     let mut triton_aliases = Vec::new();
-    let mut cursor = root.walk();
-    for stmt in root.children(&mut cursor) {
+    for &stmt in statements {
         match stmt.kind() {
             "import_statement" => {
                 let mut c = stmt.walk();
