@@ -35,6 +35,7 @@ pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite
         if reader.read_exact(&mut body).await.is_err() {
             break;
         }
+        tracing::trace!("frame of {} bytes read", body.len());
         let mut exit = false;
         let body = match check(&body) {
             Ok(()) => {

@@ -37,11 +37,26 @@ pub use server::{Server, COMMANDS};
 /// Set by `shutdown`; `exit` without it ends the process with code 1, as the protocol asks.
 static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
+/// glibc gives each thread that allocates its own malloc arena (up to 8 per
+/// core), and memory freed in one arena is not reused by another: with the
+/// runtime's workers and the stdin/stdout threads each holding freed trees and
+/// models, that cost ~5 MB of peak RSS with 20 open files. The server's threads
+/// hardly allocate concurrently, so one arena costs no measurable time.
+/// Called before the runtime starts its threads.
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets an allocator parameter; M_ARENA_MAX is a valid one.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Serves LSP on stdin/stdout until `exit`; returns the process exit code.
 pub fn serve_stdio() -> i32 {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kernel_lsp=info,warn"));
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).try_init();
+    one_malloc_arena();
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

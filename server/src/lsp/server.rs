@@ -615,7 +615,9 @@ async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
             latest.push(p);
         }
         for p in latest {
+            let version = p.version;
             client.publish_diagnostics(p.uri, p.diagnostics, p.version).await;
+            tracing::trace!("published version {version:?}");
         }
     }
 }
