@@ -65,7 +65,10 @@ pub fn serve_stdio() -> i32 {
         }
     };
     runtime.block_on(async {
-        let (service, socket) = LspService::build(Server::new)
+        let (frames, transport_out, out) = framing::output();
+        let writer = tokio::spawn(framing::write_frames(out, tokio::io::stdout()));
+        let server_frames = frames.clone();
+        let (service, socket) = LspService::build(move |client| Server::with_frames(client, server_frames))
             .custom_method("window/workDoneProgress/cancel", Server::work_done_progress_cancel)
             .custom_method(framing::INVALID_MESSAGE, Server::invalid_message)
             .finish();
@@ -75,7 +78,7 @@ pub fn serve_stdio() -> i32 {
             framing::sanitize(tokio::io::stdin(), input).await;
             let _ = input_done.send(());
         });
-        let serve = Transport::new(sanitized, tokio::io::stdout(), socket).concurrency_level(32).serve(service);
+        let serve = Transport::new(sanitized, transport_out, socket).concurrency_level(32).serve(service);
         // Once the client has gone (`exit`, or stdin closed), handlers still
         // waiting on it get a moment to finish, not forever.
         let grace = async {
@@ -86,6 +89,9 @@ pub fn serve_stdio() -> i32 {
             _ = serve => {}
             _ = grace => tracing::warn!("stopping with requests still waiting on the client"),
         }
+        // Everything queued (the `shutdown` response among it) reaches stdout before we exit.
+        framing::flushed(&frames, std::time::Duration::from_secs(1)).await;
+        writer.abort();
     });
     // Benchmark tasks still running would otherwise keep the runtime (and their harness) alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));

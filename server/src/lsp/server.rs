@@ -27,6 +27,7 @@ use super::actions::{self, EXPLAIN_KIND, FIX_ALL_KIND, SUPPRESS_KIND};
 use super::bench_view;
 use super::convert::Encoding;
 use super::document::Document;
+use super::framing::Frames;
 use super::history;
 use super::hover;
 use super::lens;
@@ -73,8 +74,18 @@ fn arg_uri(args: &[Value], i: usize) -> Result<Uri> {
 
 impl Server {
     pub fn new(client: Client) -> Self {
+        Self::build(client, None)
+    }
+
+    /// A server that writes its diagnostics notifications straight to `frames`
+    /// (see `framing::Frames`) rather than through the client.
+    pub fn with_frames(client: Client, frames: Frames) -> Self {
+        Self::build(client, Some(frames))
+    }
+
+    fn build(client: Client, frames: Option<Frames>) -> Self {
         let (publish_tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(publisher(client.clone(), rx));
+        tokio::spawn(publisher(client.clone(), frames, rx));
         Server {
             client,
             state: Arc::new(Mutex::new(State::default())),
@@ -603,7 +614,7 @@ fn token_key(t: &ProgressToken) -> String {
 
 /// Sends queued diagnostics in order; when several versions of one document
 /// are waiting, only the newest goes out.
-async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
+async fn publisher(client: Client, frames: Option<Frames>, mut rx: mpsc::UnboundedReceiver<Publish>) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         while let Ok(p) = rx.try_recv() {
@@ -616,7 +627,14 @@ async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
         }
         for p in latest {
             let version = p.version;
-            client.publish_diagnostics(p.uri, p.diagnostics, p.version).await;
+            match &frames {
+                Some(frames) => {
+                    let params =
+                        PublishDiagnosticsParams { uri: p.uri, diagnostics: p.diagnostics, version: p.version };
+                    frames.notify("textDocument/publishDiagnostics", &params);
+                }
+                None => client.publish_diagnostics(p.uri, p.diagnostics, p.version).await,
+            }
             tracing::trace!("published version {version:?}");
         }
     }
