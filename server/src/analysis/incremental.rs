@@ -11,20 +11,20 @@
 //! KL010) and the launch figures of the kernel summaries are kept for the
 //! whole file.
 //!
-//! After an edit, a statement whose tree-sitter subtree is the very one of the
-//! previous tree (same node id: tree-sitter reused it, so its text and
-//! structure are unchanged) keeps its facts, moved by the bytes it moved. The
-//! changed statements are re-read, with [`FileModel::build_partial`], together
-//! with what their kernel rules read: the helpers their kernels call, the
-//! statements that launch them and the module-level assignments. That is
-//! exact only while no host code changed, so the incremental path is taken
-//! only when every changed statement, before and after, contributes nothing
-//! to host code (no host function, class, module-level loop, call,
-//! assignment, sync or launch), defines the same kernel names in the same
-//! order, and the imports are the same; otherwise, and whenever a cached
-//! position cannot be mapped, the file is analysed afresh. Either way the
-//! result equals [`super::check`] on the same text (the property test in
-//! `lsp::document` checks that on random edit sequences).
+//! After an edit, the statements before and after the edited span that read
+//! as they did (same kind and text; for one with a syntax error, the same
+//! syntax tree) keep their facts, shared with the previous snapshot and moved
+//! by the bytes they moved. The changed statements are re-read, with
+//! [`FileModel::build_partial`], together with what their kernel rules read:
+//! the helpers their kernels call, the statements that launch them and the
+//! module-level assignments. That is exact only while no host code changed,
+//! so the incremental path is taken only when every changed statement, before
+//! and after, contributes nothing to host code (no host function, class,
+//! module-level loop, call, assignment, sync or launch), defines the same
+//! kernel names in the same order, and the imports are the same; otherwise,
+//! and whenever a cached position cannot be mapped, the file is analysed
+//! afresh. Either way the result equals [`super::check`] on the same text
+//! (the property tests in `lsp::document` check that on random edit sequences).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -46,7 +46,8 @@ pub struct Snapshot {
     tl_aliases: Vec<String>,
     triton_aliases: Vec<String>,
     units: Vec<Unit>,
-    /// KL001 and KL010 (host code), and anything not inside a statement.
+    /// Host-rule diagnostics (KL001, KL010) that span several statements,
+    /// and anything outside every statement; in current positions.
     host_diags: Vec<Diagnostic>,
     /// Kernel name -> launches-per-forward estimate (KL001), for the summaries.
     estimates: HashMap<String, String>,
@@ -56,16 +57,28 @@ pub struct Snapshot {
     incremental: bool,
 }
 
-/// What one top-level statement contributes.
+/// A statement where it is now: what was found in it (shared between
+/// snapshots while it does not change) and how far it moved since.
 #[derive(Debug, Clone)]
 struct Unit {
+    facts: Arc<UnitFacts>,
+    range: TextRange,
+    /// Current position minus the position `facts` were read at.
+    delta: isize,
+    /// Kernel-rule diagnostics of the kernels here that reach into other
+    /// statements (a launch site, a module constant); in current positions.
+    foreign: Vec<Diagnostic>,
+}
+
+/// What one top-level statement contributes, at the positions it was read at.
+#[derive(Debug)]
+struct UnitFacts {
     /// The statement's node kind.
     kind: u16,
     /// For a statement with a syntax error, its whole syntax tree (every
     /// node's kind and span): error recovery may read the same text differently,
     /// so such a statement is reused only if it parsed the same way.
     error_shape: Option<Vec<(u16, u32, u32)>>,
-    range: TextRange,
     /// Contributes nothing to host code (see the module doc).
     neutral: bool,
     kernels: Vec<KernelFacts>,
@@ -75,7 +88,8 @@ struct Unit {
     launched: Vec<String>,
     /// Assigns a module-level name (read by constant evaluation).
     module_assigns: bool,
-    /// Before suppression: the kernel rules' for the kernels defined here, KL005's for attributes here.
+    /// Before suppression, lying wholly in this statement: the kernel rules'
+    /// for the kernels defined here, KL005's for attributes here, the host rules'.
     diags: Vec<Diagnostic>,
     classes: Vec<ClassSummary>,
     directives: Vec<(usize, Directive)>,
@@ -87,6 +101,9 @@ struct KernelFacts {
     header_range: TextRange,
     has_time_loop: bool,
 }
+
+/// A statement as [`facts`] reads it: its facts and its foreign diagnostics.
+type Fresh = (UnitFacts, Vec<Diagnostic>);
 
 /// Analyses `text` (parsed as `tree`), incrementally from `previous` where it can.
 /// Returns the result and the snapshot to pass for the next version.
@@ -124,18 +141,43 @@ fn unit_of(ranges: &[TextRange], pos: usize) -> Option<usize> {
     (pos <= ranges[i].end).then_some(i)
 }
 
+/// Every position a diagnostic refers to.
+fn positions(d: &Diagnostic) -> impl Iterator<Item = TextRange> + '_ {
+    std::iter::once(d.range)
+        .chain(d.related.iter().map(|r| r.range))
+        .chain(d.fix.iter().flat_map(|f| f.edits.iter().map(|e| e.range)))
+}
+
+/// The statement that holds every position of `d`, if one does.
+fn home(ranges: &[TextRange], d: &Diagnostic) -> Option<usize> {
+    let u = unit_of(ranges, d.range.start)?;
+    positions(d).all(|r| ranges[u].start <= r.start && r.end <= ranges[u].end).then_some(u)
+}
+
 fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
     let model = FileModel::build(text, tree);
     let nodes = top_level(tree);
+    let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let all: Vec<usize> = (0..nodes.len()).collect();
-    let (units, mut loose) = facts(&model, &nodes, &all, settings);
-    let mut host_diags = Vec::new();
-    rules::run_reach(&model, settings, Reach::Host, &mut host_diags);
-    host_diags.append(&mut loose);
+    let (mut fresh, loose) = facts(&model, &nodes, &all, settings);
+    let mut host = Vec::new();
+    rules::run_reach(&model, settings, Reach::Host, &mut host);
+    let mut host_diags = loose;
+    for d in host {
+        match home(&ranges, &d) {
+            Some(u) => fresh[u].0.diags.push(d),
+            None => host_diags.push(d),
+        }
+    }
     let mut launch_counts = HashMap::new();
     for l in &model.launches {
         *launch_counts.entry(l.kernel.clone()).or_insert(0) += 1;
     }
+    let units = fresh
+        .into_iter()
+        .zip(&ranges)
+        .map(|((facts, foreign), range)| Unit { facts: Arc::new(facts), range: *range, delta: 0, foreign })
+        .collect();
     Snapshot {
         settings: settings.clone(),
         text: text.clone(),
@@ -149,21 +191,20 @@ fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
     }
 }
 
-/// The units `selected` (indexes into `nodes`, ascending) as `model` (which
-/// walked at least them) sees them; and kernel-rule diagnostics that fall in
-/// no statement.
-fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Settings) -> (Vec<Unit>, Vec<Diagnostic>) {
+/// The statements `selected` (indexes into `nodes`, ascending) as `model`
+/// (which walked at least them) sees them, without host-rule diagnostics;
+/// and KL005 diagnostics that fall in no statement.
+fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Settings) -> (Vec<Fresh>, Vec<Diagnostic>) {
     let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let mut slot: HashMap<usize, usize> = HashMap::with_capacity(selected.len());
-    let mut units: Vec<Unit> = selected
+    let mut units: Vec<Fresh> = selected
         .iter()
         .enumerate()
         .map(|(s, &i)| {
             slot.insert(i, s);
-            Unit {
+            let facts = UnitFacts {
                 kind: nodes[i].kind_id(),
                 error_shape: nodes[i].has_error().then(|| shape(nodes[i])),
-                range: ranges[i],
                 neutral: true,
                 kernels: Vec::new(),
                 helper_callees: Vec::new(),
@@ -172,28 +213,38 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
                 diags: Vec::new(),
                 classes: Vec::new(),
                 directives: Vec::new(),
-            }
+            };
+            (facts, Vec::new())
         })
         .collect();
     let unit = |pos: usize| unit_of(&ranges, pos).and_then(|i| slot.get(&i).copied());
     let mut loose = Vec::new();
 
     // Kernels: the kernel rules one kernel at a time, so each diagnostic belongs to its kernel.
+    let mut produced = Vec::new();
     for (ki, k) in model.kernels.iter().enumerate() {
         let Some(u) = unit(k.node.start_byte()) else { continue };
-        let unit = &mut units[u];
-        unit.kernels.push(KernelFacts {
+        let (facts, foreign) = &mut units[u];
+        facts.kernels.push(KernelFacts {
             name: k.name.clone(),
             header_range: k.header_range,
             has_time_loop: !k.time_loops(model).is_empty(),
         });
         for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
-            if !unit.helper_callees.contains(&c.callee) {
-                unit.helper_callees.push(c.callee.clone());
+            if !facts.helper_callees.contains(&c.callee) {
+                facts.helper_callees.push(c.callee.clone());
             }
         }
         model.set_focus(Some((ki, ki + 1)));
-        rules::run_reach(model, settings, Reach::Kernel, &mut unit.diags);
+        rules::run_reach(model, settings, Reach::Kernel, &mut produced);
+        let here = ranges[selected[u]];
+        for d in produced.drain(..) {
+            if positions(&d).all(|r| here.start <= r.start && r.end <= here.end) {
+                facts.diags.push(d);
+            } else {
+                foreign.push(d);
+            }
+        }
     }
     model.set_focus(None);
     // KL005 reports on the attribute itself, inside its statement.
@@ -203,7 +254,10 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
         match unit_of(&ranges, d.range.start) {
             Some(i) => {
                 if let Some(&u) = slot.get(&i) {
-                    units[u].diags.push(d)
+                    match home(&ranges, &d) {
+                        Some(_) => units[u].0.diags.push(d),
+                        None => units[u].1.push(d),
+                    }
                 }
             }
             None => loose.push(d),
@@ -212,7 +266,7 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
     // Host code.
     let mut host = |pos: usize| {
         if let Some(u) = unit(pos) {
-            units[u].neutral = false;
+            units[u].0.neutral = false;
         }
     };
     for f in &model.host_fns[1..] {
@@ -237,24 +291,24 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
     }
     for a in &module.assigns {
         if let Some(u) = unit(a.node.start_byte()) {
-            units[u].module_assigns = true;
+            units[u].0.module_assigns = true;
         }
     }
     for l in &model.launches {
         if let Some(u) = unit(l.node.start_byte()) {
-            if !units[u].launched.contains(&l.kernel) {
-                units[u].launched.push(l.kernel.clone());
+            if !units[u].0.launched.contains(&l.kernel) {
+                units[u].0.launched.push(l.kernel.clone());
             }
         }
     }
     for c in &model.classes {
         if let Some(u) = unit(c.node.start_byte()) {
-            units[u].classes.push(ClassSummary { name: c.name.clone(), range: c.name_range });
+            units[u].0.classes.push(ClassSummary { name: c.name.clone(), range: c.name_range });
         }
     }
     for (pos, d) in &model.directives {
         if let Some(u) = unit(*pos) {
-            units[u].directives.push((*pos, d.clone()));
+            units[u].0.directives.push((*pos, d.clone()));
         }
     }
     (units, loose)
@@ -271,10 +325,10 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     // same), and for one with errors the same syntax tree.
     let same = |o: usize, i: usize| {
         let (u, n) = (&prev.units[o], nodes[i]);
-        u.kind == n.kind_id()
-            && u.error_shape.is_some() == n.has_error()
+        u.facts.kind == n.kind_id()
+            && u.facts.error_shape.is_some() == n.has_error()
             && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
-            && u.error_shape.as_ref().is_none_or(|s| *s == shape(n))
+            && u.facts.error_shape.as_ref().is_none_or(|s| *s == shape(n))
     };
     let (old_len, new_len) = (prev.units.len(), nodes.len());
     let mut prefix = 0;
@@ -292,68 +346,77 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         matched[i] = Some(o);
         old_to_new[o] = Some(i);
     }
-    let changed_old: Vec<usize> = (0..prev.units.len()).filter(|&o| old_to_new[o].is_none()).collect();
-    let changed_new: Vec<usize> = (0..nodes.len()).filter(|&i| matched[i].is_none()).collect();
-    if changed_old.iter().any(|&o| !prev.units[o].neutral) {
+    let changed_old: Vec<usize> = (prefix..old_len - suffix).collect();
+    if changed_old.iter().any(|&o| !prev.units[o].facts.neutral) {
         return Err("a changed statement had host code");
     }
-    // The changed statements as they are now: still no host code, the same kernels.
-    let changed_nodes: Vec<Node> = changed_new.iter().map(|&i| nodes[i]).collect();
-    let probe = FileModel::build_partial(text, tree, &changed_nodes, &aliases);
-    let module = &probe.host_fns[0];
-    if probe.host_fns.len() > 1
-        || !probe.classes.is_empty()
-        || !probe.launch_candidates.is_empty()
-        || !module.loops.is_empty()
-        || !module.calls.is_empty()
-        || !module.syncs.is_empty()
-        || !module.assigns.is_empty()
-    {
-        return Err("a changed statement has host code");
-    }
     let old_names: Vec<&str> =
-        changed_old.iter().flat_map(|&o| prev.units[o].kernels.iter().map(|k| k.name.as_str())).collect();
-    let new_names: Vec<&str> = probe.kernels.iter().map(|k| k.name.as_str()).collect();
-    if old_names != new_names {
-        return Err("kernels were added, removed or renamed");
-    }
+        changed_old.iter().flat_map(|&o| prev.units[o].facts.kernels.iter().map(|k| k.name.as_str())).collect();
+
     // Re-checked: the changed statements and those whose kernels call a changed kernel.
     let changed_names: HashSet<&str> = old_names.iter().copied().collect();
-    let mut recheck: Vec<usize> = (0..nodes.len())
+    let recheck: Vec<usize> = (0..new_len)
         .filter(|&i| match matched[i] {
             None => true,
-            Some(o) => prev.units[o].helper_callees.iter().any(|c| changed_names.contains(c.as_str())),
+            Some(o) => prev.units[o].facts.helper_callees.iter().any(|c| changed_names.contains(c.as_str())),
         })
         .collect();
-    recheck.sort_unstable();
     // What their kernel rules read: helpers, launch sites, module-level assignments.
-    let mut names: HashSet<&str> = HashSet::new();
-    let mut helpers: HashSet<&str> = HashSet::new();
-    for k in &probe.kernels {
-        names.insert(k.name.as_str());
-        helpers.extend(k.calls.iter().filter(|c| c.tl_name.is_none()).map(|c| c.callee.as_str()));
+    // The changed statements must keep their kernel names (checked below), so
+    // those are known; their helpers are taken from before and checked after.
+    let mut names: HashSet<&str> = changed_names.clone();
+    let mut helpers: HashSet<String> = HashSet::new();
+    for &o in &changed_old {
+        helpers.extend(prev.units[o].facts.helper_callees.iter().cloned());
     }
     for &i in &recheck {
         if let Some(o) = matched[i] {
-            names.extend(prev.units[o].kernels.iter().map(|k| k.name.as_str()));
-            helpers.extend(prev.units[o].helper_callees.iter().map(String::as_str));
+            names.extend(prev.units[o].facts.kernels.iter().map(|k| k.name.as_str()));
+            helpers.extend(prev.units[o].facts.helper_callees.iter().cloned());
         }
     }
-    let walk: Vec<usize> = (0..nodes.len())
-        .filter(|&i| match matched[i] {
-            None => true,
-            Some(o) => {
-                let u = &prev.units[o];
-                recheck.binary_search(&i).is_ok()
-                    || u.module_assigns
-                    || u.kernels.iter().any(|k| helpers.contains(k.name.as_str()))
-                    || u.launched.iter().any(|k| names.contains(k.as_str()))
-            }
-        })
-        .collect();
-    let walk_nodes: Vec<Node> = walk.iter().map(|&i| nodes[i]).collect();
-    let model = FileModel::build_partial(text, tree, &walk_nodes, &aliases);
-    let (fresh, loose) = facts(&model, &nodes, &recheck, &prev.settings);
+    let mut attempt = 0;
+    let (fresh, loose) = loop {
+        let walk: Vec<Node> = (0..new_len)
+            .filter(|&i| match matched[i] {
+                None => true,
+                Some(o) => {
+                    let u = &prev.units[o].facts;
+                    recheck.binary_search(&i).is_ok()
+                        || u.module_assigns
+                        || u.kernels.iter().any(|k| helpers.contains(&k.name))
+                        || u.launched.iter().any(|k| names.contains(k.as_str()))
+                }
+            })
+            .map(|i| nodes[i])
+            .collect();
+        let model = FileModel::build_partial(text, tree, &walk, &aliases);
+        let (fresh, loose) = facts(&model, &nodes, &recheck, &prev.settings);
+        // The changed statements as they are now: still no host code, the same kernels.
+        let now: Vec<&UnitFacts> =
+            recheck.iter().zip(&fresh).filter(|(i, _)| matched[**i].is_none()).map(|(_, (f, _))| f).collect();
+        if now.iter().any(|f| !f.neutral) {
+            return Err("a changed statement has host code");
+        }
+        if !now.iter().flat_map(|f| f.kernels.iter().map(|k| k.name.as_str())).eq(old_names.iter().copied()) {
+            return Err("kernels were added, removed or renamed");
+        }
+        let missing: Vec<String> = fresh
+            .iter()
+            .flat_map(|(f, _)| f.helper_callees.iter())
+            .filter(|c| !helpers.contains(*c))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            break (fresh, loose);
+        }
+        // A kernel now calls a name it did not call before: read again with those helpers.
+        attempt += 1;
+        if attempt > 1 {
+            return Err("the helpers did not settle");
+        }
+        helpers.extend(missing);
+    };
     if !loose.is_empty() {
         return Err("a diagnostic outside every statement");
     }
@@ -365,48 +428,51 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         let n = old_to_new[o]?;
         Some(pos - old_ranges[o].start + nodes[n].start_byte())
     };
+    let remap_all = |list: &[Diagnostic]| -> Result<Vec<Diagnostic>, &'static str> {
+        list.iter()
+            .map(|d| remap(d, &map))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("a cached position lies in a changed statement")
+    };
     let mut fresh = fresh.into_iter();
-    let mut units = Vec::with_capacity(nodes.len());
+    let mut units = Vec::with_capacity(new_len);
     for (i, node) in nodes.iter().enumerate() {
+        let range = range_of(*node);
         if recheck.binary_search(&i).is_ok() {
-            units.push(fresh.next().ok_or("a statement was not re-read")?);
+            let (mut facts, foreign) = fresh.next().ok_or("a statement was not re-read")?;
+            // The host rules' diagnostics of a re-checked statement that did not change stay.
+            if let Some(o) = matched[i] {
+                let old = &prev.units[o];
+                let moved = old.delta + (range.start as isize - old.range.start as isize);
+                let host = old.facts.diags.iter().filter(|d| rules::by_code(&d.code).is_some_and(is_host_rule));
+                facts.diags.extend(host.map(|d| shifted(d, moved)));
+            }
+            units.push(Unit { facts: Arc::new(facts), range, delta: 0, foreign });
             continue;
         }
         let old = &prev.units[matched[i].ok_or("a statement was not matched")?];
-        let delta = |pos: usize| pos - old.range.start + node.start_byte();
-        let mut u = old.clone();
-        u.range = range_of(*node);
-        for k in &mut u.kernels {
-            k.header_range = shift(k.header_range, delta);
-        }
-        for c in &mut u.classes {
-            c.range = shift(c.range, delta);
-        }
-        for (pos, _) in &mut u.directives {
-            *pos = delta(*pos);
-        }
-        for d in &mut u.diags {
-            *d = remap(d, &map).ok_or("a cached position lies in a changed statement")?;
-        }
-        units.push(u);
+        units.push(Unit {
+            facts: old.facts.clone(),
+            range,
+            delta: old.delta + (range.start as isize - old.range.start as isize),
+            foreign: remap_all(&old.foreign)?,
+        });
     }
-    let host_diags = prev
-        .host_diags
-        .iter()
-        .map(|d| remap(d, &map))
-        .collect::<Option<Vec<_>>>()
-        .ok_or("a cached position lies in a changed statement")?;
     Ok(Snapshot {
         settings: prev.settings.clone(),
         text: text.clone(),
         tl_aliases: aliases.0,
         triton_aliases: aliases.1,
         units,
-        host_diags,
+        host_diags: remap_all(&prev.host_diags)?,
         estimates: prev.estimates.clone(),
         launch_counts: prev.launch_counts.clone(),
         incremental: true,
     })
+}
+
+fn is_host_rule(rule: &rules::Rule) -> bool {
+    rules::reach(rule) == Reach::Host
 }
 
 /// Every node of a statement: kind, start and end relative to the statement.
@@ -435,8 +501,25 @@ fn shape(unit: Node) -> Vec<(u16, u32, u32)> {
     }
 }
 
-fn shift(r: TextRange, f: impl Fn(usize) -> usize) -> TextRange {
-    TextRange::new(f(r.start), f(r.end))
+fn shift_range(r: TextRange, delta: isize) -> TextRange {
+    TextRange::new((r.start as isize + delta) as usize, (r.end as isize + delta) as usize)
+}
+
+/// A diagnostic with every position moved by `delta`.
+fn shifted(d: &Diagnostic, delta: isize) -> Diagnostic {
+    let mut d = d.clone();
+    if delta != 0 {
+        d.range = shift_range(d.range, delta);
+        for r in &mut d.related {
+            r.range = shift_range(r.range, delta);
+        }
+        if let Some(fix) = &mut d.fix {
+            for e in &mut fix.edits {
+                e.range = shift_range(e.range, delta);
+            }
+        }
+    }
+    d
 }
 
 /// A cached diagnostic with every position moved to the new text; `None` if one cannot be.
@@ -460,31 +543,33 @@ impl Snapshot {
     pub fn result(&self, index: &LineIndex) -> CheckResult {
         let mut suppressions = HashMap::new();
         let mut reference = None;
-        for (pos, d) in self.units.iter().flat_map(|u| &u.directives) {
-            match d {
-                Directive::Ignore(s) => {
-                    suppressions.insert(index.line_of(*pos), s);
+        for u in &self.units {
+            for (pos, d) in &u.facts.directives {
+                match d {
+                    Directive::Ignore(s) => {
+                        suppressions.insert(index.line_of((*pos as isize + u.delta) as usize), s);
+                    }
+                    Directive::Reference(path) => reference = Some(path.clone()),
                 }
-                Directive::Reference(path) => reference = Some(path.clone()),
             }
         }
-        let mut diagnostics: Vec<Diagnostic> = self
-            .host_diags
-            .iter()
-            .chain(self.units.iter().flat_map(|u| &u.diags))
-            .filter(|d| !suppressions.get(&index.line_of(d.range.start)).is_some_and(|s| s.covers(&d.code)))
-            .cloned()
-            .collect();
+        let kept = |d: &Diagnostic| !suppressions.get(&index.line_of(d.range.start)).is_some_and(|s| s.covers(&d.code));
+        let mut diagnostics = Vec::new();
+        for u in &self.units {
+            diagnostics.extend(u.facts.diags.iter().map(|d| shifted(d, u.delta)).filter(kept));
+            diagnostics.extend(u.foreign.iter().filter(|d| kept(d)).cloned());
+        }
+        diagnostics.extend(self.host_diags.iter().filter(|d| kept(d)).cloned());
         rules::finish(&mut diagnostics);
         let kernels = self
             .units
             .iter()
-            .flat_map(|u| &u.kernels)
-            .map(|k| {
+            .flat_map(|u| u.facts.kernels.iter().map(move |k| (k, u.delta)))
+            .map(|(k, delta)| {
                 let estimate = self.estimates.get(&k.name).cloned();
                 KernelSummary {
                     name: k.name.clone(),
-                    range: k.header_range,
+                    range: shift_range(k.header_range, delta),
                     persistent: k.has_time_loop && estimate.is_none(),
                     has_time_loop: k.has_time_loop,
                     launch_sites: self.launch_counts.get(&k.name).copied().unwrap_or(0),
@@ -492,12 +577,17 @@ impl Snapshot {
                 }
             })
             .collect();
-        CheckResult {
-            diagnostics,
-            kernels,
-            classes: self.units.iter().flat_map(|u| u.classes.iter().cloned()).collect(),
-            reference,
-        }
+        let classes = self
+            .units
+            .iter()
+            .flat_map(|u| {
+                u.facts
+                    .classes
+                    .iter()
+                    .map(|c| ClassSummary { name: c.name.clone(), range: shift_range(c.range, u.delta) })
+            })
+            .collect();
+        CheckResult { diagnostics, kernels, classes, reference }
     }
 
     /// Whether this snapshot was derived from the previous one rather than built afresh.
