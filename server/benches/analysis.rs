@@ -1,6 +1,9 @@
 //! Full-analysis time for a 5,000-line kernel file (parse + model + rules),
-//! and an incremental reparse after a one-character edit. Prints figures;
-//! asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`.
+//! an incremental reparse plus full analysis after a one-character edit, and
+//! what the language server does per keystroke in a kernel (incremental
+//! reparse, then the incremental analysis from the previous snapshot). Prints
+//! figures; asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`
+//! (`KL_BENCH_MODEL_ONLY=1` or `KL_BENCH_TYPING_ONLY=1` to profile one part).
 
 use std::time::{Duration, Instant};
 
