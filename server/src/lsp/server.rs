@@ -760,17 +760,19 @@ impl LanguageServer for Server {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let item = params.text_document;
+        let evicted;
         let error = {
             let mut st = self.state();
             let (settings, error) = st.settings_for(&item.uri);
             st.docs.insert(item.uri.clone(), Document::new(&item.text, item.version, settings));
-            st.touch(&item.uri);
+            evicted = st.touch(&item.uri);
             if let Some(b) = st.bench.get_mut(&item.uri) {
                 b.diagnostics.clear();
             }
             self.push(&st, &item.uri);
             error
         };
+        drop(evicted);
         if let Some(e) = error {
             self.client.show_message(MessageType::ERROR, format!("kernel-lsp: {e}")).await;
         }
@@ -798,7 +800,7 @@ impl LanguageServer for Server {
         }
         let job = doc.analysis_job();
         let edited = began.elapsed();
-        st.touch(&uri);
+        let evicted = st.touch(&uri);
         if let Some(b) = st.bench.get_mut(&uri) {
             b.diagnostics.clear();
         }
@@ -813,11 +815,13 @@ impl LanguageServer for Server {
             let started = began.elapsed();
             let result = job.run();
             let analysed = began.elapsed();
-            let st = &mut *lock(&state);
-            let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
-            if installed && !st.caps.pull_diagnostics {
-                if let Some(p) = st.publish(&uri) {
-                    let _ = publish_tx.send(p);
+            {
+                let st = &mut *lock(&state);
+                let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
+                if installed && !st.caps.pull_diagnostics {
+                    if let Some(p) = st.publish(&uri) {
+                        let _ = publish_tx.send(p);
+                    }
                 }
             }
             tracing::debug!(
@@ -826,6 +830,11 @@ impl LanguageServer for Server {
                 analysed - started,
                 began.elapsed()
             );
+            // The trees this edit evicted are freed off the lock, once the publisher has had its turn.
+            if !evicted.is_empty() {
+                tokio::task::yield_now().await;
+                drop(evicted);
+            }
         });
     }
 
