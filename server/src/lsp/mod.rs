@@ -4,7 +4,7 @@
 //! - `server`: the `LanguageServer` handlers; which ones mutate state and run
 //!   in order, which ones read, and where slow work goes.
 //! - `state`: open documents, settings, client capabilities, benchmark results.
-//! - `document`: a document's rope, tree-sitter tree and last analysis; the
+//! - `document`: a document's text, tree-sitter tree, last analysis and analysis snapshot; the
 //!   incremental edit path.
 //! - `convert`: byte ranges <-> LSP positions in the negotiated encoding; our
 //!   diagnostics -> LSP diagnostics with their fix in `data`.
