@@ -1,6 +1,9 @@
 //! Full-analysis time for a 5,000-line kernel file (parse + model + rules),
-//! and an incremental reparse after a one-character edit. Prints figures;
-//! asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`.
+//! an incremental reparse plus full analysis after a one-character edit, and
+//! what the language server does per keystroke in a kernel (incremental
+//! reparse, then the incremental analysis from the previous snapshot). Prints
+//! figures; asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`
+//! (`KL_BENCH_MODEL_ONLY=1` or `KL_BENCH_TYPING_ONLY=1` to profile one part).
 
 use std::time::{Duration, Instant};
 
@@ -47,6 +50,10 @@ fn main() {
         return;
     }
     let lines = text.lines().count();
+    if std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() {
+        typing(text, &settings);
+        return;
+    }
     // Warm up.
     for _ in 0..5 {
         let tree = parse(&text, None);
@@ -91,15 +98,13 @@ fn main() {
         std::hint::black_box(result);
         tree = parse(&text, None);
     }
-    let report = |name: &str, v: Vec<Duration>| {
-        let (min, p50, p99) = stats(v);
-        println!("{name:<34} min {:>8.3} ms   p50 {:>8.3} ms   p99 {:>8.3} ms", ms(min), ms(p50), ms(p99));
-    };
     println!("kernel file: {lines} lines, {} bytes, {diagnostics} diagnostics", text.len());
     report("full analysis (parse + check)", full);
     report("  parse", parse_only);
     report("  model + rules", analysis_only);
     report("edit + incremental reparse + check", incremental);
+
+    typing(text.clone(), &settings);
 
     // Where the model + rules time goes.
     let tree = parse(&text, None);
@@ -128,6 +133,75 @@ fn main() {
         v.push(t0.elapsed());
     }
     report("  kernel summaries", v);
+}
+
+fn report(name: &str, v: Vec<Duration>) {
+    let (min, p50, p99) = stats(v);
+    println!("{name:<34} min {:>8.3} ms   p50 {:>8.3} ms   p99 {:>8.3} ms", ms(min), ms(p50), ms(p99));
+}
+
+/// What the language server does per keystroke.
+fn typing(text: String, settings: &Settings) {
+    let settings = settings.clone();
+    // What the language server does per keystroke: typing ` + 1` and deleting
+    // the `1` at the end of a line inside a kernel in the middle of the file,
+    // reparsing with the edited tree and analysing from the previous snapshot.
+    let mut text: std::sync::Arc<str> = std::sync::Arc::from(text.as_str());
+    let mut index = kernel_lsp::text::LineIndex::new(&text);
+    let at = {
+        let jit = text[text.len() / 2..].find("@triton.jit").map(|i| i + text.len() / 2).expect("a kernel");
+        let body = jit + text[jit..].find("):\n").expect("a def line") + 3;
+        body + text[body..].find('\n').expect("a body line")
+    };
+    let mut tree = parse(&text, None);
+    let (_, mut snapshot) = kernel_lsp::analysis::incremental::analyze(&text, &tree, &settings, &index, None);
+    let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let rounds = if std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() { 400 } else { 10 };
+    for round in 0..rounds {
+        let mut col = at;
+        for (ch, delete) in [(" ", false), ("+", false), (" ", false), ("1", false), ("", true)] {
+            let (start, old_end, new_end) = if delete { (col - 1, col, col - 1) } else { (col, col, col + ch.len()) };
+            let t0 = Instant::now();
+            let mut s = String::with_capacity(text.len() + 1);
+            s.push_str(&text[..start]);
+            s.push_str(ch);
+            s.push_str(&text[old_end..]);
+            let point = |index: &kernel_lsp::text::LineIndex, b: usize| {
+                let row = index.line_of(b);
+                tree_sitter::Point::new(row, b - index.line_start(row))
+            };
+            let mut new_index = index.clone();
+            new_index.edit(start, old_end, ch);
+            tree.edit(&tree_sitter::InputEdit {
+                start_byte: start,
+                old_end_byte: old_end,
+                new_end_byte: new_end,
+                start_position: point(&index, start),
+                old_end_position: point(&index, old_end),
+                new_end_position: point(&new_index, new_end),
+            });
+            text = std::sync::Arc::from(s);
+            index = new_index;
+            tree = parse(&text, Some(&tree));
+            let t1 = Instant::now();
+            let (result, next) =
+                kernel_lsp::analysis::incremental::analyze(&text, &tree, &settings, &index, Some(&snapshot));
+            let t2 = Instant::now();
+            incremental_runs += usize::from(next.is_incremental());
+            snapshot = next;
+            std::hint::black_box(result);
+            if round > 0 {
+                reparse.push(t1 - t0);
+                analyse.push(t2 - t1);
+                typed.push(t2 - t0);
+            }
+            col = new_end;
+        }
+    }
+    report("typing in a kernel (server path)", typed);
+    report("  edit + incremental reparse", reparse);
+    report("  incremental analysis", analyse);
+    println!("  ({incremental_runs} of {} analyses incremental)", rounds * 5);
 }
 
 fn ms(d: Duration) -> f64 {

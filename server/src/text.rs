@@ -46,7 +46,7 @@ pub enum ColumnUnit {
 }
 
 /// Line starts of a text, for offset <-> (line, column) conversion.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineIndex {
     line_starts: Vec<usize>,
 }
@@ -56,6 +56,19 @@ impl LineIndex {
         let mut line_starts = vec![0];
         line_starts.extend(text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| i + 1));
         LineIndex { line_starts }
+    }
+
+    /// Follows the replacement of `start..old_end` by `new_text`, without rescanning the text.
+    pub fn edit(&mut self, start: usize, old_end: usize, new_text: &str) {
+        // Line starts in (start, old_end] came from line breaks that were removed.
+        let lo = self.line_starts.partition_point(|&s| s <= start);
+        let hi = self.line_starts.partition_point(|&s| s <= old_end);
+        let new_end = start + new_text.len();
+        for s in &mut self.line_starts[hi..] {
+            *s = *s - old_end + new_end;
+        }
+        let inserted = new_text.bytes().enumerate().filter(|(_, b)| *b == b'\n').map(|(i, _)| start + i + 1);
+        self.line_starts.splice(lo..hi, inserted);
     }
 
     pub fn line_count(&self) -> usize {

@@ -25,6 +25,7 @@ pub(crate) fn field_id(name: &str) -> Option<u16> {
     language.field_id_for_name(name).map(u16::from)
 }
 
+pub mod incremental;
 pub mod model;
 pub mod triton_names;
 
@@ -71,14 +72,7 @@ pub struct CheckResult {
 
 /// Full analysis of one file: the model, the enabled rules, suppressions applied.
 pub fn check(text: &str, tree: &Tree, settings: &Settings) -> CheckResult {
-    let model = FileModel::build(text, tree);
-    let diagnostics = crate::rules::run(&model, settings);
-    CheckResult {
-        kernels: model.kernel_summaries(),
-        classes: model.classes.iter().map(|c| ClassSummary { name: c.name.clone(), range: c.name_range }).collect(),
-        reference: model.reference.clone(),
-        diagnostics,
-    }
+    incremental::check(text, tree, settings)
 }
 
 /// Parses and checks in one step.

@@ -10,12 +10,13 @@
 //! rules ask (data flow inside a kernel, whether a loop is a time loop, how
 //! many launches a call makes) are answered here, once.
 
-use std::collections::{HashMap, HashSet};
+use std::cell::Cell;
+use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
 use super::KernelSummary;
-use crate::text::{LineIndex, TextRange};
+use crate::text::TextRange;
 
 /// Deeper syntax than this is not descended into: it only occurs in generated
 /// or hostile input, and the walk must not overflow the stack.
@@ -178,16 +179,34 @@ impl<'a> Launch<'a> {
     }
 }
 
-#[derive(Debug, Clone)]
-enum Suppression {
+/// `# kernel-lsp: ignore` / `# kernel-lsp: ignore[KL001, ...]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Suppression {
     All,
     Codes(Vec<String>),
+}
+
+impl Suppression {
+    pub fn covers(&self, code: &str) -> bool {
+        match self {
+            Suppression::All => true,
+            Suppression::Codes(codes) => codes.iter().any(|c| c.eq_ignore_ascii_case(code)),
+        }
+    }
+}
+
+/// A `# kernel-lsp: ...` comment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Directive {
+    /// Suppresses diagnostics that start on the comment's line.
+    Ignore(Suppression),
+    /// `# kernel-lsp: reference = PATH`.
+    Reference(String),
 }
 
 pub struct FileModel<'a> {
     pub src: &'a str,
     pub tree: &'a Tree,
-    pub line_index: LineIndex,
     /// Names bound to `triton.language` (usually `tl`).
     pub tl_aliases: Vec<String>,
     /// Names bound to `triton`.
@@ -199,30 +218,62 @@ pub struct FileModel<'a> {
     pub classes: Vec<ClassInfo<'a>>,
     /// Every `tl.X` attribute access: (X, the attribute node).
     pub tl_attrs: Vec<(String, Node<'a>)>,
+    /// Every `name[grid](...)` call in host code, whether or not `name` looks like a kernel.
+    pub launch_candidates: Vec<TextRange>,
+    /// `# kernel-lsp:` comments in document order, by the comment's start byte.
+    pub directives: Vec<(usize, Directive)>,
+    /// The last `# kernel-lsp: reference = PATH`.
     pub reference: Option<String>,
     pub has_syntax_errors: bool,
-    suppressions: HashMap<usize, Suppression>,
+    /// When set, the kernel rules report only on `kernels[lo..hi]` (see `checked_kernels`).
+    focus: Cell<Option<(usize, usize)>>,
 }
 
 impl<'a> FileModel<'a> {
     pub fn build(src: &'a str, tree: &'a Tree) -> Self {
+        Self::build_from(src, tree, None, None)
+    }
+
+    /// The model of only some top-level statements of the file (children of
+    /// the root, in document order): what the incremental analysis re-reads
+    /// after an edit. Imports are still read from the whole module.
+    /// `aliases` are what [`imports`] gives for the whole module.
+    pub fn build_partial(
+        src: &'a str,
+        tree: &'a Tree,
+        units: &[Node<'a>],
+        aliases: &(Vec<String>, Vec<String>),
+    ) -> Self {
+        Self::build_from(src, tree, Some(units), Some(aliases))
+    }
+
+    fn build_from(
+        src: &'a str,
+        tree: &'a Tree,
+        units: Option<&[Node<'a>]>,
+        aliases: Option<&(Vec<String>, Vec<String>)>,
+    ) -> Self {
+        let root = tree.root_node();
+        let (tl_aliases, triton_aliases) = match aliases {
+            Some((tl, triton)) => (tl.clone(), triton.clone()),
+            None => imports(root, src),
+        };
         let mut model = FileModel {
             src,
             tree,
-            line_index: LineIndex::new(src),
-            tl_aliases: Vec::new(),
-            triton_aliases: Vec::new(),
+            tl_aliases,
+            triton_aliases,
             kernels: Vec::new(),
             host_fns: Vec::new(),
             launches: Vec::new(),
             classes: Vec::new(),
             tl_attrs: Vec::new(),
+            launch_candidates: Vec::new(),
+            directives: Vec::new(),
             reference: None,
-            has_syntax_errors: tree.root_node().has_error(),
-            suppressions: HashMap::new(),
+            has_syntax_errors: root.has_error(),
+            focus: Cell::new(None),
         };
-        let root = tree.root_node();
-        model.collect_imports(root);
         model.host_fns.push(HostFn {
             name: "<module>".to_string(),
             class: None,
@@ -236,10 +287,35 @@ impl<'a> FileModel<'a> {
             syncs: Vec::new(),
         });
         let mut walker = Walker { m: &mut model, pending_launches: Vec::new() };
-        walker.visit(root, Scope::Host(0), &mut Vec::new(), None, 0);
+        match units {
+            // Each top-level statement is walked exactly as the walk of the root reaches it (depth 1).
+            Some(units) => {
+                for unit in units {
+                    walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
+                }
+            }
+            None => walker.visit(root, Scope::Host(0), &mut Vec::new(), None, 0),
+        }
         let pending = std::mem::take(&mut walker.pending_launches);
         model.resolve_launches(pending);
+        model.reference = model.directives.iter().rev().find_map(|(_, d)| match d {
+            Directive::Reference(path) => Some(path.clone()),
+            Directive::Ignore(_) => None,
+        });
         model
+    }
+
+    /// The kernels the kernel rules report on: all of them, or the focused range.
+    pub fn checked_kernels(&self) -> &[Kernel<'a>] {
+        match self.focus.get() {
+            Some((lo, hi)) => &self.kernels[lo.min(self.kernels.len())..hi.min(self.kernels.len())],
+            None => &self.kernels,
+        }
+    }
+
+    /// Makes the kernel rules report only on `kernels[lo..hi]` (`None`: on all).
+    pub fn set_focus(&self, focus: Option<(usize, usize)>) {
+        self.focus.set(focus);
     }
 
     pub fn text(&self, node: Node) -> &'a str {
@@ -252,67 +328,6 @@ impl<'a> FileModel<'a> {
 
     pub fn is_tl_alias(&self, name: &str) -> bool {
         self.tl_aliases.iter().any(|a| a == name)
-    }
-
-    /// Whether a diagnostic of `code` starting at `offset` is suppressed by a
-    /// `# kernel-lsp: ignore[...]` comment on its line.
-    pub fn is_suppressed(&self, offset: usize, code: &str) -> bool {
-        match self.suppressions.get(&self.line_index.line_of(offset)) {
-            Some(Suppression::All) => true,
-            Some(Suppression::Codes(codes)) => codes.iter().any(|c| c.eq_ignore_ascii_case(code)),
-            None => false,
-        }
-    }
-
-    fn collect_imports(&mut self, root: Node<'a>) {
-        let mut cursor = root.walk();
-        for stmt in root.children(&mut cursor) {
-            match stmt.kind() {
-                "import_statement" => {
-                    let mut c = stmt.walk();
-                    for child in stmt.named_children(&mut c) {
-                        match child.kind() {
-                            "aliased_import" => {
-                                let name = field!(child, "name").map(|n| self.text(n));
-                                let alias = field!(child, "alias").map(|n| self.text(n).to_string());
-                                match (name, alias) {
-                                    (Some("triton.language"), Some(a)) => self.tl_aliases.push(a),
-                                    (Some("triton"), Some(a)) => self.triton_aliases.push(a),
-                                    _ => {}
-                                }
-                            }
-                            "dotted_name" if self.text(child) == "triton" || self.text(child) == "triton.language" => {
-                                self.triton_aliases.push("triton".to_string())
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                "import_from_statement" => {
-                    let module = field!(stmt, "module_name").map(|n| self.text(n)).unwrap_or("");
-                    let mut c = stmt.walk();
-                    for name in stmt.children_by_field_name("name", &mut c) {
-                        let (orig, alias) = match name.kind() {
-                            "aliased_import" => (
-                                field!(name, "name").map(|n| self.text(n)).unwrap_or(""),
-                                field!(name, "alias").map(|n| self.text(n)).unwrap_or(""),
-                            ),
-                            _ => (self.text(name), self.text(name)),
-                        };
-                        if module == "triton" && orig == "language" {
-                            self.tl_aliases.push(alias.to_string());
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        if self.tl_aliases.is_empty() {
-            self.tl_aliases.push("tl".to_string());
-        }
-        if self.triton_aliases.is_empty() {
-            self.triton_aliases.push("triton".to_string());
-        }
     }
 
     fn resolve_launches(&mut self, pending: Vec<Launch<'a>>) {
@@ -603,6 +618,69 @@ impl<'a> FileModel<'a> {
     }
 }
 
+/// Names bound to `triton.language` and to `triton` by the module's imports
+/// (`tl` and `triton` when there are none).
+pub fn imports(root: Node, src: &str) -> (Vec<String>, Vec<String>) {
+    let mut cursor = root.walk();
+    let statements: Vec<Node> = root.children(&mut cursor).collect();
+    imports_of(&statements, src)
+}
+
+/// [`imports`] from the module's top-level statements.
+pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
+    let mut tl_aliases = Vec::new();
+    let mut triton_aliases = Vec::new();
+    for &stmt in statements {
+        match stmt.kind() {
+            "import_statement" => {
+                let mut c = stmt.walk();
+                for child in stmt.named_children(&mut c) {
+                    match child.kind() {
+                        "aliased_import" => {
+                            let name = field!(child, "name").map(text);
+                            let alias = field!(child, "alias").map(|n| text(n).to_string());
+                            match (name, alias) {
+                                (Some("triton.language"), Some(a)) => tl_aliases.push(a),
+                                (Some("triton"), Some(a)) => triton_aliases.push(a),
+                                _ => {}
+                            }
+                        }
+                        "dotted_name" if text(child) == "triton" || text(child) == "triton.language" => {
+                            triton_aliases.push("triton".to_string())
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "import_from_statement" => {
+                let module = field!(stmt, "module_name").map(text).unwrap_or("");
+                let mut c = stmt.walk();
+                for name in stmt.children_by_field_name("name", &mut c) {
+                    let (orig, alias) = match name.kind() {
+                        "aliased_import" => (
+                            field!(name, "name").map(text).unwrap_or(""),
+                            field!(name, "alias").map(text).unwrap_or(""),
+                        ),
+                        _ => (text(name), text(name)),
+                    };
+                    if module == "triton" && orig == "language" {
+                        tl_aliases.push(alias.to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if tl_aliases.is_empty() {
+        tl_aliases.push("tl".to_string());
+    }
+    if triton_aliases.is_empty() {
+        triton_aliases.push("triton".to_string());
+    }
+    (tl_aliases, triton_aliases)
+}
+
 pub fn parse_int(t: &str) -> Option<i64> {
     let t = t.replace('_', "");
     if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
@@ -868,7 +946,6 @@ impl<'m, 'a> Walker<'m, 'a> {
         let Some(rest) = text.find("kernel-lsp:").map(|i| text[i + "kernel-lsp:".len()..].trim()) else {
             return;
         };
-        let line = self.m.line_index.line_of(node.start_byte());
         if let Some(after) = rest.strip_prefix("ignore") {
             let after = after.trim_start();
             let sup = match after.strip_prefix('[').and_then(|s| s.split(']').next()) {
@@ -877,11 +954,11 @@ impl<'m, 'a> Walker<'m, 'a> {
                 ),
                 None => Suppression::All,
             };
-            self.m.suppressions.insert(line, sup);
+            self.m.directives.push((node.start_byte(), Directive::Ignore(sup)));
         } else if let Some(after) = rest.strip_prefix("reference") {
             let path = after.trim_start().trim_start_matches('=').trim();
             if !path.is_empty() {
-                self.m.reference = Some(path.to_string());
+                self.m.directives.push((node.start_byte(), Directive::Reference(path.to_string())));
             }
         }
     }
@@ -1114,6 +1191,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                     let grid = field!(func, "subscript");
                     if let (Some(value), Some(grid)) = (value, grid) {
                         if value.kind() == "identifier" {
+                            self.m.launch_candidates.push(range_of(node));
                             self.pending_launches.push(Launch {
                                 kernel: self.text(value).to_string(),
                                 node,

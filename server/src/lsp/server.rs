@@ -27,6 +27,7 @@ use super::actions::{self, EXPLAIN_KIND, FIX_ALL_KIND, SUPPRESS_KIND};
 use super::bench_view;
 use super::convert::Encoding;
 use super::document::Document;
+use super::framing::Frames;
 use super::history;
 use super::hover;
 use super::lens;
@@ -73,8 +74,18 @@ fn arg_uri(args: &[Value], i: usize) -> Result<Uri> {
 
 impl Server {
     pub fn new(client: Client) -> Self {
+        Self::build(client, None)
+    }
+
+    /// A server that writes its diagnostics notifications straight to `frames`
+    /// (see `framing::Frames`) rather than through the client.
+    pub fn with_frames(client: Client, frames: Frames) -> Self {
+        Self::build(client, Some(frames))
+    }
+
+    fn build(client: Client, frames: Option<Frames>) -> Self {
         let (publish_tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(publisher(client.clone(), rx));
+        tokio::spawn(publisher(client.clone(), frames, rx));
         Server {
             client,
             state: Arc::new(Mutex::new(State::default())),
@@ -604,7 +615,7 @@ fn token_key(t: &ProgressToken) -> String {
 
 /// Sends queued diagnostics in order; when several versions of one document
 /// are waiting, only the newest goes out.
-async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
+async fn publisher(client: Client, frames: Option<Frames>, mut rx: mpsc::UnboundedReceiver<Publish>) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         while let Ok(p) = rx.try_recv() {
@@ -616,7 +627,16 @@ async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
             latest.push(p);
         }
         for p in latest {
-            client.publish_diagnostics(p.uri, p.diagnostics, p.version).await;
+            let version = p.version;
+            match &frames {
+                Some(frames) => {
+                    let params =
+                        PublishDiagnosticsParams { uri: p.uri, diagnostics: p.diagnostics, version: p.version };
+                    frames.notify("textDocument/publishDiagnostics", &params);
+                }
+                None => client.publish_diagnostics(p.uri, p.diagnostics, p.version).await,
+            }
+            tracing::trace!("published version {version:?}");
         }
     }
 }
@@ -741,23 +761,26 @@ impl LanguageServer for Server {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let item = params.text_document;
+        let evicted;
         let error = {
             let mut st = self.state();
             let (settings, error) = st.settings_for(&item.uri);
             st.docs.insert(item.uri.clone(), Document::new(&item.text, item.version, settings));
-            st.touch(&item.uri);
+            evicted = st.touch(&item.uri);
             if let Some(b) = st.bench.get_mut(&item.uri) {
                 b.diagnostics.clear();
             }
             self.push(&st, &item.uri);
             error
         };
+        drop(evicted);
         if let Some(e) = error {
             self.client.show_message(MessageType::ERROR, format!("kernel-lsp: {e}")).await;
         }
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let began = std::time::Instant::now();
         let uri = params.text_document.uri;
         let mut st = self.state();
         let encoding = st.encoding;
@@ -777,7 +800,8 @@ impl LanguageServer for Server {
             warn!("{}: {w}", uri.as_str());
         }
         let job = doc.analysis_job();
-        st.touch(&uri);
+        let edited = began.elapsed();
+        let evicted = st.touch(&uri);
         if let Some(b) = st.bench.get_mut(&uri) {
             b.diagnostics.clear();
         }
@@ -789,13 +813,28 @@ impl LanguageServer for Server {
         // On a runtime worker rather than a blocking-pool thread: a fresh thread
         // gets its own malloc arena, which cost ~10 MB of RSS per server.
         tokio::spawn(async move {
+            let started = began.elapsed();
             let result = job.run();
-            let st = &mut *lock(&state);
-            let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
-            if installed && !st.caps.pull_diagnostics {
-                if let Some(p) = st.publish(&uri) {
-                    let _ = publish_tx.send(p);
+            let analysed = began.elapsed();
+            {
+                let st = &mut *lock(&state);
+                let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
+                if installed && !st.caps.pull_diagnostics {
+                    if let Some(p) = st.publish(&uri) {
+                        let _ = publish_tx.send(p);
+                    }
                 }
+            }
+            tracing::debug!(
+                "version {}: edit and reparse {edited:?}, analysis {:?} (started after {started:?}), ready to publish after {:?}",
+                job.version,
+                analysed - started,
+                began.elapsed()
+            );
+            // The trees this edit evicted are freed off the lock, once the publisher has had its turn.
+            if !evicted.is_empty() {
+                tokio::task::yield_now().await;
+                drop(evicted);
             }
         });
     }

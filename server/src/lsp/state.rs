@@ -19,7 +19,7 @@ use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 
 use super::convert::{self, Encoding};
-use super::document::Document;
+use super::document::{Document, Evicted};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClientCaps {
@@ -135,15 +135,20 @@ impl State {
         (Arc::new(settings), error)
     }
 
-    /// Marks `uri` as the document being worked on; frees the trees of the others.
-    pub fn touch(&mut self, uri: &Uri) {
+    /// Marks `uri` as the document being worked on; takes the trees of the
+    /// others, for the caller to free once it has let go of the state lock.
+    #[must_use = "the evicted trees are freed where they are dropped"]
+    pub fn touch(&mut self, uri: &Uri) -> Vec<Evicted> {
         self.recent.retain(|u| u != uri);
         self.recent.insert(0, uri.clone());
-        for old in self.recent.split_off(TREES_KEPT.min(self.recent.len())) {
-            if let Some(doc) = self.docs.get_mut(&old) {
-                doc.drop_tree();
+        let old = self.recent.split_off(TREES_KEPT.min(self.recent.len()));
+        let mut evicted = Vec::new();
+        for u in &old {
+            if let Some(doc) = self.docs.get_mut(u) {
+                evicted.push(doc.take_tree());
             }
         }
+        evicted
     }
 
     /// All diagnostics of a document in LSP form: the analysis's and the last benchmark's.

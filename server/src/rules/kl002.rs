@@ -63,7 +63,7 @@ steps (a grid-wide barrier), or the rewrite creates the KL003 race.
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let src = model.src;
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         for (l, lp) in k.loops.iter().enumerate() {
             let Some(var) = &lp.var else { continue };
             if !k.is_tile_loop(l, src) || k.loop_follows_grid(l, src) {

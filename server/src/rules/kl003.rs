@@ -58,7 +58,7 @@ Or give each program the whole hidden dimension (a 1-D grid over the batch).
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let src = model.src;
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         for t in k.time_loops(model) {
             if k.has_grid_barrier_in(t, model) {
                 continue;

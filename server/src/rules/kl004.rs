@@ -169,7 +169,7 @@ fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
 }
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         let mut constexpr_bounds: Vec<(String, Node)> = Vec::new();
         // (bound node, runtime parameter, the arange call)
         let mut runtime_bounds: Vec<(Node, String, &KCall)> = Vec::new();

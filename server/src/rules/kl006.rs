@@ -327,7 +327,7 @@ fn resolve_module_list<'a>(model: &FileModel<'a>, node: Node<'a>) -> Node<'a> {
 
 fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
     let gpu: &GpuSpec = settings.gpu();
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         let Some(dims) = dot_dims(k, model) else { continue };
         let (m, n, kd) = &dims;
         let bytes = elem_bytes(k, model);

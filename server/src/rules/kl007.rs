@@ -42,7 +42,7 @@ out = tl.load(table_ptr + idx, mask=idx < n)
 "#;
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         for (sub, _) in &k.subscripts {
             let Some(value) = field!(sub, "value") else { continue };
             if value.kind() != "identifier" {

@@ -47,7 +47,7 @@ convolution as an implicit GEMM: gather an input tile of shape
 "#;
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         if k.tl_calls("dot").next().is_some() {
             continue;
         }

@@ -54,7 +54,7 @@ for t in range(seq_len):
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let src = model.src;
-    for k in &model.kernels {
+    for k in model.checked_kernels() {
         for t in k.time_loops(model) {
             let Some(var) = k.loops[t].var.clone() else { continue };
             let stored: HashSet<String> = k

@@ -77,14 +77,38 @@ pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.code.eq_ignore_ascii_case(code) || r.name == code)
 }
 
-/// Runs every enabled rule; diagnostics come back sorted by position.
-pub fn run(model: &FileModel, settings: &Settings) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for rule in RULES.iter().filter(|r| settings.enabled(r.code)) {
-        (rule.check)(model, settings, &mut out);
+/// What a rule reports on, for the incremental analysis (`analysis::incremental`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Iterates `FileModel::checked_kernels`; each diagnostic depends on its kernel,
+    /// the helpers it calls, its launch sites and module-level constants.
+    Kernel,
+    /// Iterates host functions: depends on all host code and the kernel names.
+    Host,
+    /// Iterates `tl.*` attributes; reports on the attribute itself.
+    TlAttr,
+}
+
+pub fn reach(rule: &Rule) -> Reach {
+    match rule.code {
+        "KL001" | "KL010" => Reach::Host,
+        "KL005" => Reach::TlAttr,
+        _ => Reach::Kernel,
     }
-    out.retain(|d| !model.is_suppressed(d.range.start, &d.code));
-    out.sort_by(|a, b| (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)));
+}
+
+/// Runs the enabled rules of one reach, unsuppressed and unsorted.
+pub fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut Vec<Diagnostic>) {
+    for rule in RULES.iter().filter(|r| reach(r) == which && settings.enabled(r.code)) {
+        (rule.check)(model, settings, out);
+    }
+}
+
+/// Sorts diagnostics by position (then code, end, and the rest, so that the
+/// order never depends on the order the rules ran in) and drops duplicates.
+pub fn finish(out: &mut Vec<Diagnostic>) {
+    out.sort_by(|a, b| {
+        (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)).then_with(|| a.cmp(b))
+    });
     out.dedup();
-    out
 }

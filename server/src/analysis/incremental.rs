@@ -1,0 +1,597 @@
+//! Incremental analysis per top-level statement.
+//!
+//! A [`Snapshot`] keeps, for every top-level statement of the module (a
+//! child of the root: a kernel, a host function, a class, an import, a
+//! comment...), what the analysis found in it: the diagnostics of the kernel
+//! rules for the kernels defined there and of KL005 for its `tl.*`
+//! attributes, its kernel summaries, classes and `# kernel-lsp:` comments,
+//! and the few facts that other statements can read (kernel names, the
+//! helpers its kernels call, the kernels it launches, whether it assigns
+//! module-level names or contributes host code). The host rules (KL001,
+//! KL010) and the launch figures of the kernel summaries are kept for the
+//! whole file.
+//!
+//! After an edit, the statements before and after the edited span that read
+//! as they did (same kind and text; for one with a syntax error, the same
+//! syntax tree) keep their facts, shared with the previous snapshot and moved
+//! by the bytes they moved. The changed statements are re-read, with
+//! [`FileModel::build_partial`], together with what their kernel rules read:
+//! the helpers their kernels call, the statements that launch them and the
+//! module-level assignments. That is exact only while no host code changed,
+//! so the incremental path is taken only when every changed statement, before
+//! and after, contributes nothing to host code (no host function, class,
+//! module-level loop, call, assignment, sync or launch), defines the same
+//! kernel names in the same order, and the imports are the same; otherwise,
+//! and whenever a cached position cannot be mapped, the file is analysed
+//! afresh. Either way the result equals [`super::check`] on the same text
+//! (the property tests in `lsp::document` check that on random edit sequences).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use tree_sitter::{Node, Tree};
+
+use super::model::{imports_of, range_of, Directive, FileModel};
+use super::{CheckResult, ClassSummary, KernelSummary};
+use crate::config::Settings;
+use crate::diagnostic::Diagnostic;
+use crate::rules::{self, Reach};
+use crate::text::{LineIndex, TextRange};
+
+/// The analysis of one version of a file, kept to analyse the next version incrementally.
+pub struct Snapshot {
+    settings: Settings,
+    /// The text analysed, to tell which statements an edit left as they were.
+    text: Arc<str>,
+    tl_aliases: Vec<String>,
+    triton_aliases: Vec<String>,
+    units: Vec<Unit>,
+    /// Host-rule diagnostics (KL001, KL010) that span several statements,
+    /// and anything outside every statement; in current positions.
+    host_diags: Vec<Diagnostic>,
+    /// Kernel name -> launches-per-forward estimate (KL001), for the summaries.
+    estimates: HashMap<String, String>,
+    /// Kernel name -> launch sites.
+    launch_counts: HashMap<String, usize>,
+    /// Whether this snapshot was derived from the previous one rather than built afresh.
+    incremental: bool,
+}
+
+/// A statement where it is now: what was found in it (shared between
+/// snapshots while it does not change) and how far it moved since.
+#[derive(Debug, Clone)]
+struct Unit {
+    facts: Arc<UnitFacts>,
+    range: TextRange,
+    /// Current position minus the position `facts` were read at.
+    delta: isize,
+    /// Kernel-rule diagnostics of the kernels here that reach into other
+    /// statements (a launch site, a module constant); in current positions.
+    foreign: Vec<Diagnostic>,
+}
+
+/// What one top-level statement contributes, at the positions it was read at.
+#[derive(Debug)]
+struct UnitFacts {
+    /// The statement's node kind.
+    kind: u16,
+    /// For a statement with a syntax error, its whole syntax tree (every
+    /// node's kind and span): error recovery may read the same text differently,
+    /// so such a statement is reused only if it parsed the same way.
+    error_shape: Option<Vec<(u16, u32, u32)>>,
+    /// Contributes nothing to host code (see the module doc).
+    neutral: bool,
+    kernels: Vec<KernelFacts>,
+    /// Names the kernels defined here call that are not `tl.*` (possible `@triton.jit` helpers).
+    helper_callees: Vec<String>,
+    /// Kernels launched from here.
+    launched: Vec<String>,
+    /// Assigns a module-level name (read by constant evaluation).
+    module_assigns: bool,
+    /// Before suppression, lying wholly in this statement: the kernel rules'
+    /// for the kernels defined here, KL005's for attributes here, the host rules'.
+    diags: Vec<Diagnostic>,
+    classes: Vec<ClassSummary>,
+    directives: Vec<(usize, Directive)>,
+}
+
+#[derive(Debug, Clone)]
+struct KernelFacts {
+    name: String,
+    header_range: TextRange,
+    has_time_loop: bool,
+}
+
+/// A statement as [`facts`] reads it: its facts and its foreign diagnostics.
+type Fresh = (UnitFacts, Vec<Diagnostic>);
+
+/// Analyses `text` (parsed as `tree`), incrementally from `previous` where it can.
+/// Returns the result and the snapshot to pass for the next version.
+pub fn analyze(
+    text: &Arc<str>,
+    tree: &Tree,
+    settings: &Settings,
+    index: &LineIndex,
+    previous: Option<&Snapshot>,
+) -> (CheckResult, Snapshot) {
+    let snapshot = match previous {
+        Some(p) if p.settings == *settings => incremental(text, tree, p).unwrap_or_else(|why| {
+            tracing::debug!("analysing afresh: {why}");
+            full(text, tree, settings)
+        }),
+        _ => full(text, tree, settings),
+    };
+    (snapshot.result(index), snapshot)
+}
+
+/// The result of a fresh analysis, without a snapshot.
+pub fn check(text: &str, tree: &Tree, settings: &Settings) -> CheckResult {
+    full(&Arc::from(text), tree, settings).result(&LineIndex::new(text))
+}
+
+fn top_level(tree: &Tree) -> Vec<Node<'_>> {
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    root.children(&mut cursor).collect()
+}
+
+/// Index of the statement containing byte `pos` (its end included).
+fn unit_of(ranges: &[TextRange], pos: usize) -> Option<usize> {
+    let i = ranges.partition_point(|r| r.start <= pos).checked_sub(1)?;
+    (pos <= ranges[i].end).then_some(i)
+}
+
+/// Every position a diagnostic refers to.
+fn positions(d: &Diagnostic) -> impl Iterator<Item = TextRange> + '_ {
+    std::iter::once(d.range)
+        .chain(d.related.iter().map(|r| r.range))
+        .chain(d.fix.iter().flat_map(|f| f.edits.iter().map(|e| e.range)))
+}
+
+/// The statement that holds every position of `d`, if one does.
+fn home(ranges: &[TextRange], d: &Diagnostic) -> Option<usize> {
+    let u = unit_of(ranges, d.range.start)?;
+    positions(d).all(|r| ranges[u].start <= r.start && r.end <= ranges[u].end).then_some(u)
+}
+
+fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
+    let model = FileModel::build(text, tree);
+    let nodes = top_level(tree);
+    let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
+    let all: Vec<usize> = (0..nodes.len()).collect();
+    let (mut fresh, loose) = facts(&model, &nodes, &all, settings);
+    let mut host = Vec::new();
+    rules::run_reach(&model, settings, Reach::Host, &mut host);
+    let mut host_diags = loose;
+    for d in host {
+        match home(&ranges, &d) {
+            Some(u) => fresh[u].0.diags.push(d),
+            None => host_diags.push(d),
+        }
+    }
+    let mut launch_counts = HashMap::new();
+    for l in &model.launches {
+        *launch_counts.entry(l.kernel.clone()).or_insert(0) += 1;
+    }
+    let units = fresh
+        .into_iter()
+        .zip(&ranges)
+        .map(|((facts, foreign), range)| Unit { facts: Arc::new(facts), range: *range, delta: 0, foreign })
+        .collect();
+    Snapshot {
+        settings: settings.clone(),
+        text: text.clone(),
+        estimates: rules::kl001::launch_estimates(&model),
+        tl_aliases: model.tl_aliases.clone(),
+        triton_aliases: model.triton_aliases.clone(),
+        units,
+        host_diags,
+        launch_counts,
+        incremental: false,
+    }
+}
+
+/// The statements `selected` (indexes into `nodes`, ascending) as `model`
+/// (which walked at least them) sees them, without host-rule diagnostics;
+/// and KL005 diagnostics that fall in no statement.
+fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Settings) -> (Vec<Fresh>, Vec<Diagnostic>) {
+    let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
+    let mut slot: HashMap<usize, usize> = HashMap::with_capacity(selected.len());
+    let mut units: Vec<Fresh> = selected
+        .iter()
+        .enumerate()
+        .map(|(s, &i)| {
+            slot.insert(i, s);
+            let facts = UnitFacts {
+                kind: nodes[i].kind_id(),
+                error_shape: nodes[i].has_error().then(|| shape(nodes[i])),
+                neutral: true,
+                kernels: Vec::new(),
+                helper_callees: Vec::new(),
+                launched: Vec::new(),
+                module_assigns: false,
+                diags: Vec::new(),
+                classes: Vec::new(),
+                directives: Vec::new(),
+            };
+            (facts, Vec::new())
+        })
+        .collect();
+    let unit = |pos: usize| unit_of(&ranges, pos).and_then(|i| slot.get(&i).copied());
+    let mut loose = Vec::new();
+
+    // Kernels: the kernel rules one kernel at a time, so each diagnostic belongs to its kernel.
+    let mut produced = Vec::new();
+    for (ki, k) in model.kernels.iter().enumerate() {
+        let Some(u) = unit(k.node.start_byte()) else { continue };
+        let (facts, foreign) = &mut units[u];
+        facts.kernels.push(KernelFacts {
+            name: k.name.clone(),
+            header_range: k.header_range,
+            has_time_loop: !k.time_loops(model).is_empty(),
+        });
+        for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
+            if !facts.helper_callees.contains(&c.callee) {
+                facts.helper_callees.push(c.callee.clone());
+            }
+        }
+        model.set_focus(Some((ki, ki + 1)));
+        rules::run_reach(model, settings, Reach::Kernel, &mut produced);
+        let here = ranges[selected[u]];
+        for d in produced.drain(..) {
+            if positions(&d).all(|r| here.start <= r.start && r.end <= here.end) {
+                facts.diags.push(d);
+            } else {
+                foreign.push(d);
+            }
+        }
+    }
+    model.set_focus(None);
+    // KL005 reports on the attribute itself, inside its statement.
+    let mut attr_diags = Vec::new();
+    rules::run_reach(model, settings, Reach::TlAttr, &mut attr_diags);
+    for d in attr_diags {
+        match unit_of(&ranges, d.range.start) {
+            Some(i) => {
+                if let Some(&u) = slot.get(&i) {
+                    match home(&ranges, &d) {
+                        Some(_) => units[u].0.diags.push(d),
+                        None => units[u].1.push(d),
+                    }
+                }
+            }
+            None => loose.push(d),
+        }
+    }
+    // Host code.
+    let mut host = |pos: usize| {
+        if let Some(u) = unit(pos) {
+            units[u].0.neutral = false;
+        }
+    };
+    for f in &model.host_fns[1..] {
+        host(f.node.start_byte());
+    }
+    for c in &model.classes {
+        host(c.node.start_byte());
+    }
+    let module = &model.host_fns[0];
+    for n in module
+        .loops
+        .iter()
+        .map(|l| l.node)
+        .chain(module.calls.iter().map(|c| c.node))
+        .chain(module.syncs.iter().map(|s| s.node))
+        .chain(module.assigns.iter().map(|a| a.node))
+    {
+        host(n.start_byte());
+    }
+    for r in &model.launch_candidates {
+        host(r.start);
+    }
+    for a in &module.assigns {
+        if let Some(u) = unit(a.node.start_byte()) {
+            units[u].0.module_assigns = true;
+        }
+    }
+    for l in &model.launches {
+        if let Some(u) = unit(l.node.start_byte()) {
+            if !units[u].0.launched.contains(&l.kernel) {
+                units[u].0.launched.push(l.kernel.clone());
+            }
+        }
+    }
+    for c in &model.classes {
+        if let Some(u) = unit(c.node.start_byte()) {
+            units[u].0.classes.push(ClassSummary { name: c.name.clone(), range: c.name_range });
+        }
+    }
+    for (pos, d) in &model.directives {
+        if let Some(u) = unit(*pos) {
+            units[u].0.directives.push((*pos, d.clone()));
+        }
+    }
+    (units, loose)
+}
+
+fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot, &'static str> {
+    let nodes = top_level(tree);
+    let aliases = imports_of(&nodes, text);
+    if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
+        return Err("the imports changed");
+    }
+    // Statements before and after the edits that read as they did: same kind
+    // and text (a top-level statement without syntax errors then parses the
+    // same), and for one with errors the same syntax tree.
+    let same = |o: usize, i: usize| {
+        let (u, n) = (&prev.units[o], nodes[i]);
+        u.facts.kind == n.kind_id()
+            && u.facts.error_shape.is_some() == n.has_error()
+            && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
+            && u.facts.error_shape.as_ref().is_none_or(|s| *s == shape(n))
+    };
+    let (old_len, new_len) = (prev.units.len(), nodes.len());
+    let mut prefix = 0;
+    while prefix < old_len && prefix < new_len && same(prefix, prefix) {
+        prefix += 1;
+    }
+    let mut suffix = 0;
+    while suffix < old_len - prefix && suffix < new_len - prefix && same(old_len - 1 - suffix, new_len - 1 - suffix) {
+        suffix += 1;
+    }
+    let mut matched: Vec<Option<usize>> = vec![None; new_len];
+    let mut old_to_new: Vec<Option<usize>> = vec![None; old_len];
+    for i in (0..prefix).chain(new_len - suffix..new_len) {
+        let o = if i < prefix { i } else { i + old_len - new_len };
+        matched[i] = Some(o);
+        old_to_new[o] = Some(i);
+    }
+    let changed_old: Vec<usize> = (prefix..old_len - suffix).collect();
+    if changed_old.iter().any(|&o| !prev.units[o].facts.neutral) {
+        return Err("a changed statement had host code");
+    }
+    let old_names: Vec<&str> =
+        changed_old.iter().flat_map(|&o| prev.units[o].facts.kernels.iter().map(|k| k.name.as_str())).collect();
+
+    // Re-checked: the changed statements and those whose kernels call a changed kernel.
+    let changed_names: HashSet<&str> = old_names.iter().copied().collect();
+    let recheck: Vec<usize> = (0..new_len)
+        .filter(|&i| match matched[i] {
+            None => true,
+            Some(o) => prev.units[o].facts.helper_callees.iter().any(|c| changed_names.contains(c.as_str())),
+        })
+        .collect();
+    // What their kernel rules read: helpers, launch sites, module-level assignments.
+    // The changed statements must keep their kernel names (checked below), so
+    // those are known; their helpers are taken from before and checked after.
+    let mut names: HashSet<&str> = changed_names.clone();
+    let mut helpers: HashSet<String> = HashSet::new();
+    for &o in &changed_old {
+        helpers.extend(prev.units[o].facts.helper_callees.iter().cloned());
+    }
+    for &i in &recheck {
+        if let Some(o) = matched[i] {
+            names.extend(prev.units[o].facts.kernels.iter().map(|k| k.name.as_str()));
+            helpers.extend(prev.units[o].facts.helper_callees.iter().cloned());
+        }
+    }
+    let mut attempt = 0;
+    let (fresh, loose) = loop {
+        let walk: Vec<Node> = (0..new_len)
+            .filter(|&i| match matched[i] {
+                None => true,
+                Some(o) => {
+                    let u = &prev.units[o].facts;
+                    recheck.binary_search(&i).is_ok()
+                        || u.module_assigns
+                        || u.kernels.iter().any(|k| helpers.contains(&k.name))
+                        || u.launched.iter().any(|k| names.contains(k.as_str()))
+                }
+            })
+            .map(|i| nodes[i])
+            .collect();
+        let model = FileModel::build_partial(text, tree, &walk, &aliases);
+        let (fresh, loose) = facts(&model, &nodes, &recheck, &prev.settings);
+        // The changed statements as they are now: still no host code, the same kernels.
+        let now: Vec<&UnitFacts> =
+            recheck.iter().zip(&fresh).filter(|(i, _)| matched[**i].is_none()).map(|(_, (f, _))| f).collect();
+        if now.iter().any(|f| !f.neutral) {
+            return Err("a changed statement has host code");
+        }
+        if !now.iter().flat_map(|f| f.kernels.iter().map(|k| k.name.as_str())).eq(old_names.iter().copied()) {
+            return Err("kernels were added, removed or renamed");
+        }
+        let missing: Vec<String> = fresh
+            .iter()
+            .flat_map(|(f, _)| f.helper_callees.iter())
+            .filter(|c| !helpers.contains(*c))
+            .cloned()
+            .collect();
+        if missing.is_empty() {
+            break (fresh, loose);
+        }
+        // A kernel now calls a name it did not call before: read again with those helpers.
+        attempt += 1;
+        if attempt > 1 {
+            return Err("the helpers did not settle");
+        }
+        helpers.extend(missing);
+    };
+    if !loose.is_empty() {
+        return Err("a diagnostic outside every statement");
+    }
+
+    // Everything else moves with its statement.
+    let old_ranges: Vec<TextRange> = prev.units.iter().map(|u| u.range).collect();
+    let map = |pos: usize| -> Option<usize> {
+        let o = unit_of(&old_ranges, pos)?;
+        let n = old_to_new[o]?;
+        Some(pos - old_ranges[o].start + nodes[n].start_byte())
+    };
+    let remap_all = |list: &[Diagnostic]| -> Result<Vec<Diagnostic>, &'static str> {
+        list.iter()
+            .map(|d| remap(d, &map))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("a cached position lies in a changed statement")
+    };
+    let mut fresh = fresh.into_iter();
+    let mut units = Vec::with_capacity(new_len);
+    for (i, node) in nodes.iter().enumerate() {
+        let range = range_of(*node);
+        if recheck.binary_search(&i).is_ok() {
+            let (mut facts, foreign) = fresh.next().ok_or("a statement was not re-read")?;
+            // The host rules' diagnostics of a re-checked statement that did not change stay.
+            if let Some(o) = matched[i] {
+                let old = &prev.units[o];
+                let moved = old.delta + (range.start as isize - old.range.start as isize);
+                let host = old.facts.diags.iter().filter(|d| rules::by_code(&d.code).is_some_and(is_host_rule));
+                facts.diags.extend(host.map(|d| shifted(d, moved)));
+            }
+            units.push(Unit { facts: Arc::new(facts), range, delta: 0, foreign });
+            continue;
+        }
+        let old = &prev.units[matched[i].ok_or("a statement was not matched")?];
+        units.push(Unit {
+            facts: old.facts.clone(),
+            range,
+            delta: old.delta + (range.start as isize - old.range.start as isize),
+            foreign: remap_all(&old.foreign)?,
+        });
+    }
+    Ok(Snapshot {
+        settings: prev.settings.clone(),
+        text: text.clone(),
+        tl_aliases: aliases.0,
+        triton_aliases: aliases.1,
+        units,
+        host_diags: remap_all(&prev.host_diags)?,
+        estimates: prev.estimates.clone(),
+        launch_counts: prev.launch_counts.clone(),
+        incremental: true,
+    })
+}
+
+fn is_host_rule(rule: &rules::Rule) -> bool {
+    rules::reach(rule) == Reach::Host
+}
+
+/// Every node of a statement: kind, start and end relative to the statement.
+fn shape(unit: Node) -> Vec<(u16, u32, u32)> {
+    let base = unit.start_byte();
+    let mut out = Vec::new();
+    let mut cursor = unit.walk();
+    let mut depth = 0usize;
+    loop {
+        let n = cursor.node();
+        out.push((n.kind_id(), (n.start_byte() - base) as u32, (n.end_byte() - base) as u32));
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return out;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+            depth -= 1;
+        }
+    }
+}
+
+fn shift_range(r: TextRange, delta: isize) -> TextRange {
+    TextRange::new((r.start as isize + delta) as usize, (r.end as isize + delta) as usize)
+}
+
+/// A diagnostic with every position moved by `delta`.
+fn shifted(d: &Diagnostic, delta: isize) -> Diagnostic {
+    let mut d = d.clone();
+    if delta != 0 {
+        d.range = shift_range(d.range, delta);
+        for r in &mut d.related {
+            r.range = shift_range(r.range, delta);
+        }
+        if let Some(fix) = &mut d.fix {
+            for e in &mut fix.edits {
+                e.range = shift_range(e.range, delta);
+            }
+        }
+    }
+    d
+}
+
+/// A cached diagnostic with every position moved to the new text; `None` if one cannot be.
+fn remap(d: &Diagnostic, map: &impl Fn(usize) -> Option<usize>) -> Option<Diagnostic> {
+    let range = |r: TextRange| -> Option<TextRange> { Some(TextRange::new(map(r.start)?, map(r.end)?)) };
+    let mut d = d.clone();
+    d.range = range(d.range)?;
+    for r in &mut d.related {
+        r.range = range(r.range)?;
+    }
+    if let Some(fix) = &mut d.fix {
+        for e in &mut fix.edits {
+            e.range = range(e.range)?;
+        }
+    }
+    Some(d)
+}
+
+impl Snapshot {
+    /// The file's diagnostics (suppressions applied, in order), kernels, classes and reference.
+    pub fn result(&self, index: &LineIndex) -> CheckResult {
+        let mut suppressions = HashMap::new();
+        let mut reference = None;
+        for u in &self.units {
+            for (pos, d) in &u.facts.directives {
+                match d {
+                    Directive::Ignore(s) => {
+                        suppressions.insert(index.line_of((*pos as isize + u.delta) as usize), s);
+                    }
+                    Directive::Reference(path) => reference = Some(path.clone()),
+                }
+            }
+        }
+        let kept = |d: &Diagnostic| !suppressions.get(&index.line_of(d.range.start)).is_some_and(|s| s.covers(&d.code));
+        let mut diagnostics = Vec::new();
+        for u in &self.units {
+            diagnostics.extend(u.facts.diags.iter().map(|d| shifted(d, u.delta)).filter(kept));
+            diagnostics.extend(u.foreign.iter().filter(|d| kept(d)).cloned());
+        }
+        diagnostics.extend(self.host_diags.iter().filter(|d| kept(d)).cloned());
+        rules::finish(&mut diagnostics);
+        let kernels = self
+            .units
+            .iter()
+            .flat_map(|u| u.facts.kernels.iter().map(move |k| (k, u.delta)))
+            .map(|(k, delta)| {
+                let estimate = self.estimates.get(&k.name).cloned();
+                KernelSummary {
+                    name: k.name.clone(),
+                    range: shift_range(k.header_range, delta),
+                    persistent: k.has_time_loop && estimate.is_none(),
+                    has_time_loop: k.has_time_loop,
+                    launch_sites: self.launch_counts.get(&k.name).copied().unwrap_or(0),
+                    launches_per_forward: estimate,
+                }
+            })
+            .collect();
+        let classes = self
+            .units
+            .iter()
+            .flat_map(|u| {
+                u.facts
+                    .classes
+                    .iter()
+                    .map(|c| ClassSummary { name: c.name.clone(), range: shift_range(c.range, u.delta) })
+            })
+            .collect();
+        CheckResult { diagnostics, kernels, classes, reference }
+    }
+
+    /// Whether this snapshot was derived from the previous one rather than built afresh.
+    pub fn is_incremental(&self) -> bool {
+        self.incremental
+    }
+}
