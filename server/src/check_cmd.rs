@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use kernel_lsp::analysis::{self, CheckResult};
-use kernel_lsp::config::Settings;
+use kernel_lsp::config::{validate_selectors, Settings};
 use kernel_lsp::diagnostic::{apply_edits, Applicability, Diagnostic};
 use kernel_lsp::rules::{self, RULES};
 use kernel_lsp::text::{ColumnUnit, LineIndex};
@@ -52,6 +52,12 @@ struct FileReport {
     fixed: usize,
 }
 
+/// A requested file (or path, or the whole run when `path` is `None`) that could not be checked.
+struct CheckError {
+    path: Option<PathBuf>,
+    message: String,
+}
+
 pub fn run(args: CheckArgs) -> i32 {
     if let Some(gpu) = &args.target_gpu {
         if kernel_lsp::config::gpu_by_name(gpu).is_none() {
@@ -59,38 +65,49 @@ pub fn run(args: CheckArgs) -> i32 {
             return 2;
         }
     }
-    let mut io_errors = 0;
+    // A typo in a selector would otherwise turn the checker off without a word.
+    for (selectors, key) in [(&args.select, "--select"), (&args.ignore, "--ignore")] {
+        if let Err(e) = validate_selectors(selectors, key) {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    }
+    let mut errors = Vec::new();
     let mut files = Vec::new();
     for p in &args.paths {
-        match collect_files(p, &mut files) {
-            Ok(()) => {}
-            Err(e) => {
-                eprintln!("error: {}: {e}", p.display());
-                io_errors += 1;
-            }
+        if let Err(e) = collect_files(p, &mut files) {
+            errors.push(CheckError { path: Some(p.clone()), message: e.to_string() });
         }
+    }
+    if files.is_empty() && errors.is_empty() {
+        errors.push(CheckError { path: None, message: NO_FILES.to_string() });
     }
     let mut reports = Vec::new();
     for path in files {
         match check_file(&path, &args) {
             Ok(r) => reports.push(r),
-            Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
-                io_errors += 1;
-            }
+            Err(message) => errors.push(CheckError { path: Some(path), message }),
+        }
+    }
+    for e in &errors {
+        match &e.path {
+            Some(p) => eprintln!("error: {}: {}", p.display(), e.message),
+            // In text the summary line says it; JSON's stdout is for the pipeline.
+            None if args.format == Format::Json => eprintln!("error: {}", e.message),
+            None => {}
         }
     }
     let total: usize = reports.iter().map(|r| r.result.diagnostics.len()).sum();
     let out = std::io::stdout();
     let mut out = out.lock();
     let written = match args.format {
-        Format::Text => print_text(&mut out, &reports, &args),
-        Format::Json => print_json(&mut out, &reports),
+        Format::Text => print_text(&mut out, &reports, &errors, &args),
+        Format::Json => print_json(&mut out, &reports, &errors),
     };
     if written.is_err() {
         return 2;
     }
-    if io_errors > 0 {
+    if !errors.is_empty() {
         2
     } else if total > 0 {
         1
@@ -98,6 +115,8 @@ pub fn run(args: CheckArgs) -> i32 {
         0
     }
 }
+
+const NO_FILES: &str = "No Python files found under the given paths: nothing was checked";
 
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let meta = std::fs::metadata(path)?;
@@ -204,7 +223,12 @@ fn position(text: &str, index: &LineIndex, offset: usize) -> (usize, usize) {
     (l + 1, c + 1)
 }
 
-fn print_text(out: &mut impl Write, reports: &[FileReport], args: &CheckArgs) -> std::io::Result<()> {
+fn print_text(
+    out: &mut impl Write,
+    reports: &[FileReport],
+    errors: &[CheckError],
+    args: &CheckArgs,
+) -> std::io::Result<()> {
     let mut total = 0;
     let mut fixable = 0;
     let mut fixed = 0;
@@ -228,15 +252,20 @@ fn print_text(out: &mut impl Write, reports: &[FileReport], args: &CheckArgs) ->
     if fixed > 0 {
         writeln!(out, "Fixed {fixed} {}.", plural(fixed, "error", "errors"))?;
     }
-    if total == 0 {
-        if fixed == 0 {
-            writeln!(out, "All checks passed!")?;
+    if total > 0 {
+        writeln!(out, "Found {total} {}.", plural(total, "error", "errors"))?;
+        if fixable > 0 && !args.fix {
+            writeln!(out, "[*] {fixable} fixable with `kernel-lsp check --fix`.")?;
         }
-        return Ok(());
     }
-    writeln!(out, "Found {total} {}.", plural(total, "error", "errors"))?;
-    if fixable > 0 && !args.fix {
-        writeln!(out, "[*] {fixable} fixable with `kernel-lsp check --fix`.")?;
+    // Green only when every requested file was read, parsed (else KL900 above) and clean.
+    let unchecked = errors.iter().filter(|e| e.path.is_some()).count();
+    if unchecked > 0 {
+        writeln!(out, "{unchecked} {} could not be checked.", plural(unchecked, "file", "files"))?;
+    } else if !errors.is_empty() {
+        writeln!(out, "{NO_FILES}.")?;
+    } else if total == 0 && fixed == 0 {
+        writeln!(out, "All checks passed!")?;
     }
     Ok(())
 }
@@ -249,7 +278,7 @@ fn plural<'s>(n: usize, one: &'s str, many: &'s str) -> &'s str {
     }
 }
 
-fn print_json(out: &mut impl Write, reports: &[FileReport]) -> std::io::Result<()> {
+fn print_json(out: &mut impl Write, reports: &[FileReport], errors: &[CheckError]) -> std::io::Result<()> {
     let mut diagnostics = Vec::new();
     let mut kernels = Vec::new();
     for r in reports {
@@ -292,7 +321,11 @@ fn print_json(out: &mut impl Write, reports: &[FileReport]) -> std::io::Result<(
             }));
         }
     }
-    let doc = json!({"diagnostics": diagnostics, "kernels": kernels});
+    let errors: Vec<_> = errors
+        .iter()
+        .map(|e| json!({"file": e.path.as_ref().map(|p| p.display().to_string()), "message": e.message}))
+        .collect();
+    let doc = json!({"diagnostics": diagnostics, "kernels": kernels, "errors": errors});
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
 }

@@ -14,6 +14,30 @@ pub enum ConfigError {
     Invalid { path: PathBuf, message: String },
     #[error("unknown target GPU `{0}`; known: {known}", known = GPUS.iter().map(|g| g.key).collect::<Vec<_>>().join(", "))]
     UnknownGpu(String),
+    #[error(
+        "unknown rule selector `{selector}` in `{key}`; valid: {codes}, a prefix of them such as `KL00`, or `ALL`",
+        codes = RULE_CODES.join(", ")
+    )]
+    UnknownSelector { selector: String, key: String },
+}
+
+/// The rule codes `select` and `ignore` choose from: the registry's
+/// (`rules::RULES`, a test keeps the two equal). Kept here because settings
+/// are validated below the rules layer. KL9xx diagnostics are not rules.
+pub const RULE_CODES: [&str; 10] =
+    ["KL001", "KL002", "KL003", "KL004", "KL005", "KL006", "KL007", "KL008", "KL009", "KL010"];
+
+/// Checks `select`/`ignore` entries (ruff-style selectors: a rule code, a
+/// prefix of at least one, or `ALL`); `key` names where they came from in the error.
+pub fn validate_selectors(selectors: &[String], key: &str) -> Result<(), ConfigError> {
+    match selectors.iter().find(|s| !is_selector(s)) {
+        Some(s) => Err(ConfigError::UnknownSelector { selector: s.clone(), key: key.to_string() }),
+        None => Ok(()),
+    }
+}
+
+fn is_selector(s: &str) -> bool {
+    s == "ALL" || (!s.is_empty() && RULE_CODES.iter().any(|c| c.starts_with(s)))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,8 +126,9 @@ impl Default for LlmSettings {
 impl Settings {
     /// Whether a rule code is enabled by `select`/`ignore` (prefix match, ruff-style).
     pub fn enabled(&self, code: &str) -> bool {
-        let selected = self.select.is_empty() || self.select.iter().any(|s| code.starts_with(s.as_str()));
-        selected && !self.ignore.iter().any(|s| code.starts_with(s.as_str()))
+        let matches = |s: &String| s == "ALL" || code.starts_with(s.as_str());
+        let selected = self.select.is_empty() || self.select.iter().any(matches);
+        selected && !self.ignore.iter().any(matches)
     }
 
     pub fn gpu(&self) -> &'static GpuSpec {
@@ -121,7 +146,8 @@ impl Settings {
         if gpu_by_name(&self.target_gpu).is_none() {
             return Err(ConfigError::UnknownGpu(self.target_gpu.clone()));
         }
-        Ok(())
+        validate_selectors(&self.select, "select")?;
+        validate_selectors(&self.ignore, "ignore")
     }
 
     /// Settings for a file: the nearest `kernel-lsp.toml`, or `pyproject.toml`
@@ -159,7 +185,7 @@ fn load_toml(path: &Path, pyproject: bool) -> Result<Settings, ConfigError> {
         toml::Value::Table(value)
     };
     let settings: Settings = table.try_into().map_err(|e: toml::de::Error| invalid(e.to_string()))?;
-    settings.validate()?;
+    settings.validate().map_err(|e| invalid(e.to_string()))?;
     Ok(settings)
 }
 
@@ -202,4 +228,62 @@ pub fn gpu_by_name(name: &str) -> Option<&'static GpuSpec> {
         other => other,
     };
     GPUS.iter().find(|g| g.key == alias)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_codes_are_the_registry() {
+        let registry: Vec<&str> = crate::rules::RULES.iter().map(|r| r.code).collect();
+        assert_eq!(registry, RULE_CODES);
+    }
+
+    #[test]
+    fn selectors_are_codes_prefixes_or_all() {
+        for ok in ["KL001", "KL010", "KL00", "KL0", "KL", "K", "ALL"] {
+            assert!(validate_selectors(&[ok.to_string()], "select").is_ok(), "{ok}");
+        }
+        for bad in ["BOGUS", "KL011", "KL9", "KL901", "kl001", "", "all", "E501"] {
+            let err = validate_selectors(&["KL001".to_string(), bad.to_string()], "select").unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("unknown rule selector `{bad}` in `select`; valid: KL001, KL002")),
+                "{err}"
+            );
+            assert!(err.contains("KL010"), "{err}");
+        }
+    }
+
+    #[test]
+    fn all_selects_every_rule() {
+        let all = Settings { select: vec!["ALL".to_string()], ..Default::default() };
+        assert!(RULE_CODES.iter().all(|c| all.enabled(c)));
+        let none = Settings { ignore: vec!["ALL".to_string()], ..Default::default() };
+        assert!(RULE_CODES.iter().all(|c| !none.enabled(c)));
+        let prefix =
+            Settings { select: vec!["KL00".to_string()], ignore: vec!["KL008".to_string()], ..Default::default() };
+        assert!(prefix.enabled("KL001") && !prefix.enabled("KL008") && !prefix.enabled("KL010"));
+    }
+
+    #[test]
+    fn an_unknown_code_in_a_config_file_names_the_file() {
+        let dir = std::env::temp_dir().join(format!("kernel-lsp-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let path = dir.join("kernel-lsp.toml");
+        std::fs::write(&path, "select = [\"BOGUS\"]\n").expect("write");
+        let err = Settings::discover(&dir.join("k.py")).unwrap_err().to_string();
+        assert!(err.contains("kernel-lsp.toml") && err.contains("unknown rule selector `BOGUS` in `select`"), "{err}");
+        std::fs::remove_file(&path).expect("rm");
+        std::fs::write(dir.join("pyproject.toml"), "[tool.kernel-lsp]\nignore = [\"KL0011\"]\n").expect("write");
+        let err = Settings::discover(&dir.join("k.py")).unwrap_err().to_string();
+        std::fs::remove_dir_all(&dir).ok();
+        assert!(err.contains("pyproject.toml") && err.contains("`KL0011` in `ignore`"), "{err}");
+    }
+
+    #[test]
+    fn lsp_settings_refuse_an_unknown_code() {
+        let err = Settings::from_json(&serde_json::json!({"select": ["KL01"], "ignore": ["KL0X"]})).unwrap_err();
+        assert!(err.contains("`KL0X` in `ignore`"), "{err}");
+    }
 }

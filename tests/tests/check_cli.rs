@@ -99,12 +99,166 @@ fn bad_input_gives_a_clear_error_and_the_other_files_are_still_checked() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("binary.py: not UTF-8 text"), "{stderr}");
     assert!(stderr.contains("missing.py:"), "{stderr}");
-    // The broken file is still analysed as far as it parses.
+    // The broken file is still analysed as far as it parses, and says where it does not.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("broken.py:5:9: KL005"), "{stdout}");
+    assert!(stdout.contains("broken.py:4:6: KL900 syntax error: `(` is never closed"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("2 files could not be checked."), "{stdout}");
+}
+
+fn stdout_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A typo in `--select` used to turn every rule off and print "All checks passed!".
+#[test]
+fn unknown_rule_codes_on_the_command_line_are_an_error_that_lists_the_valid_ones() {
+    for args in [
+        &["check", "--select", "BOGUS", "examples/"][..],
+        &["check", "--select", "KL001,KL0X", "examples/"],
+        &["check", "--ignore", "KL011", "examples/"],
+        &["check", "--select", "KL9", "examples/"],
+    ] {
+        let out = kernel_lsp(args, repo());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stdout_of(&out));
+        let stderr = stderr_of(&out);
+        let bad = args[2].split(',').last().unwrap();
+        let key = args[1];
+        assert!(stderr.contains(&format!("unknown rule selector `{bad}` in `{key}`")), "{args:?}: {stderr}");
+        assert!(stderr.contains("KL001, KL002, KL003, KL004, KL005, KL006, KL007, KL008, KL009, KL010"), "{stderr}");
+        assert!(!stdout_of(&out).contains("All checks passed!"), "{args:?}");
+    }
+    // Ruff-style prefixes keep working: every rule fires on the examples.
+    for selector in ["ALL", "KL", "KL0"] {
+        let out = kernel_lsp(&["check", "--select", selector, "examples/"], repo());
+        assert_eq!(out.status.code(), Some(1), "{selector}");
+        let stdout = stdout_of(&out);
+        for code in ["KL001", "KL005", "KL010"] {
+            assert!(stdout.contains(&format!(": {code} ")), "{selector}: {code} missing");
+        }
+    }
+    let none = kernel_lsp(&["check", "--ignore", "ALL", "examples/tanh_activation/candidate_tl_tanh.py"], repo());
+    assert_eq!(none.status.code(), Some(0), "{}", stdout_of(&none));
+}
+
+#[test]
+fn unknown_rule_codes_in_the_configuration_are_an_error() {
+    let dir = common::temp_workspace("check-config-codes");
+    std::fs::copy(repo().join("examples/tanh_activation/candidate_fixed.py"), dir.join("k.py")).unwrap();
+    std::fs::write(dir.join("kernel-lsp.toml"), "select = [\"BOGUS\"]\n").unwrap();
+    let out = kernel_lsp(&["check", "k.py"], &dir);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout_of(&out));
+    let stderr = stderr_of(&out);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("broken.py:5:9: KL005"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+        stderr.contains("kernel-lsp.toml") && stderr.contains("unknown rule selector `BOGUS` in `select`"),
+        "{stderr}"
     );
+    assert!(stderr.contains("KL010"), "{stderr}");
+    assert_eq!(stdout_of(&out).lines().last(), Some("1 file could not be checked."));
+
+    std::fs::remove_file(dir.join("kernel-lsp.toml")).unwrap();
+    std::fs::write(dir.join("pyproject.toml"), "[tool.kernel-lsp]\nignore = [\"KL08\"]\n").unwrap();
+    let out = kernel_lsp(&["check", "--format", "json", "k.py"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(doc["errors"][0]["file"], "k.py", "{doc:#}");
+    let message = doc["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("pyproject.toml") && message.contains("`KL08` in `ignore`"), "{message}");
+
+    std::fs::write(dir.join("pyproject.toml"), "[tool.kernel-lsp]\nselect = [\"KL00\"]\nignore = [\"ALL\"]\n").unwrap();
+    assert_eq!(kernel_lsp(&["check", "k.py"], &dir).status.code(), Some(0));
+}
+
+/// The last line is green only when every requested file was read, parsed and clean.
+#[test]
+fn no_green_summary_after_a_file_could_not_be_checked() {
+    let dir = common::temp_workspace("check-no-false-green");
+    std::fs::copy(repo().join("examples/tanh_activation/candidate_fixed.py"), dir.join("clean.py")).unwrap();
+    std::fs::write(dir.join("latin1.py"), b"# caf\xe9\nx = 1\n").unwrap();
+    let clean = kernel_lsp(&["check", "clean.py"], &dir);
+    assert_eq!((clean.status.code(), stdout_of(&clean).as_str()), (Some(0), "All checks passed!\n"));
+
+    let out = kernel_lsp(&["check", "clean.py", "missing.py", "latin1.py"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout_of(&out), "2 files could not be checked.\n");
+    let stderr = stderr_of(&out);
+    assert!(stderr.contains("missing.py: No such file or directory"), "{stderr}");
+    assert!(stderr.contains("latin1.py: not UTF-8 text (byte 5)"), "{stderr}");
+
+    // An invalid kernel-lsp.toml: the file under it is not checked, and that is said.
+    let sub = dir.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::copy(dir.join("clean.py"), sub.join("k.py")).unwrap();
+    std::fs::write(sub.join("kernel-lsp.toml"), "target-gpu = \"h100\"\nnot a key\n").unwrap();
+    let out = kernel_lsp(&["check", "clean.py", "sub"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout_of(&out), "1 file could not be checked.\n");
+    assert!(stderr_of(&out).contains("invalid configuration in"), "{}", stderr_of(&out));
+}
+
+#[test]
+fn a_directory_without_python_files_is_not_a_clean_run() {
+    let dir = common::temp_workspace("check-no-files");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::create_dir_all(dir.join("notes")).unwrap();
+    std::fs::write(dir.join("notes/readme.txt"), "no python here\n").unwrap();
+    for path in ["empty", "notes"] {
+        let out = kernel_lsp(&["check", path], &dir);
+        assert_eq!(out.status.code(), Some(2), "{path}");
+        let stdout = stdout_of(&out);
+        assert!(stdout.starts_with("No Python files found"), "{path}: {stdout}");
+        assert!(!stdout.contains("All checks passed!"), "{path}");
+    }
+    let out = kernel_lsp(&["check", "--format", "json", "empty"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(doc["errors"][0]["file"], Value::Null, "{doc:#}");
+    assert!(doc["errors"][0]["message"].as_str().unwrap().starts_with("No Python files found"), "{doc:#}");
+}
+
+#[test]
+fn a_file_that_does_not_parse_gets_a_syntax_error_at_its_position() {
+    let dir = common::temp_workspace("check-syntax");
+    std::fs::write(dir.join("k.py"), "def k(x_ptr, N").unwrap();
+    let out = kernel_lsp(&["check", "k.py"], &dir);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout_of(&out), "k.py:1:6: KL900 syntax error: `(` is never closed\nFound 1 error.\n");
+    // Not a rule: selecting other rules does not hide it.
+    let out = kernel_lsp(&["check", "--select", "KL001", "k.py"], &dir);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout_of(&out));
+}
+
+/// Pipelines read one JSON object: files that could not be checked are in
+/// `errors`, syntax errors are diagnostics with their place.
+#[test]
+fn json_output_carries_errors_and_syntax_errors() {
+    let dir = common::temp_workspace("check-json-errors");
+    std::fs::write(dir.join("binary.py"), [0xff, 0xfe, 0x00]).unwrap();
+    std::fs::write(dir.join("broken.py"), "import triton\n\nx = [1,\ny = 2\n").unwrap();
+    let out = kernel_lsp(&["check", "--format", "json", "binary.py", "missing.py", "broken.py"], &dir);
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let errors = doc["errors"].as_array().expect("errors array");
+    let files: Vec<&str> = errors.iter().map(|e| e["file"].as_str().unwrap()).collect();
+    assert_eq!(files, ["missing.py", "binary.py"], "{doc:#}");
+    assert!(errors[0]["message"].as_str().unwrap().contains("No such file or directory"), "{doc:#}");
+    assert!(errors[1]["message"].as_str().unwrap().contains("not UTF-8 text"), "{doc:#}");
+    let diags = doc["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{doc:#}");
+    let d = &diags[0];
+    assert_eq!(
+        (d["file"].as_str(), d["code"].as_str(), d["name"].as_str()),
+        (Some("broken.py"), Some("KL900"), Some("syntax-error"))
+    );
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64(), d["severity"].as_str()), (Some(3), Some(5), Some("error")));
+    // A clean run has an empty errors array, so pipelines can rely on the key.
+    let clean = kernel_lsp(&["check", "--format", "json", "examples/tanh_activation/candidate_fixed.py"], repo());
+    let doc: Value = serde_json::from_slice(&clean.stdout).unwrap();
+    assert_eq!(doc["errors"], serde_json::json!([]));
 }
 
 #[test]

@@ -68,6 +68,15 @@ end, { desc = 'kernel-lsp: apply every safe fix in this buffer' })
 
 local group = vim.api.nvim_create_augroup('kernel_lsp', { clear = true })
 
+vim.api.nvim_create_autocmd('FileType', {
+  group = group,
+  pattern = 'python',
+  desc = 'kernel-lsp: say once when the server binary cannot be started',
+  callback = function(ev)
+    kl().check_binary(ev.buf)
+  end,
+})
+
 vim.api.nvim_create_autocmd('LspAttach', {
   group = group,
   desc = 'kernel-lsp: inlay hints and code lenses',

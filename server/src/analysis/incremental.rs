@@ -121,12 +121,24 @@ pub fn analyze(
         }),
         _ => full(text, tree, settings),
     };
-    (snapshot.result(index), snapshot)
+    (with_syntax_errors(snapshot.result(index), text, tree), snapshot)
 }
 
 /// The result of a fresh analysis, without a snapshot.
 pub fn check(text: &str, tree: &Tree, settings: &Settings) -> CheckResult {
-    full(&Arc::from(text), tree, settings).result(&LineIndex::new(text))
+    with_syntax_errors(full(&Arc::from(text), tree, settings).result(&LineIndex::new(text)), text, tree)
+}
+
+/// Adds KL900 where the file does not parse. Read from the tree, not cached
+/// per statement: a tree without errors costs one flag check, and both
+/// paths read the same tree, so the incremental result stays equal to the full one.
+fn with_syntax_errors(mut result: CheckResult, text: &str, tree: &Tree) -> CheckResult {
+    let errors = super::syntax::errors(text, tree);
+    if !errors.is_empty() {
+        result.diagnostics.extend(errors);
+        rules::finish(&mut result.diagnostics);
+    }
+    result
 }
 
 fn top_level(tree: &Tree) -> Vec<Node<'_>> {

@@ -27,6 +27,7 @@ pub(crate) fn field_id(name: &str) -> Option<u16> {
 
 pub mod incremental;
 pub mod model;
+pub mod syntax;
 pub mod triton_names;
 
 pub use model::FileModel;

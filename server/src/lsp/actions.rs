@@ -57,7 +57,9 @@ pub fn code_actions(
                 }));
             }
         }
-        if wanted(only, SUPPRESS_KIND) {
+        // A syntax error is not a rule: no comment hides it and there is no rule doc to show.
+        let is_rule = code != crate::analysis::syntax::CODE;
+        if is_rule && wanted(only, SUPPRESS_KIND) {
             if let Some(e) = suppression_edit(doc, d.range.start.line as usize, code, encoding) {
                 out.push(CodeActionOrCommand::CodeAction(CodeAction {
                     title: format!("Ignore {code} on this line"),
@@ -88,7 +90,7 @@ pub fn code_actions(
                 }));
             }
         }
-        if wanted(only, EXPLAIN_KIND) && !explained.contains(&code) {
+        if is_rule && wanted(only, EXPLAIN_KIND) && !explained.contains(&code) {
             explained.push(code);
             out.push(CodeActionOrCommand::CodeAction(CodeAction {
                 title: format!("Explain {code}"),

@@ -434,6 +434,7 @@ class ModelNew(torch.nn.Module):
     fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> usize {
         let settings = Arc::new(Settings::default());
         let mut incremental = 0;
+        let mut syntax_errors = 0;
         for seed in 1..=seeds {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let encoding = if seed % 2 == 0 { Encoding::Utf8 } else { Encoding::Utf16 };
@@ -472,6 +473,7 @@ class ModelNew(torch.nn.Module):
                 let analysis = doc.analysis_job().run();
                 incremental += usize::from(analysis.snapshot.is_incremental());
                 assert!(doc.install(version, analysis));
+                syntax_errors += usize::from(doc.result.diagnostics.iter().any(|d| d.code == "KL900"));
                 // Exactly what a full analysis of the same tree gives. (After
                 // some edits with syntax errors, tree-sitter's incremental
                 // reparse recovers differently from a fresh parse of the same
@@ -493,6 +495,8 @@ class ModelNew(torch.nn.Module):
             let fresh = analysis::check(&expected, &fresh_tree, &settings);
             assert_eq!(doc.result, fresh, "seed {seed}");
         }
+        // The edits break the syntax often: KL900 must have been compared too.
+        assert!(syntax_errors > 0, "no analysis reported a syntax error");
         incremental
     }
 

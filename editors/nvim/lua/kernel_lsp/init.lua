@@ -80,6 +80,53 @@ function M.setup(opts)
   end
 end
 
+-- A server that cannot start ---------------------------------------------------
+
+--- The message shown when the server binary cannot be started.
+---@param exe string
+---@return string
+function M.missing_binary_message(exe)
+  return string.format(
+    'cannot start the server: `%s` is not an executable file%s. '
+      .. "Set the `cmd` setting to the binary: require('kernel_lsp').setup({ cmd = '/path/to/kernel-lsp' }) "
+      .. "or vim.lsp.config('kernel_lsp', { cmd = { '/path/to/kernel-lsp', 'serve' } }); "
+      .. 'or put it on PATH with `cargo install --path server`. :checkhealth kernel_lsp says more.',
+    exe,
+    exe:find('/', 1, true) and '' or ' on PATH'
+  )
+end
+
+--- vim.lsp.enable() passes over a config whose `cmd` is not executable and
+--- only writes that to lsp.log, so nothing at all would show. Says it once
+--- per session, for a buffer the server would attach to.
+---@param bufnr integer
+function M.check_binary(bufnr)
+  if M._missing_binary_reported or not vim.lsp.is_enabled(NAME) or vim.bo[bufnr].buftype ~= '' then
+    return
+  end
+  local config = vim.lsp.config[NAME]
+  local cmd = config and config.cmd
+  if type(cmd) ~= 'table' or type(cmd[1]) ~= 'string' or vim.fn.executable(cmd[1]) == 1 then
+    return
+  end
+  local function report()
+    if not M._missing_binary_reported then
+      M._missing_binary_reported = true
+      -- Not from inside the FileType autocommand: an error message there
+      -- would abort the autocommands still to run for this buffer.
+      vim.schedule(function()
+        ui.notify(M.missing_binary_message(cmd[1]), vim.log.levels.ERROR)
+      end)
+    end
+  end
+  -- The config's own root_dir decides whether the server would attach (Triton buffers only).
+  if type(config.root_dir) == 'function' then
+    config.root_dir(bufnr, report)
+  else
+    report()
+  end
+end
+
 -- Clients and requests --------------------------------------------------------
 
 ---@param bufnr? integer

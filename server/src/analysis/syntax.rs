@@ -1,0 +1,213 @@
+//! KL900 syntax-error: where tree-sitter could not parse the file.
+//!
+//! tree-sitter recovers from errors: it wraps what it cannot place in an
+//! `ERROR` node and inserts zero-width `MISSING` nodes for tokens it had to
+//! assume, and the rest of the tree is ordinary, so the rules still analyse
+//! everything that parses. This module only says where the parser gave up,
+//! so that a file that does not parse is never reported as clean.
+//!
+//! Cheap enough for every keystroke: a subtree without errors is never
+//! entered (`has_error` is a flag on the node), so a file that parses costs
+//! one check of the root.
+
+use tree_sitter::{Node, Tree};
+
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::TextRange;
+
+pub const CODE: &str = "KL900";
+pub const NAME: &str = "syntax-error";
+
+/// At most this many syntax errors per file: after the first few, error
+/// recovery mostly reports its own confusion.
+const MAX_ERRORS: usize = 20;
+
+/// One KL900 diagnostic per outermost `ERROR` node and per `MISSING` node, in source order.
+pub fn errors(text: &str, tree: &Tree) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let root = tree.root_node();
+    if root.has_error() {
+        collect(text, root, &mut out);
+    }
+    out
+}
+
+fn collect(text: &str, node: Node, out: &mut Vec<Diagnostic>) {
+    if out.len() >= MAX_ERRORS {
+        return;
+    }
+    if node.is_missing() {
+        out.push(diagnostic(node.start_byte(), node.start_byte(), missing_message(node)));
+        return;
+    }
+    if node.is_error() {
+        out.push(error_diagnostic(text, node));
+        return;
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        if child.has_error() {
+            collect(text, child, out);
+        }
+    }
+}
+
+fn diagnostic(start: usize, end: usize, message: String) -> Diagnostic {
+    Diagnostic {
+        code: CODE.to_string(),
+        name: NAME.to_string(),
+        severity: Severity::Error,
+        range: TextRange::new(start, end),
+        message,
+        related: Vec::new(),
+        fix: None,
+    }
+}
+
+fn missing_message(node: Node) -> String {
+    if node.is_named() {
+        format!("syntax error: missing {}", node.kind().replace('_', " "))
+    } else {
+        format!("syntax error: missing `{}`", node.kind())
+    }
+}
+
+/// What an `ERROR` node most likely means, placed where a reader would look:
+/// a bracket that is never closed (at the bracket, as Python says it), a
+/// statement cut off by the end of the file (at its last token), else the
+/// first token that could not be placed.
+fn error_diagnostic(text: &str, node: Node) -> Diagnostic {
+    let leaves = leaves(node);
+    let mut open: Vec<Node> = Vec::new();
+    for leaf in &leaves {
+        match leaf.kind() {
+            "(" | "[" | "{" => open.push(*leaf),
+            ")" | "]" | "}" => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    if let Some(bracket) = open.last() {
+        let message = format!("syntax error: `{}` is never closed", bracket.kind());
+        return diagnostic(bracket.start_byte(), bracket.end_byte(), message);
+    }
+    let first = leaves.first().copied().unwrap_or(node);
+    let last = leaves.last().copied().unwrap_or(node);
+    if text[node.end_byte()..].trim().is_empty() && last.end_byte() > last.start_byte() {
+        let message =
+            format!("syntax error: the file ends in the middle of a statement (after `{}`)", token(text, last));
+        return diagnostic(last.start_byte(), last.end_byte(), message);
+    }
+    let message = match token(text, first) {
+        t if t.is_empty() => "syntax error: the parser cannot read the code here".to_string(),
+        t => format!("syntax error: unexpected `{t}`"),
+    };
+    // The whole ERROR node can run over many lines; the editor needs where it starts.
+    let start = first.start_byte();
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    diagnostic(start, first.end_byte().clamp(start, line_end), message)
+}
+
+/// The tokens under `node`, in order.
+fn leaves(node: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    'walk: loop {
+        let n = cursor.node();
+        if n.child_count() == 0 {
+            out.push(n);
+        } else if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() || cursor.node() == node {
+                break 'walk;
+            }
+        }
+    }
+    out
+}
+
+/// A token's text, its first line, at most 40 characters.
+fn token(text: &str, node: Node) -> String {
+    let t = text.get(node.start_byte()..node.end_byte()).unwrap_or_default();
+    t.lines().next().unwrap_or_default().trim().chars().take(40).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::LineIndex;
+
+    /// `line:col CODE message` for each syntax error (1-based, columns in characters).
+    fn render(text: &str) -> Vec<String> {
+        let tree = crate::analysis::parse(text, None);
+        let index = LineIndex::new(text);
+        errors(text, &tree)
+            .iter()
+            .map(|d| {
+                let (l, c) = index.position(text, d.range.start, crate::text::ColumnUnit::Char);
+                format!("{}:{} {} {}", l + 1, c + 1, d.code, d.message)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_file_that_parses_has_none() {
+        assert!(render("import triton\n\ndef k(x_ptr, N):\n    pass\n").is_empty());
+    }
+
+    #[test]
+    fn an_unclosed_bracket_is_reported_at_the_bracket() {
+        assert_eq!(render("def k(x_ptr, N"), ["1:6 KL900 syntax error: `(` is never closed"]);
+        assert_eq!(render("x = (1, 2\ny = 3\n"), ["1:5 KL900 syntax error: `(` is never closed"]);
+    }
+
+    #[test]
+    fn a_token_the_parser_had_to_assume_is_missing() {
+        assert_eq!(render("def f(:\n    pass\n"), ["1:7 KL900 syntax error: missing `)`"]);
+    }
+
+    #[test]
+    fn a_statement_cut_off_by_the_end_of_the_file() {
+        assert_eq!(
+            render("x = 1 +\n"),
+            ["1:7 KL900 syntax error: the file ends in the middle of a statement (after `+`)"]
+        );
+    }
+
+    #[test]
+    fn an_error_inside_a_kernel_is_placed_there_and_the_rest_is_still_analysed() {
+        let text = r#"import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, N):
+    x = tl.load(x_ptr +)
+
+@triton.jit
+def act(x_ptr):
+    x = tl.tanh(tl.load(x_ptr))
+"#;
+        assert_eq!(render(text), ["6:23 KL900 syntax error: unexpected `+`"]);
+        let result = crate::analysis::check_text(text, &crate::config::Settings::default());
+        let codes: Vec<&str> = result.diagnostics.iter().map(|d| d.code.as_str()).collect();
+        assert_eq!(codes, ["KL900", "KL005"]);
+        assert_eq!(result.kernels.len(), 2);
+    }
+
+    #[test]
+    fn select_and_suppression_comments_do_not_hide_it() {
+        let text = "x = (1,  # kernel-lsp: ignore\n";
+        let settings = crate::config::Settings { select: vec!["KL001".to_string()], ..Default::default() };
+        let result = crate::analysis::check_text(text, &settings);
+        assert_eq!(result.diagnostics.len(), 1);
+        assert_eq!(result.diagnostics[0].code, "KL900");
+    }
+
+    #[test]
+    fn an_unparsable_character_is_named() {
+        assert_eq!(render("\u{1F600} = 3\n"), ["1:1 KL900 syntax error: unexpected `\u{1F600}`"]);
+    }
+}

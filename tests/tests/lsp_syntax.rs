@@ -1,0 +1,56 @@
+//! End-to-end: a document that stops parsing while it is typed gets a KL900
+//! syntax-error diagnostic where it breaks, the rest of the file is still
+//! analysed, and the error goes when the code parses again.
+
+mod common;
+
+use common::{codes, LspClient, FIXTURE};
+use serde_json::{json, Value};
+
+const URI: &str = "file:///tmp/kernel-lsp-e2e/syntax.py";
+
+fn range(sl: u64, sc: u64, el: u64, ec: u64) -> Value {
+    json!({"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}})
+}
+
+#[test]
+fn typing_an_unfinished_def_reports_kl900_and_keeps_the_other_diagnostics() {
+    let mut c = LspClient::start();
+    c.initialize(&["utf-16"]);
+    c.open(URI, FIXTURE);
+    assert_eq!(codes(&c.diagnostics(URI, 1)), vec!["KL005", "KL004"]);
+    // Type a new kernel header at the end of the file, one keystroke at a time.
+    let typed = "\ndef k(x_ptr, N";
+    let mut version = 1;
+    let (mut line, mut col) = (20u64, 0u64);
+    for ch in typed.chars() {
+        version += 1;
+        c.change(URI, version, json!([{"range": range(line, col, line, col), "text": ch.to_string()}]));
+        if ch == '\n' {
+            (line, col) = (line + 1, 0);
+        } else {
+            col += 1;
+        }
+    }
+    let diags = c.diagnostics(URI, version);
+    assert_eq!(codes(&diags), vec!["KL005", "KL004", "KL900"], "{diags:#?}");
+    let kl900 = diags.iter().find(|d| d["code"] == "KL900").unwrap();
+    assert_eq!(kl900["range"], range(21, 5, 21, 6), "at the `(` that is never closed");
+    assert_eq!(kl900["message"], "syntax error: `(` is never closed [syntax-error]");
+    assert_eq!(kl900["severity"], 1);
+    assert_eq!(kl900["source"], "kernel-lsp");
+
+    // Neither suppressible nor a rule to explain: no "Ignore KL900" or "Explain KL900" action.
+    let actions = c.call(
+        "textDocument/codeAction",
+        json!({"textDocument": {"uri": URI}, "range": kl900["range"], "context": {"diagnostics": [kl900]}}),
+    );
+    let titles: Vec<&str> = actions.as_array().unwrap().iter().filter_map(|a| a["title"].as_str()).collect();
+    assert!(titles.iter().all(|t| !t.contains("KL900")), "{titles:?}");
+
+    // Closing the parameter list and giving the def a body: the syntax error goes.
+    version += 1;
+    c.change(URI, version, json!([{"range": range(21, col, 21, col), "text": "):\n    pass\n"}]));
+    assert_eq!(codes(&c.diagnostics(URI, version)), vec!["KL005", "KL004"]);
+    assert!(c.shutdown().success());
+}
