@@ -38,6 +38,8 @@ pub struct Document {
     pub analyzed: i32,
     /// What the next analysis starts from; kept, like the tree, only for recently edited documents.
     snapshot: Option<Arc<Snapshot>>,
+    /// Whether the last change was reparsed from the edited old tree.
+    reparsed_incrementally: bool,
 }
 
 /// What the analysis of one version needs, taken under the state lock and
@@ -90,6 +92,7 @@ impl Document {
             result,
             analyzed: version,
             snapshot: Some(Arc::new(snapshot)),
+            reparsed_incrementally: false,
         }
     }
 
@@ -116,10 +119,19 @@ impl Document {
         let index = Arc::make_mut(&mut self.line_index);
         for change in changes {
             match change.range {
-                None => {
+                // A client without incremental sync sends the whole text:
+                // recover the edit it made (the span between the common
+                // prefix and suffix) so that the tree and the analysis stay
+                // incremental. Only when there is no tree to edit is the new
+                // text parsed afresh.
+                None if self.tree.is_none() => {
                     text = change.text.clone();
                     *index = LineIndex::new(&text);
                     full_reparse = true;
+                }
+                None => {
+                    let (start, old_end, new_end) = changed_span(&text, &change.text);
+                    apply_bytes(&mut text, index, self.tree.as_mut(), start, old_end, &change.text[start..new_end]);
                 }
                 Some(range) => {
                     if let Some(w) = apply_ranged(&mut text, index, self.tree.as_mut(), range, &change.text, encoding) {
@@ -131,9 +143,16 @@ impl Document {
         self.version = version;
         self.text = Arc::from(text);
         let old = if full_reparse { None } else { self.tree.as_ref() };
+        self.reparsed_incrementally = old.is_some();
         let tree = analysis::parse(&self.text, old);
         self.tree = Some(tree);
         warnings
+    }
+
+    /// Whether the last `apply_changes` reparsed from the edited old tree
+    /// (tree-sitter reusing what the edit did not touch) rather than afresh.
+    pub fn reparsed_incrementally(&self) -> bool {
+        self.reparsed_incrementally
     }
 
     /// The analysis of the current version, to run off the state lock.
@@ -214,6 +233,30 @@ fn apply_ranged(
         std::mem::swap(&mut start, &mut end);
         warning = Some(format!("change range {range:?} ends before it starts; applied it reversed"));
     }
+    apply_bytes(text, index, tree, start, end, new_text);
+    warning
+}
+
+/// The bytes `old[start..old_end]` that became `new[start..new_end]`: what is
+/// left between the longest common prefix and the longest common suffix that
+/// does not overlap it, on character boundaries of both texts.
+fn changed_span(old: &str, new: &str) -> (usize, usize, usize) {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let mut start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    while !(old.is_char_boundary(start) && new.is_char_boundary(start)) {
+        start -= 1;
+    }
+    let max_suffix = (a.len() - start).min(b.len() - start);
+    let mut suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
+    while !(old.is_char_boundary(a.len() - suffix) && new.is_char_boundary(b.len() - suffix)) {
+        suffix -= 1;
+    }
+    (start, a.len() - suffix, b.len() - suffix)
+}
+
+/// Replaces the bytes `start..end` of `text` with `new_text`, keeping the line
+/// index and (when kept) the tree in step.
+fn apply_bytes(text: &mut String, index: &mut LineIndex, tree: Option<&mut Tree>, start: usize, end: usize, new_text: &str) {
     let start_position = point_of(index, start);
     let old_end_position = point_of(index, end);
     text.replace_range(start..end, new_text);
@@ -230,7 +273,6 @@ fn apply_ranged(
             new_end_position,
         });
     }
-    warning
 }
 
 /// Byte offset of an LSP position, and whether it had to be clamped. Lines
@@ -462,6 +504,15 @@ class ModelNew(torch.nn.Module):
                     });
                     expected.replace_range(a..b, insert);
                 }
+                // Sometimes the batch arrives as a client without incremental
+                // sync sends it: the whole new text.
+                if rng.below(5) == 0 {
+                    changes = vec![TextDocumentContentChangeEvent {
+                        range: None,
+                        range_length: None,
+                        text: expected.clone(),
+                    }];
+                }
                 let warnings = doc.apply_changes(version, &changes, encoding);
                 assert!(warnings.is_empty(), "seed {seed}: {warnings:?}");
                 assert_eq!(doc.text(), expected, "seed {seed} version {version}");
@@ -564,6 +615,46 @@ class ModelNew(torch.nn.Module):
         assert!(!edit_and_check(&mut doc, 7, "def run_step", "range(steps)", "range(h.size(0))"));
         assert!(!edit_and_check(&mut doc, 8, "def mm_kernel", "mm_kernel", "mm2_kernel"));
         assert!(!edit_and_check(&mut doc, 9, "import triton.language", "as tl", "as tk"));
+    }
+
+    #[test]
+    fn changed_span_stops_on_character_boundaries() {
+        assert_eq!(changed_span("abcdef", "abXdef"), (2, 3, 3));
+        assert_eq!(changed_span("abc", "abc"), (3, 3, 3));
+        assert_eq!(changed_span("aaa", "aaaa"), (3, 3, 4));
+        assert_eq!(changed_span("", "x"), (0, 0, 1));
+        assert_eq!(changed_span("x = 1\n", ""), (0, 6, 0));
+        // 'é' (c3 a9) and 'è' (c3 a8) share their first byte; 'Ѐ' (d0 80) and 'Ā' (c4 80) their last.
+        assert_eq!(changed_span("aéb", "aèb"), (1, 3, 3));
+        assert_eq!(changed_span("aЀb", "aĀb"), (1, 3, 3));
+    }
+
+    /// A client that sends the whole text on every change (no incremental
+    /// sync) still gets the incremental analysis, with the exact result.
+    #[test]
+    fn full_text_changes_are_diffed_into_edits() {
+        let mut doc = Document::new(LINKED, 0, Arc::new(Settings::default()));
+        let full = |doc: &mut Document, version: i32, text: String| {
+            let change = TextDocumentContentChangeEvent { range: None, range_length: None, text };
+            doc.apply_changes(version, &[change], Encoding::Utf16);
+            assert!(doc.reparsed_incrementally(), "version {version}: the recovered edit reparses from the old tree");
+            let analysis = doc.analysis_job().run();
+            let incremental = analysis.snapshot.is_incremental();
+            doc.install(version, analysis);
+            let fresh = analysis::check(doc.text(), &analysis::parse(doc.text(), None), &Settings::default());
+            assert_eq!(doc.result, fresh, "version {version}");
+            incremental
+        };
+        let typed = LINKED.replacen("tl.dot(a, b)", "tl.dot(a, b) +", 1);
+        assert!(full(&mut doc, 1, typed.clone()));
+        assert_eq!(doc.text(), typed);
+        let fixed = LINKED.replacen("tl.dot(a, b)", "tl.dot(a, b) + 1", 1);
+        assert!(full(&mut doc, 2, fixed.clone()));
+        assert_eq!(doc.text(), fixed);
+        // Unchanged text, then a whole different file: still exact.
+        assert!(full(&mut doc, 3, fixed.clone()));
+        assert!(!full(&mut doc, 4, FIXTURE.to_string()));
+        assert_eq!(doc.text(), FIXTURE);
     }
 
     #[test]

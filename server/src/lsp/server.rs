@@ -800,6 +800,7 @@ impl LanguageServer for Server {
             warn!("{}: {w}", uri.as_str());
         }
         let job = doc.analysis_job();
+        let reparse = if doc.reparsed_incrementally() { "incremental" } else { "fresh" };
         let edited = began.elapsed();
         let evicted = st.touch(&uri);
         if let Some(b) = st.bench.get_mut(&uri) {
@@ -826,7 +827,7 @@ impl LanguageServer for Server {
                 }
             }
             tracing::debug!(
-                "version {}: edit and reparse {edited:?}, analysis {:?} (started after {started:?}), ready to publish after {:?}",
+                "version {}: edit and {reparse} reparse {edited:?}, analysis {:?} (started after {started:?}), ready to publish after {:?}",
                 job.version,
                 analysed - started,
                 began.elapsed()

@@ -1,11 +1,14 @@
 //! Latency benchmark for language servers on a large Triton kernel file.
 //!
 //! Starts each server command, opens a generated 5,000-line Triton file (many
-//! kernels and launchers), replays 60 typing-like edits inside kernels, and
-//! measures the time from sending each `didChange` to the `publishDiagnostics`
-//! for that version; then does the same with 20 such files open. Reports
-//! p50/p99 latency and the server's peak RSS (`VmHWM`). Every server gets the
-//! same client, file and edits.
+//! kernels and launchers), replays 60 typing-like edits in each of three
+//! modes (one character per ranged change inside kernels; the same in host
+//! code; the kernel edits sent as whole-text changes, as clients without
+//! incremental sync send them), and measures the time from sending each
+//! `didChange` to the `publishDiagnostics` for that version; then opens 20
+//! such files to read the server's peak RSS (`VmHWM`). Every server gets the
+//! same client, file and edits, mode by mode, in one run; the last lines are a
+//! Markdown table of p50/p99 per mode and the p99 ratio against ruff.
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
@@ -75,31 +78,71 @@ def run_scale_{i}(x, s):
     )
 }
 
-/// A Triton file of about `lines` lines, and the 0-based lines of `y = x * 2.0` in each kernel.
-fn generate(lines: usize) -> (String, Vec<usize>) {
+/// A generated file and where its edits go.
+struct Generated {
+    text: String,
+    /// 0-based lines of `y = x * 2.0`, one in each `cell_` kernel.
+    kernel_lines: Vec<usize>,
+    /// 0-based lines of host code: `out = torch.empty_like(h)` in each
+    /// launching helper and the `h = run_cell_K(...)` lines of `forward`.
+    host_lines: Vec<usize>,
+}
+
+/// A Triton file of about `lines` lines.
+fn generate(lines: usize) -> Generated {
     let mut text = String::from("import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n");
-    let mut targets = Vec::new();
+    let mut kernel_lines = Vec::new();
+    let mut host_lines = Vec::new();
     let mut i = 0;
     while text.lines().count() + 60 < lines {
         let start = text.lines().count();
         let b = block(i);
         let offset = b.lines().position(|l| l.trim() == "y = x * 2.0").expect("marker line");
-        targets.push(start + offset);
+        kernel_lines.push(start + offset);
+        let offset = b.lines().position(|l| l.trim() == "out = torch.empty_like(h)").expect("host marker line");
+        host_lines.push(start + offset);
         text.push_str(&b);
         i += 1;
     }
     text.push_str("\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n    def forward(self, x, h, w):\n");
     for k in 0..i {
+        if k % 2 == 0 {
+            host_lines.push(text.lines().count());
+        }
         text.push_str(&format!("        h = run_cell_{k}(x, h, w, 16)\n"));
     }
     text.push_str("        return run_scale_0(h, 0.5)\n");
     while text.lines().count() < lines {
         text.push_str("# padding\n");
     }
-    (text, targets)
+    host_lines.sort_unstable();
+    Generated { text, kernel_lines, host_lines }
 }
 
-/// 60 typing-like edits: at the end of `y = x * 2.0` in 12 kernels, type ` + 1` and delete the `1`.
+/// How the client sends each edit, and where it types.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// One character per ranged change, inside kernels.
+    Kernel,
+    /// One character per ranged change, in host code (launching helpers and `forward`).
+    Host,
+    /// The kernel edits, each sent as the whole new text (a client without incremental sync).
+    FullText,
+}
+
+impl Mode {
+    const ALL: [Mode; 3] = [Mode::Kernel, Mode::Host, Mode::FullText];
+
+    fn describe(self) -> &'static str {
+        match self {
+            Mode::Kernel => "typing inside a kernel, one character per change",
+            Mode::Host => "typing inside host code (launchers, forward)",
+            Mode::FullText => "full-text didChange (no incremental sync)",
+        }
+    }
+}
+
+/// 60 typing-like edits: at the end of 12 of `targets`' lines, type ` + 1` and delete the `1`.
 fn edits(text: &str, targets: &[usize]) -> Vec<(usize, usize, usize, String)> {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
@@ -248,7 +291,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-fn run(command: &[String], dir: &Path, text: &str, targets: &[usize], files: usize) -> Measurement {
+fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files: usize) -> Measurement {
+    let text = generated.text.as_str();
+    let targets = match mode {
+        Mode::Kernel | Mode::FullText => &generated.kernel_lines,
+        Mode::Host => &generated.host_lines,
+    };
     let mut server = Server::start(command, dir);
     let root = format!("file://{}", dir.display());
     server.request(
@@ -281,18 +329,24 @@ fn run(command: &[String], dir: &Path, text: &str, targets: &[usize], files: usi
     }
     let uri = uris[0].clone();
     let mut latencies_ms = Vec::new();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     for (k, (line, start, end, new_text)) in edits(text, targets).into_iter().enumerate() {
         let version = 2 + k as i64;
+        // Build the whole text before the clock starts: the client's work is not the server's.
+        let change = match mode {
+            Mode::Kernel | Mode::Host => json!({
+                "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
+                "text": new_text,
+            }),
+            Mode::FullText => {
+                lines[line].replace_range(start..end, &new_text);
+                json!({"text": lines.join("\n") + "\n"})
+            }
+        };
         let began = Instant::now();
         server.notify(
             "textDocument/didChange",
-            json!({
-                "textDocument": {"uri": uri, "version": version},
-                "contentChanges": [{
-                    "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
-                    "text": new_text,
-                }],
-            }),
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}),
         );
         server.wait_diagnostics(&uri, version);
         latencies_ms.push(began.elapsed().as_secs_f64() * 1000.0);
@@ -302,17 +356,15 @@ fn run(command: &[String], dir: &Path, text: &str, targets: &[usize], files: usi
     Measurement { latencies_ms, peak_rss_kb }
 }
 
-fn report(name: &str, files: usize, m: &Measurement) -> f64 {
+/// p50 and p99 of a measurement's latencies, in ms.
+fn percentiles(m: &Measurement) -> (f64, f64) {
     let mut sorted = m.latencies_ms.clone();
     sorted.sort_by(f64::total_cmp);
-    let (p50, p99) = (percentile(&sorted, 50.0), percentile(&sorted, 99.0));
-    let rss = m.peak_rss_kb.map(|kb| format!("{:.1} MB", kb as f64 / 1024.0)).unwrap_or_else(|| "n/a".into());
-    println!(
-        "{name:<12} files={files:<3} edits={:<3} p50={p50:>8.2} ms  p99={p99:>8.2} ms  max={:>8.2} ms  peak RSS={rss}",
-        sorted.len(),
-        sorted[sorted.len() - 1]
-    );
-    p99
+    (percentile(&sorted, 50.0), percentile(&sorted, 99.0))
+}
+
+fn mb(kb: Option<u64>) -> String {
+    kb.map(|kb| format!("{:.1} MB", kb as f64 / 1024.0)).unwrap_or_else(|| "n/a".into())
 }
 
 fn default_kernel_lsp() -> PathBuf {
@@ -349,9 +401,10 @@ fn main() {
             }
         }
     }
-    let (text, targets) = generate(lines);
+    let generated = generate(lines);
+    let text = &generated.text;
     println!(
-        "file: {} lines, {} kernels, {} launch sites; 60 edits (type ` + 1`, delete `1`, in 12 kernels)",
+        "file: {} lines, {} kernels, {} launch sites; per mode 60 edits (type ` + 1`, delete `1`, at 12 places)",
         text.lines().count(),
         text.matches("@triton.jit").count(),
         text.matches("](").count()
@@ -363,20 +416,47 @@ fn main() {
     if let Some(r) = ruff {
         servers.push(("ruff", vec![r, "server".into()]));
     }
-    let mut p99s = Vec::new();
-    for (name, command) in &servers {
-        let one = run(command, &dir, &text, &targets, 1);
-        let p99 = report(name, 1, &one);
-        let many = run(command, &dir, &text, &targets, files);
-        report(name, files, &many);
-        p99s.push((name.to_string(), p99, many.peak_rss_kb));
+    // Modes outer, servers inner: both servers see the machine in the same state for each mode.
+    let mut rows = Vec::new();
+    for mode in Mode::ALL {
+        let figures: Vec<(f64, f64)> =
+            servers.iter().map(|(_, command)| percentiles(&run(command, &dir, &generated, mode, 1))).collect();
+        rows.push((mode, figures));
     }
-    if let [(_, k, rss), (_, r, _)] = p99s.as_slice() {
-        println!(
-            "kernel-lsp p99 / ruff p99 = {:.2} (goal <= 0.5); kernel-lsp peak RSS with {files} files = {} (goal <= 50 MB)",
-            k / r,
-            rss.map(|kb| format!("{:.1} MB", kb as f64 / 1024.0)).unwrap_or_else(|| "n/a".into())
-        );
+    let mut rss = Vec::new();
+    for (_, command) in &servers {
+        rss.push(run(command, &dir, &generated, Mode::Kernel, files).peak_rss_kb);
     }
     let _ = std::fs::remove_dir_all(&dir);
+
+    println!();
+    let names: Vec<&str> = servers.iter().map(|(n, _)| *n).collect();
+    print!("| edit | {} |", names.iter().map(|n| format!("{n} p50 / p99 (ms)")).collect::<Vec<_>>().join(" | "));
+    println!("{}", if names.len() == 2 { " p99 ratio (goal <= 0.5) |" } else { "" });
+    println!("|---|{}{}", "---|".repeat(names.len()), if names.len() == 2 { "---|" } else { "" });
+    let mut met = true;
+    for (mode, figures) in &rows {
+        print!("| {} |", mode.describe());
+        for (p50, p99) in figures {
+            print!(" {p50:.1} / {p99:.1} |");
+        }
+        if let [(_, k), (_, r)] = figures.as_slice() {
+            met &= k / r <= 0.5;
+            print!(" {:.2} |", k / r);
+        }
+        println!();
+    }
+    print!("| peak RSS, {files} files open |");
+    for kb in &rss {
+        print!(" {} |", mb(*kb));
+    }
+    println!("{}", if names.len() == 2 { " goal <= 50 MB |" } else { "" });
+    if names.len() == 2 {
+        let rss_met = rss[0].is_some_and(|kb| kb as f64 / 1024.0 <= 50.0);
+        println!(
+            "\nlatency goal (p99 <= 0.5x ruff in every mode): {}; memory goal: {}",
+            if met { "met" } else { "NOT met" },
+            if rss_met { "met" } else { "NOT met" }
+        );
+    }
 }
