@@ -58,6 +58,7 @@ def grid_barrier(bar_ptr, target):
     while arrived < target:
         arrived = tl.atomic_add(bar_ptr, 0, sem="acquire")
 
+
 @triton.jit
 def round_tf32(x):
     # fp32 -> the nearest TF32 value (10-bit mantissa, ties away from zero),
