@@ -160,6 +160,6 @@ mod tests {
             "examples/gru_wavefront.py"
         );
         let section = super::example_section(super::example_for("nn.GRU"), None).unwrap();
-        assert!(section.contains("def gru_wavefront_kernel(") && section.contains("30x"), "{section}");
+        assert!(section.contains("def gru_wavefront_kernel(") && section.contains("32x"), "{section}");
     }
 }
