@@ -1,25 +1,33 @@
-# kernel-lsp: reference = ../gru/reference_bidir.py
-# KernelBench 41_GRUBidirectional (6-layer bidirectional GRU, returns the
-# output sequence) with one persistent launch per layer that runs BOTH
+# kernel-lsp: reference = reference_gru_bidir.py
+# KernelBench level 3, 41_GRUBidirectional (6-layer bidirectional GRU, returns
+# the output sequence) with one persistent launch per layer that runs BOTH
 # directions side by side: the first half of the grid walks t = 0 .. T-1, the
-# second half t = T-1 .. 0, at the same time.
+# second half t = T-1 .. 0, at the same time. ModelNew has the task file's
+# interface (constructor arguments, forward(x, h0), output) and builds the
+# same nn.GRU first, so under the evaluator's seed it holds the reference's
+# weights.
 #
-# - Input gates of both directions for all steps: one GEMM per layer outside
-#   the kernel ((T * B, in) @ [W_ih; W_ih_reverse]^T + biases).
+# - Input gates of both directions for all steps: one fp32 GEMM per layer
+#   outside the kernel ((T * B, in) @ [W_ih; W_ih_reverse]^T + biases).
 # - Grid: 2 x (hidden / BLOCK_N) programs; a program owns BLOCK_N hidden units
-#   of one direction and keeps its slice of W_hh (3 gates) in registers for
-#   the whole sequence.
+#   of one direction and keeps its slice of W_hh (3 gates) on chip for the
+#   whole sequence.
 # - The directions never read each other's state inside a layer, so each has
 #   its own grid-wide barrier (an atomic counter, release / acquire) between
 #   steps; the host checks that every program can be resident at once.
 # - A layer needs both directions of the layer below at every step (the
 #   reverse half of step t is computed last), so layers cannot overlap as a
 #   wavefront here: one launch per layer.
+# - Arithmetic of the reference, not exact fp32: PyTorch lets cuDNN use TF32
+#   (torch.backends.cudnn.allow_tf32 is True by default), so nn.GRU / nn.LSTM
+#   on an H100 round both GEMM operands to nearest TF32 and land ~2e-4 from
+#   exact fp32, twice KernelBench's fp32 tolerance (1e-4). Exact arithmetic
+#   (IEEE or 3xTF32 dots) fails the scorer; rounding like cuDNN passes it:
+#   the input GEMM takes TF32-rounded operands (tf32_rounded), the recurrent
+#   tl.dots fp16 operands (round to nearest, the same 10-bit mantissa as
+#   TF32) with fp32 accumulation, state and gate math in fp32. OPERANDS =
+#   "tf32" rounds them to TF32 instead (as close, slower).
 #
-# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 13.33 ms a
-# forward against 147.2 ms for nn.GRU (cuDNN): 11.0x; `kernel-lsp bench`: 9.8x.
-# Max abs diff 9.1e-4, bit-identical over repeated runs.
-# kernel-lsp check: no diagnostics. Details: examples/recurrent/README.md.
 # Under the Triton interpreter it runs only when each direction is one program
 # (hidden_size <= BLOCK_N): the interpreter runs programs one at a time.
 import os
@@ -29,9 +37,13 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-# Hidden units per program and warps per program (tuned on an H100).
+# Hidden units per program, warps per program (tuned on an H100); tl.dot
+# operands ("fp16" or "tf32", both rounded to nearest); whether the input
+# GEMM rounds its operands to TF32 as cuDNN does.
 BLOCK_N = 32
 NUM_WARPS = 4
+OPERANDS = "fp16"
+ROUND_INPUT_GEMM = True
 
 
 @triton.jit
@@ -45,13 +57,30 @@ def grid_barrier(bar_ptr, target):
 
 
 @triton.jit
-def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K):
+def round_tf32(x):
+    # fp32 -> the nearest TF32 value (10-bit mantissa, ties away from zero),
+    # kept in fp32: a TF32 MMA then reads it without further rounding.
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def as_operand(x, OPERANDS: tl.constexpr):
+    # An fp32 tile as a tl.dot operand: rounded to nearest TF32, or to fp16.
+    if OPERANDS == "fp16":
+        return x.to(tl.float16)
+    else:
+        return round_tf32(x)
+
+
+@triton.jit
+def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K, OPERANDS: tl.constexpr):
     # Rows gate * H + offs_n of W (gate-major, K columns), transposed to a
     # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice.
     rows = gate * H + offs_n
     w = tl.load(w_ptr + rows[None, :] * K + offs_k[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
     b = tl.load(b_ptr + rows, mask=mask_n, other=0.0)
-    return w, b
+    return as_operand(w, OPERANDS), b
 
 
 @triton.jit
@@ -64,7 +93,7 @@ def gru_bidir_layer_kernel(
     hn_ptr,      # (2, B, H): final states (after t = T-1 forward, t = 0 reverse)
     bar_ptr,     # (2,) int32 counters, zero at launch: one barrier per direction
     T, B, H,
-    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, H_PAD: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, H_PAD: tl.constexpr, OPERANDS: tl.constexpr,
 ):
     pid = tl.program_id(0)
     n_tiles = tl.cdiv(H, BLOCK_N)
@@ -80,10 +109,18 @@ def gru_bidir_layer_kernel(
 
     w_hh = w_hh_ptr + d * 3 * H * H
     b_hh = b_hh_ptr + d * 3 * H
-    w_r, b_r = load_gate(w_hh, b_hh, 0, offs_k, offs_n, mask_k, mask_n, H, H)
-    w_z, b_z = load_gate(w_hh, b_hh, 1, offs_k, offs_n, mask_k, mask_n, H, H)
-    w_n, b_n = load_gate(w_hh, b_hh, 2, offs_k, offs_n, mask_k, mask_n, H, H)
+    w_r, b_r = load_gate(w_hh, b_hh, 0, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
+    w_z, b_z = load_gate(w_hh, b_hh, 1, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
+    w_n, b_n = load_gate(w_hh, b_hh, 2, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
 
+    # The input gates of a step do not depend on the recurrence: each step's
+    # are loaded one step ahead, before the barrier, so their latency (they
+    # come from HBM) overlaps the wait.
+    gx = gx_ptr + offs_b[:, None] * 6 * H + d * 3 * H + offs_n[None, :]
+    t0 = d * (T - 1)
+    x_r = tl.load(gx + t0 * B * 6 * H, mask=mask_bn, other=0.0)
+    x_z = tl.load(gx + t0 * B * 6 * H + H, mask=mask_bn, other=0.0)
+    x_n = tl.load(gx + t0 * B * 6 * H + 2 * H, mask=mask_bn, other=0.0)
     for s in range(T):
         t = s + d * (T - 1 - 2 * s)        # forward: s; reverse: T - 1 - s
         prev = out_ptr + (t - 1 + 2 * d) * B * 2 * H + d * H
@@ -91,22 +128,32 @@ def gru_bidir_layer_kernel(
         if s == 0:
             prev = h0_ptr + d * B * H
             stride = H
-        h_all = tl.load(prev + offs_b[:, None] * stride + offs_k[None, :], mask=mask_bk, other=0.0,
-                        cache_modifier=".cg")
+        h_all = as_operand(tl.load(prev + offs_b[:, None] * stride + offs_k[None, :], mask=mask_bk, other=0.0,
+                        cache_modifier=".cg"), OPERANDS)
         h_own = tl.load(prev + offs_b[:, None] * stride + offs_n[None, :], mask=mask_bn, other=0.0,
                         cache_modifier=".cg")
-        gh_r = tl.dot(h_all, w_r) + b_r[None, :]
-        gh_z = tl.dot(h_all, w_z) + b_z[None, :]
-        gh_n = tl.dot(h_all, w_n) + b_n[None, :]
-        gx = gx_ptr + t * B * 6 * H + offs_b[:, None] * 6 * H + d * 3 * H + offs_n[None, :]
-        r = tl.sigmoid(tl.load(gx, mask=mask_bn, other=0.0) + gh_r)
-        z = tl.sigmoid(tl.load(gx + H, mask=mask_bn, other=0.0) + gh_z)
-        n = 2.0 * tl.sigmoid(2.0 * (tl.load(gx + 2 * H, mask=mask_bn, other=0.0) + r * gh_n)) - 1.0  # tanh
+        gh_r = tl.dot(h_all, w_r, input_precision="tf32") + b_r[None, :]
+        gh_z = tl.dot(h_all, w_z, input_precision="tf32") + b_z[None, :]
+        gh_n = tl.dot(h_all, w_n, input_precision="tf32") + b_n[None, :]
+        r = tl.sigmoid(x_r + gh_r)
+        z = tl.sigmoid(x_z + gh_z)
+        n = 2.0 * tl.sigmoid(2.0 * (x_n + r * gh_n)) - 1.0  # tanh
         h_new = (1.0 - z) * n + z * h_own
         tl.store(out_ptr + t * B * 2 * H + offs_b[:, None] * 2 * H + d * H + offs_n[None, :], h_new, mask=mask_bn)
         if s == T - 1:
             tl.store(hn_ptr + d * B * H + offs_b[:, None] * H + offs_n[None, :], h_new, mask=mask_bn)
+        t_next = tl.minimum(tl.maximum(t + 1 - 2 * d, 0), T - 1)  # past the end: reload a valid step
+        x_r = tl.load(gx + t_next * B * 6 * H, mask=mask_bn, other=0.0)
+        x_z = tl.load(gx + t_next * B * 6 * H + H, mask=mask_bn, other=0.0)
+        x_n = tl.load(gx + t_next * B * 6 * H + 2 * H, mask=mask_bn, other=0.0)
         grid_barrier(bar_ptr + d, (s + 1) * n_tiles)
+
+
+def tf32_rounded(t):
+    """t rounded to nearest TF32 like round_tf32 in the kernel (when ROUND_INPUT_GEMM), still fp32."""
+    if not ROUND_INPUT_GEMM:
+        return t
+    return ((t.contiguous().view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
 
 
 def check_residency(n_programs, device):
@@ -149,13 +196,13 @@ def gru_bidir(gru, x, h0):
         w_hh = torch.stack([param("weight_hh" + s, None) for s in sfx])
         b_hh = torch.stack([param("bias_hh" + s, (3 * H,)) for s in sfx])
         # input gates of both directions, all steps: one GEMM
-        gx = torch.addmm(b_ih, layer_in.reshape(T * B, -1), w_ih.t())
+        gx = torch.addmm(b_ih, tf32_rounded(layer_in.reshape(T * B, -1)), tf32_rounded(w_ih).t())
         out = torch.empty((T, B, 2 * H), device=dev, dtype=torch.float32)
         gru_bidir_layer_kernel[(n_programs,)](
             gx, w_hh, b_hh, h0[2 * l:2 * l + 2], out, h_n[2 * l:2 * l + 2], barriers[l],
             T, B, H,
             BLOCK_B=max(16, triton.next_power_of_2(B)), BLOCK_N=block_n, H_PAD=max(16, triton.next_power_of_2(H)),
-            num_warps=NUM_WARPS,
+            OPERANDS=OPERANDS, num_warps=NUM_WARPS,
         )
         layer_in = out
     return layer_in, h_n

@@ -1,26 +1,33 @@
-# kernel-lsp: reference = ../gru/reference.py
-# KernelBench 39_GRU (6-layer GRU, returns the output sequence) as ONE
-# persistent launch for the whole network, the layers overlapped as a
+# kernel-lsp: reference = reference_gru.py
+# KernelBench level 3, 39_GRU (6-layer GRU, returns the output sequence) as
+# ONE persistent launch for the whole network, the layers overlapped as a
 # wavefront: at wavefront step s, layer l computes time step t = s - l, so
 # layer l + 1 works on step t - 1 while layer l works on step t, and the
-# network takes seq_len + num_layers - 1 steps instead of
-# seq_len * num_layers.
+# network takes seq_len + num_layers - 1 steps instead of seq_len * num_layers.
+# ModelNew has the task file's interface: the same constructor arguments, the
+# same forward(x, h0), the same output; it builds the same nn.GRU, so under
+# the evaluator's seed it holds the reference's weights.
 #
-# - Input gates of layer 0 for all steps: one GEMM outside the kernel
+# - Input gates of layer 0 for all steps: one fp32 GEMM outside the kernel
 #   (x @ W_ih_0^T + b_ih_0). Layers 1.. take their input from the layer below
 #   one step earlier, so their input GEMM runs inside the kernel.
 # - Grid: num_layers x (hidden / BLOCK_N) programs; a program owns BLOCK_N
 #   hidden units of one layer for the whole batch, and keeps its slices of
-#   W_hh and W_ih (3 gates each) in registers for all steps.
+#   W_hh and W_ih (3 gates each) on chip for all steps.
 # - Between wavefront steps a grid-wide barrier (an atomic counter, release /
 #   acquire); the host checks that every program can be resident at once.
 # - Hidden states pass through a double buffer per layer (step t writes slot
 #   t % 2 while the layer above reads slot (t - 1) % 2), read through L2.
+# - Arithmetic of the reference, not exact fp32: PyTorch lets cuDNN use TF32
+#   (torch.backends.cudnn.allow_tf32 is True by default), so nn.GRU / nn.LSTM
+#   on an H100 round both GEMM operands to nearest TF32 and land ~2e-4 from
+#   exact fp32, twice KernelBench's fp32 tolerance (1e-4). Exact arithmetic
+#   (IEEE or 3xTF32 dots) fails the scorer; rounding like cuDNN passes it:
+#   the input GEMM takes TF32-rounded operands (tf32_rounded), the recurrent
+#   tl.dots fp16 operands (round to nearest, the same 10-bit mantissa as
+#   TF32) with fp32 accumulation, state and gate math in fp32. OPERANDS =
+#   "tf32" rounds them to TF32 instead (as close, slower).
 #
-# H100 (task shapes, one run of scripts/gpu-proof/recurrent.sh): 2.48 ms a forward
-# against 74.4 ms for nn.GRU (cuDNN): 30.0x; `kernel-lsp bench`: 23.0x. Max abs
-# diff 1.3e-4 over fresh inputs, bit-identical over repeated runs.
-# kernel-lsp check: no diagnostics. Details: examples/recurrent/README.md.
 # Under the Triton interpreter it runs only when the grid is one program
 # (num_layers = 1 and hidden <= BLOCK_N): the interpreter runs programs one at
 # a time, so a barrier between several would never open.
@@ -31,9 +38,13 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-# Hidden units per program and warps per program (tuned on an H100).
+# Hidden units per program, warps per program (tuned on an H100); tl.dot
+# operands ("fp16" or "tf32", both rounded to nearest); whether the input
+# GEMM rounds its operands to TF32 as cuDNN does.
 BLOCK_N = 32
 NUM_WARPS = 4
+OPERANDS = "fp16"
+ROUND_INPUT_GEMM = True
 
 
 @triton.jit
@@ -47,16 +58,30 @@ def grid_barrier(bar_ptr, target):
 
 
 @triton.jit
-def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K):
+def round_tf32(x):
+    # fp32 -> the nearest TF32 value (10-bit mantissa, ties away from zero),
+    # kept in fp32: a TF32 MMA then reads it without further rounding.
+    bits = x.to(tl.uint32, bitcast=True)
+    return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def as_operand(x, OPERANDS: tl.constexpr):
+    # An fp32 tile as a tl.dot operand: rounded to nearest TF32, or to fp16.
+    if OPERANDS == "fp16":
+        return x.to(tl.float16)
+    else:
+        return round_tf32(x)
+
+
+@triton.jit
+def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K, OPERANDS: tl.constexpr):
     # Rows gate * H + offs_n of W (gate-major, K columns), transposed to a
-    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice. The dot
-    # operands are fp16 (accumulated in fp32): the same 10-bit mantissa as
-    # tl.dot's default TF32 but rounded to nearest, half the on-chip bytes
-    # and twice the MMA depth; on the H100 it was 10x closer to cuDNN than TF32.
+    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice.
     rows = gate * H + offs_n
     w = tl.load(w_ptr + rows[None, :] * K + offs_k[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
     b = tl.load(b_ptr + rows, mask=mask_n, other=0.0)
-    return w.to(tl.float16), b
+    return as_operand(w, OPERANDS), b
 
 
 @triton.jit
@@ -72,7 +97,7 @@ def gru_wavefront_kernel(
     hn_ptr,      # (L, B, H): h_{T-1} of each layer
     bar_ptr,     # int32 counter, zero at launch
     T, B, H, L,
-    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, H_PAD: tl.constexpr,
+    BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, H_PAD: tl.constexpr, OPERANDS: tl.constexpr,
 ):
     pid = tl.program_id(0)
     n_programs = tl.num_programs(0)
@@ -91,16 +116,16 @@ def gru_wavefront_kernel(
     # on chip for the whole sequence.
     w_hh = w_hh_ptr + layer * 3 * H * H
     b_hh = b_hh_ptr + layer * 3 * H
-    wh_r, bh_r = load_gate(w_hh, b_hh, 0, offs_k, offs_n, mask_k, mask_n, H, H)
-    wh_z, bh_z = load_gate(w_hh, b_hh, 1, offs_k, offs_n, mask_k, mask_n, H, H)
-    wh_n, bh_n = load_gate(w_hh, b_hh, 2, offs_k, offs_n, mask_k, mask_n, H, H)
+    wh_r, bh_r = load_gate(w_hh, b_hh, 0, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
+    wh_z, bh_z = load_gate(w_hh, b_hh, 1, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
+    wh_n, bh_n = load_gate(w_hh, b_hh, 2, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
     below = tl.maximum(layer - 1, 0)
     in_rows = tl.minimum(layer, 1) * H  # layer 0 loads nothing: its input gates come from gx0
     w_ih = w_ih_ptr + below * 3 * H * H
     b_ih = b_ih_ptr + below * 3 * H
-    wi_r, bi_r = load_gate(w_ih, b_ih, 0, offs_k, offs_n, offs_k < in_rows, offs_n < in_rows, H, H)
-    wi_z, bi_z = load_gate(w_ih, b_ih, 1, offs_k, offs_n, offs_k < in_rows, offs_n < in_rows, H, H)
-    wi_n, bi_n = load_gate(w_ih, b_ih, 2, offs_k, offs_n, offs_k < in_rows, offs_n < in_rows, H, H)
+    wi_r, bi_r = load_gate(w_ih, b_ih, 0, offs_k, offs_n, offs_k < in_rows, offs_n < in_rows, H, H, OPERANDS)
+    wi_z, bi_z = load_gate(w_ih, b_ih, 1, offs_k, offs_n, offs_k < in_rows, offs_n < in_rows, H, H, OPERANDS)
+    wi_n, bi_n = load_gate(w_ih, b_ih, 2, offs_k, offs_n, offs_k < in_rows, offs_n < in_rows, H, H, OPERANDS)
 
     tile = offs_b[:, None] * H + offs_n[None, :]
     row = offs_b[:, None] * H + offs_k[None, :]
@@ -110,11 +135,11 @@ def gru_wavefront_kernel(
             prev = ring_ptr + (layer * 2 + (t + 1) % 2) * B * H
             if t == 0:
                 prev = h0_ptr + layer * B * H
-            h_all = tl.load(prev + row, mask=mask_bk, other=0.0, cache_modifier=".cg").to(tl.float16)
+            h_all = as_operand(tl.load(prev + row, mask=mask_bk, other=0.0, cache_modifier=".cg"), OPERANDS)
             h_own = tl.load(prev + tile, mask=mask_bn, other=0.0, cache_modifier=".cg")
-            gh_r = tl.dot(h_all, wh_r) + bh_r[None, :]
-            gh_z = tl.dot(h_all, wh_z) + bh_z[None, :]
-            gh_n = tl.dot(h_all, wh_n) + bh_n[None, :]
+            gh_r = tl.dot(h_all, wh_r, input_precision="tf32") + bh_r[None, :]
+            gh_z = tl.dot(h_all, wh_z, input_precision="tf32") + bh_z[None, :]
+            gh_n = tl.dot(h_all, wh_n, input_precision="tf32") + bh_n[None, :]
             if layer == 0:
                 gx = gx0_ptr + t * B * 3 * H + offs_b[:, None] * 3 * H + offs_n[None, :]
                 x_r = tl.load(gx, mask=mask_bn, other=0.0)
@@ -122,11 +147,11 @@ def gru_wavefront_kernel(
                 x_n = tl.load(gx + 2 * H, mask=mask_bn, other=0.0)
             else:
                 # h_t of the layer below, written in the previous wavefront step
-                x_in = tl.load(ring_ptr + (below * 2 + t % 2) * B * H + row, mask=mask_bk, other=0.0,
-                               cache_modifier=".cg").to(tl.float16)
-                x_r = tl.dot(x_in, wi_r) + bi_r[None, :]
-                x_z = tl.dot(x_in, wi_z) + bi_z[None, :]
-                x_n = tl.dot(x_in, wi_n) + bi_n[None, :]
+                x_in = as_operand(tl.load(ring_ptr + (below * 2 + t % 2) * B * H + row, mask=mask_bk, other=0.0,
+                               cache_modifier=".cg"), OPERANDS)
+                x_r = tl.dot(x_in, wi_r, input_precision="tf32") + bi_r[None, :]
+                x_z = tl.dot(x_in, wi_z, input_precision="tf32") + bi_z[None, :]
+                x_n = tl.dot(x_in, wi_n, input_precision="tf32") + bi_n[None, :]
             r = tl.sigmoid(x_r + gh_r)
             z = tl.sigmoid(x_z + gh_z)
             n = 2.0 * tl.sigmoid(2.0 * (x_n + r * gh_n)) - 1.0  # tanh
@@ -137,6 +162,13 @@ def gru_wavefront_kernel(
             if t == T - 1:
                 tl.store(hn_ptr + layer * B * H + tile, h_new, mask=mask_bn)
         grid_barrier(bar_ptr, (s + 1) * n_programs)
+
+
+def tf32_rounded(t):
+    """t rounded to nearest TF32 like round_tf32 in the kernel (when ROUND_INPUT_GEMM), still fp32."""
+    if not ROUND_INPUT_GEMM:
+        return t
+    return ((t.contiguous().view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
 
 
 def check_residency(n_programs, device):
@@ -176,7 +208,7 @@ def gru_wavefront(gru, x, h0):
     else:
         w_ih = b_ih = torch.zeros(1, device=dev, dtype=x.dtype)
     # input gates of layer 0, all steps, one GEMM
-    gx0 = torch.addmm(param("bias_ih", 0, (3 * H,)), x.reshape(T * B, -1), param("weight_ih", 0, (3 * H, 1)).t())
+    gx0 = torch.addmm(param("bias_ih", 0, (3 * H,)), tf32_rounded(x.reshape(T * B, -1)), tf32_rounded(param("weight_ih", 0, None)).t())
 
     ring = torch.empty((L, 2, B, H), device=dev, dtype=torch.float32)
     out = torch.empty((T, B, H), device=dev, dtype=torch.float32)
@@ -186,7 +218,7 @@ def gru_wavefront(gru, x, h0):
         gx0, w_ih, b_ih, w_hh, b_hh, h0.contiguous(), ring, out, h_n, barrier,
         T, B, H, L,
         BLOCK_B=max(16, triton.next_power_of_2(B)), BLOCK_N=block_n, H_PAD=max(16, triton.next_power_of_2(H)),
-        num_warps=NUM_WARPS,
+        OPERANDS=OPERANDS, num_warps=NUM_WARPS,
     )
     return out, h_n
 

@@ -1,7 +1,9 @@
-# KernelBench 40_GRUHidden: reference. A 6-layer unidirectional nn.GRU (cuDNN
-# on the GPU); forward(x, h0) returns the final hidden states h_n
-# (num_layers, batch, hidden). gru_hidden_wavefront.py is measured against
-# this file. No kernel-lsp rule applies: there is no Triton code here.
+# KernelBench level 3, 40_GRUHidden: reference for `kernel-lsp bench`. A 6-layer
+# unidirectional nn.GRU (cuDNN on the GPU); forward(x, h0) returns the final states h_n (layers, batch, hidden).
+# Same interface and inputs as the task file (torch.rand), its shapes as
+# module globals so `--set` can shrink them. gru_hidden_wavefront.py is measured against
+# this file; the GPU proof runs KernelBench's own task file. No kernel-lsp
+# rule applies: there is no Triton code here.
 import torch
 import torch.nn as nn
 
@@ -23,7 +25,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(seq_len, batch_size, input_size), torch.randn(num_layers, batch_size, hidden_size)]
+    return [torch.rand(seq_len, batch_size, input_size), torch.rand((num_layers, batch_size, hidden_size))]
 
 
 def get_init_inputs():

@@ -1,10 +1,14 @@
-# KernelBench 35_LTSM: reference. A 6-layer unidirectional nn.LSTM (cuDNN on
-# the GPU, batch_first) followed by a Linear on the last step's output;
-# forward(x, h0, c0) returns fc(output[:, -1, :]), shape (batch, output_size).
-# Deviation from the KernelBench file: the initial states are inputs here
-# (the original draws them in __init__ and passes h0 as c0). lstm_wavefront.py
-# is measured against this file. No kernel-lsp rule applies: there is no
-# Triton code here.
+# KernelBench level 3, 35_LSTM: reference for `kernel-lsp bench`. A 6-layer
+# unidirectional nn.LSTM (cuDNN on the GPU, batch_first) and a Linear on the
+# last step; forward(x, h0, c0) returns fc(output[:, -1, :]).
+# The task draws h0 and c0 with torch.randn inside forward when they are not
+# given; here they are inputs, so that the reference and the candidate see
+# the same states under the benchmark's seeding (the example accepts both).
+# After 512 steps the output no longer depends on them (see the README).
+# Same interface and inputs as the task file (torch.rand), its shapes as
+# module globals so `--set` can shrink them. lstm_wavefront.py is measured against
+# this file; the GPU proof runs KernelBench's own task file. No kernel-lsp
+# rule applies: there is no Triton code here.
 import torch
 import torch.nn as nn
 
@@ -25,14 +29,14 @@ class Model(nn.Module):
         self.fc = nn.Linear(hidden_size, output_size)
 
     def forward(self, x, h0, c0):
-        out, _ = self.lstm(x, (h0, c0))  # out: (batch, seq, hidden)
+        out, (h_n, c_n) = self.lstm(x, (h0, c0))
         return self.fc(out[:, -1, :])
 
 
 def get_inputs():
-    return [torch.randn(batch_size, sequence_length, input_size),
-            torch.randn(num_layers, batch_size, hidden_size),
-            torch.randn(num_layers, batch_size, hidden_size)]
+    return [torch.rand(batch_size, sequence_length, input_size),
+            torch.rand((num_layers, batch_size, hidden_size)),
+            torch.rand((num_layers, batch_size, hidden_size))]
 
 
 def get_init_inputs():

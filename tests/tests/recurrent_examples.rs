@@ -30,12 +30,12 @@ fn python() -> String {
     std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
 }
 
-/// A copy of examples/recurrent (and the references it names in ../gru), so
-/// the history the benchmark writes stays out of the repository.
+/// A copy of examples/recurrent (the examples and their references), so the
+/// history the benchmark writes stays out of the repository.
 fn project(name: &str) -> PathBuf {
     let dir = common::temp_workspace(&format!("recurrent-{name}"));
     std::fs::write(dir.join("kernel-lsp.toml"), "").expect("config");
-    for sub in ["recurrent", "gru"] {
+    for sub in ["recurrent"] {
         std::fs::create_dir_all(dir.join(sub)).expect("dir");
         for entry in std::fs::read_dir(repo().join("examples").join(sub)).expect("examples") {
             let path = entry.expect("entry").path();
@@ -68,8 +68,9 @@ fn assert_correct(candidate: &str, sets: &[&str]) {
     let (code, r) = bench(&dir, candidate, sets);
     assert_eq!(code, 0, "{r:#}");
     assert_eq!(r["correct"], true, "{r:#}");
-    // The GRU and LSTM kernels feed tl.dot fp16 operands (unit roundoff
-    // 4.9e-4); 1e-3 is ten times tighter than the task's 1e-2.
+    // The kernels round like cuDNN's TF32 (fp16 dot operands, TF32-rounded
+    // input GEMM), so against exact fp32 on the CPU they sit ~1e-4 away; on
+    // the GPU they are within KernelBench's 1e-4 of cuDNN (README).
     assert!(r["max_abs_diff"].as_f64().is_some_and(|d| d < 1e-3), "{r:#}");
 }
 
@@ -87,10 +88,20 @@ fn bidirectional_gru_matches_nn_gru_over_three_layers() {
     assert_correct("recurrent/gru_bidir_hidden_persistent.py", &sets);
 }
 
+const LSTM_SMALL: &[&str] = &["sequence_length=6", "batch_size=3", "input_size=8", "hidden_size=16", "output_size=5"];
+
 #[test]
-fn lstm_wavefront_matches_nn_lstm_then_linear() {
-    let sets = ["sequence_length=6", "batch_size=3", "input_size=8", "hidden_size=16", "num_layers=1", "output_size=5"];
+fn lstm_wavefront_matches_nn_lstm_then_linear_h_n_and_c_n() {
+    let sets: Vec<&str> = LSTM_SMALL.iter().copied().chain(["num_layers=1"]).collect();
     assert_correct("recurrent/lstm_wavefront.py", &sets);
+    assert_correct("recurrent/lstm_hn_wavefront.py", &sets);
+    assert_correct("recurrent/lstm_cn_wavefront.py", &sets);
+}
+
+#[test]
+fn bidirectional_lstm_matches_nn_lstm_then_linear_over_three_layers() {
+    let sets: Vec<&str> = LSTM_SMALL.iter().copied().chain(["num_layers=3"]).collect();
+    assert_correct("recurrent/lstm_bidir_persistent.py", &sets);
 }
 
 #[test]
@@ -104,4 +115,34 @@ fn many_programs_under_the_interpreter_end_with_the_residency_error() {
         message.contains("grid-wide barrier") && message.contains("interpreter runs programs one at a time"),
         "{r:#}"
     );
+}
+
+/// KernelBench's 35_LSTM takes only `x` and draws h0 and c0 with torch.randn
+/// inside forward; the example does the same draws (same shapes, same order),
+/// so with the generator in the same state it computes the same as with those
+/// states passed in.
+#[test]
+fn lstm_wavefront_draws_missing_states_like_the_task() {
+    let script = r#"
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("m", sys.argv[1])
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+model = m.ModelNew(8, 16, 1, 5)
+x = torch.rand(3, 6, 8)
+torch.manual_seed(7); drawn = model(x)
+torch.manual_seed(7); h0 = torch.randn(1, 3, 16); c0 = torch.randn(1, 3, 16)
+given = model(x, h0, c0)
+other = model(x, torch.zeros(1, 3, 16), torch.zeros(1, 3, 16))
+assert torch.equal(drawn, given), (drawn, given)
+assert not torch.equal(drawn, other)
+print("ok")
+"#;
+    let file = repo().join("examples/recurrent/lstm_wavefront.py");
+    let out = Command::new(python())
+        .args(["-c", script, file.to_str().unwrap()])
+        .env("TRITON_INTERPRET", "1")
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.trim() == "ok", "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -28,17 +28,17 @@ const DEFAULTS: &[(&str, &str)] = &[
 pub const EXAMPLES: &[(&str, &str, &str)] = &[
     (
         "examples/gru_wavefront.py",
-        "a stacked unidirectional GRU as one wavefront launch (H100, task shapes: 30x faster than cuDNN, correct at 1e-2)",
+        "a stacked unidirectional GRU as one wavefront launch (KernelBench 39_GRU on an H100: correct at its fp32 tolerance 1e-4, 32x faster than cuDNN)",
         include_str!("../../../prompts/examples/gru_wavefront.py"),
     ),
     (
         "examples/gru_bidir_persistent.py",
-        "a bidirectional GRU, one launch per layer with both directions side by side (H100: 11x faster than cuDNN)",
+        "a bidirectional GRU, one launch per layer with both directions side by side (KernelBench 41_GRUBidirectional on an H100: correct, 10x faster than cuDNN)",
         include_str!("../../../prompts/examples/gru_bidir_persistent.py"),
     ),
     (
         "examples/lstm_wavefront.py",
-        "a stacked LSTM as one wavefront launch (H100: 16x faster than cuDNN)",
+        "a stacked LSTM as one wavefront launch (KernelBench 35_LSTM on an H100: correct, 14x faster than cuDNN)",
         include_str!("../../../prompts/examples/lstm_wavefront.py"),
     ),
 ];
@@ -160,6 +160,6 @@ mod tests {
             "examples/gru_wavefront.py"
         );
         let section = super::example_section(super::example_for("nn.GRU"), None).unwrap();
-        assert!(section.contains("def gru_wavefront_kernel(") && section.contains("30x"), "{section}");
+        assert!(section.contains("def gru_wavefront_kernel(") && section.contains("32x"), "{section}");
     }
 }
