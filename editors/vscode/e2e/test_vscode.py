@@ -416,7 +416,9 @@ def main():
 
                 def benchmark_lens():
                     user.open_file(FIXED)
-                    wait_until("the benchmark lens", lambda: "Benchmark" in user.code_lenses(), 60)
+                    lines = (ws / FIXED).read_text().splitlines()
+                    user.go_to_line(next(i for i, l in enumerate(lines, 1) if l.startswith("class ModelNew")))
+                    wait_until("the ModelNew lens", lambda: "Benchmark vs reference" in user.code_lenses(), 60)
                     user.palette("kernel-lsp: Benchmark This File vs Its Reference")
                     lens = wait_until(
                         "the result on the code lens",
@@ -436,17 +438,22 @@ def main():
                     user.palette("kernel-lsp: Make Kernel Persistent (LLM rewrite)")
                     apply = page.locator(".monaco-button", has_text=re.compile(r"^Apply$"))
                     wait_until("the Refactor Preview", lambda: apply.first.is_visible(), 400, every=1)
-                    preview = page.locator(".bulk-edit-panel, .refactor-preview").first
-                    shown = preview.inner_text() if preview.count() else ""
+                    page.screenshot(path=str(artifacts / "refactor-preview.png"))
                     assert path.read_text() == before, "the file changed before confirmation"
                     assert not user.dirty(GRU), "the editor changed before confirmation"
                     assert len(llm.requests) == 1, f"one LLM request, got {len(llm.requests)}"
+                    # An edit that needs confirmation is listed unticked: Apply alone changes nothing.
+                    tick = page.locator(".monaco-list-row", has_text=GRU).locator(".monaco-checkbox").first
+                    tick.wait_for(state="visible")
+                    assert tick.get_attribute("aria-checked") == "false", "the rewrite was ticked without the user"
+                    tick.click()
+                    wait_until("the rewrite ticked", lambda: tick.get_attribute("aria-checked") == "true", 5)
                     apply.first.click()
                     wait_until("the rewrite in the editor", lambda: user.dirty(GRU), 15)
                     user.save()
                     after = wait_until("the rewrite on disk", lambda: (t := path.read_text()) != before and t, 15)
                     assert after == fixture_code("answer_persistent.md"), "the file is not the verified candidate"
-                    return f"preview shown ({shown.splitlines()[0] if shown else 'Apply/Discard'}), applied on Apply"
+                    return "Refactor Preview shown with the file unchanged; ticked and applied, the file is the candidate"
 
                 check("Make Persistent previews, then changes the file only on Apply", make_persistent)
         except Exception:
