@@ -25,7 +25,7 @@ CS="$E2E_HOME/node_modules/code-server"
 
 say() { printf '[vscode e2e] %s\n' "$*"; }
 die() { printf '[vscode e2e] FAILED: %s\n' "$*" >&2; echo "0 passed, 1 failed"; exit 1; }
-timed() { local t0=$SECONDS; "$@"; say "  ($((SECONDS - t0)) s)"; }
+timed() { local t0=$SECONDS; "$@"; say "$1: $((SECONDS - t0)) s"; }
 
 apt_packages() {
   local missing=()
@@ -60,9 +60,14 @@ code_server() {
   (cd "$CS" && npm_config_dangerously_allow_all_scripts=true npm_config_nodedir="$NODE24" \
     npm_config_user_agent="npm/$(npm --version) node/$("$NODE24/bin/node" --version) linux x64" sh ./postinstall.sh) \
     || die "code-server's postinstall.sh (native modules need: libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev pkg-config)"
-  # Its nested `npm install` also skips install scripts: build the native modules now.
-  (cd "$CS/lib/vscode" && npm_config_dangerously_allow_all_scripts=true npm_config_nodedir="$NODE24" npm rebuild --loglevel=error) \
-    || die "building code-server's native modules (npm rebuild in lib/vscode)"
+  # Where VS Code's own `npm install` was already there, it ran no install
+  # scripts: build the native modules then.
+  local native="$CS/lib/vscode/node_modules/@vscode/spdlog/build/Release/spdlog.node"
+  if [ ! -f "$native" ]; then
+    (cd "$CS/lib/vscode" && npm_config_dangerously_allow_all_scripts=true npm_config_nodedir="$NODE24" npm rebuild --loglevel=error) \
+      || die "building code-server's native modules (npm rebuild in lib/vscode)"
+  fi
+  [ -f "$native" ] || die "code-server's native modules were not built ($native is missing)"
   touch "$marker"
 }
 

@@ -32,9 +32,9 @@ import traceback
 import urllib.request
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
 import llm_replay
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parents[3]
 CHROMIUM_FLAGS = [
@@ -77,7 +77,7 @@ def wait_until(what, fn, timeout, every=0.25):
             if value:
                 return value
             last = value
-        except Exception as e:  # the page may be re-rendering
+        except (PlaywrightError, AssertionError) as e:  # the page may be re-rendering
             last = e
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
@@ -133,7 +133,7 @@ class VsCode:
         return [self.code_server, "--user-data-dir", str(self.user_data), "--extensions-dir", str(self.extensions)]
 
     def install_extension(self, vsix):
-        out = subprocess.run(self.base_args() + ["--install-extension", vsix], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(self.base_args() + ["--install-extension", vsix], capture_output=True, text=True, timeout=120, check=False)
         assert out.returncode == 0 and "successfully installed" in out.stdout, f"install failed: {out.stdout}{out.stderr}"
         return out.stdout.strip()
 
@@ -147,7 +147,8 @@ class VsCode:
             "--disable-getting-started-override",
             str(folder),
         ]
-        self.process = subprocess.Popen(args, stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
+        with open(self.log, "w") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         wait_until("code-server to answer /healthz", self.healthy, 60)
         return f"http://127.0.0.1:{self.port}/?folder={folder}"
 
@@ -287,9 +288,10 @@ class User:
         save = self.page.locator(".monaco-dialog-box .monaco-button", has_text=re.compile(r"^Save$"))
         try:
             save.wait_for(state="visible", timeout=1500)
+        except PlaywrightError:
+            save = None  # closed without asking
+        if save:
             save.click()
-        except Exception:
-            pass
         wait_until("settings.json to close", lambda: not self.page.locator(".monaco-dialog-box").is_visible(), 10)
 
     def save(self):
@@ -456,14 +458,14 @@ def main():
                     return "Refactor Preview shown with the file unchanged; ticked and applied, the file is the candidate"
 
                 check("Make Persistent previews, then changes the file only on Apply", make_persistent)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- any failure is reported, with a screenshot
             failed += 1
             traceback.print_exc()
             try:
                 if context and context.pages:
                     context.pages[0].screenshot(path=str(artifacts / "failure.png"))
-            except Exception:
-                pass
+            except PlaywrightError as e:
+                print(f"e2e: no screenshot: {e}", file=sys.stderr)
             if vscode.log.exists():
                 shutil.copy(vscode.log, artifacts / "code-server.log")
             print(f"e2e: artifacts in {artifacts}", file=sys.stderr)
