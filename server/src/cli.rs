@@ -9,10 +9,22 @@ struct Cli {
     command: Command,
 }
 
+/// The transport arguments LSP clients pass to a server they spawn
+/// (vscode-languageclient appends `--stdio` and `--clientProcessId=N`).
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Speak LSP on stdin/stdout (the only transport; accepted because clients pass it).
+    #[arg(long)]
+    stdio: bool,
+    /// Exit when the process with this id (the editor) is gone.
+    #[arg(long = "clientProcessId", value_name = "PID")]
+    client_process_id: Option<u32>,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Speak the Language Server Protocol on stdin/stdout.
-    Serve,
+    Serve(ServeArgs),
     /// Check files or directories for the KL001-KL010 mistakes.
     Check(crate::check_cmd::CheckArgs),
     /// List the rules, or explain one (`kernel-lsp rules KL001`).
@@ -36,7 +48,7 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
-        Command::Serve => kernel_lsp::lsp::serve_stdio(),
+        Command::Serve(ServeArgs { stdio: _, client_process_id }) => kernel_lsp::lsp::serve_stdio(client_process_id),
         Command::Bench(args) => kernel_lsp::bench::cli::run_cli(args),
         Command::History(args) => kernel_lsp::bench::cli::history_cli(args),
         Command::Rewrite(args) => kernel_lsp::llm::cli::run_cli(args),

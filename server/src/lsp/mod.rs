@@ -51,8 +51,37 @@ fn one_malloc_arena() {
     }
 }
 
-/// Serves LSP on stdin/stdout until `exit`; returns the process exit code.
-pub fn serve_stdio() -> i32 {
+/// How often the client process is looked for: an editor that died is noticed
+/// within this, and the check is one syscall.
+const CLIENT_POLL: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Whether the process `pid` still exists. `kill(pid, 0)` sends nothing; EPERM
+/// means it exists but belongs to someone else.
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Resolves once the client process `pid` is gone; never when there is none to watch.
+async fn client_gone(pid: Option<u32>) {
+    let Some(pid) = pid else { return std::future::pending().await };
+    let mut tick = tokio::time::interval(CLIENT_POLL);
+    loop {
+        tick.tick().await;
+        if !process_alive(pid) {
+            return;
+        }
+    }
+}
+
+/// Serves LSP on stdin/stdout until `exit`, stdin closing, or the client
+/// process `client_pid` (from `--clientProcessId`) being gone; returns the
+/// process exit code.
+pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kernel_lsp=info,warn"));
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).try_init();
@@ -88,6 +117,9 @@ pub fn serve_stdio() -> i32 {
         tokio::select! {
             _ = serve => {}
             _ = grace => tracing::warn!("stopping with requests still waiting on the client"),
+            _ = client_gone(client_pid) => {
+                tracing::warn!("client process {} is gone: stopping", client_pid.unwrap_or_default());
+            }
         }
         // Everything queued (the `shutdown` response among it) reaches stdout before we exit.
         framing::flushed(&frames, std::time::Duration::from_secs(1)).await;

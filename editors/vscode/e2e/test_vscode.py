@@ -1,0 +1,484 @@
+"""The packaged extension in a real VS Code, driven like a user.
+
+code-server (VS Code for the web) runs with the `.vsix` this checkout builds
+installed, and headless Chromium, driven by Playwright, works in it with
+the keyboard and mouse: Quick Open, the command palette, hovers, the quick-fix
+menu, the Refactor Preview. The language server is the real
+`target/debug/kernel-lsp` (set through `kernelLsp.path`), benchmarks run the
+real harness on Triton's CPU interpreter, and the only stand-in is the LLM:
+`llm_replay.py` on loopback replays `tests/fixtures/llm/answer_persistent.md`.
+
+  quick: diagnostics in Problems, the rule doc on hover, a changed setting
+         taking effect, the KL005 quick fix applied.
+  full:  quick, then Benchmark on a CPU-sized example (its result lens) and
+         Make Persistent (preview first; the file changes only after Apply).
+
+Run through run.sh, which installs what this needs and sets the environment:
+CODE_SERVER, VSIX, KERNEL_LSP_BIN, KERNEL_LSP_TEST_PYTHON, CHROMIUM.
+Prints one line per check and "N passed, M failed" last; on a failure, a
+screenshot and code-server's log go to $E2E_ARTIFACTS (default: a temp dir).
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.request
+from pathlib import Path
+
+import llm_replay
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import sync_playwright
+
+REPO = Path(__file__).resolve().parents[3]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TANH = "candidate_tl_tanh.py"
+FIXED = "candidate_fixed.py"
+GRU = "gru_python_loop.py"
+# examples/gru run small enough for the CPU interpreter (what `--set` would give).
+GRU_SIZES = {"batch_size": 2, "seq_len": 4, "input_size": 16, "hidden_size": 16, "num_layers": 2}
+
+
+def env_path(name):
+    value = os.environ.get(name)
+    if not value or not Path(value).exists():
+        sys.exit(f"e2e: {name} must name an existing file (got {value!r}); run editors/vscode/e2e/run.sh")
+    return value
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(what, fn, timeout, every=0.25):
+    """fn()'s first truthy value within `timeout` seconds, else an AssertionError naming `what`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            value = fn()
+            if value:
+                return value
+            last = value
+        except (PlaywrightError, AssertionError) as e:  # the page may be re-rendering
+            last = e
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def fixture_code(name):
+    answer = (REPO / "tests/fixtures/llm" / name).read_text()
+    start = answer.index("```python\n") + len("```python\n")
+    end = start + answer[start:].index("\n```") + 1
+    return answer[start:end]
+
+
+def make_workspace(root):
+    ws = root / "ws"
+    ws.mkdir()
+    for name in ("reference.py", TANH, FIXED):
+        shutil.copy(REPO / "examples/tanh_activation" / name, ws / name)
+    gru = ws / "gru"
+    gru.mkdir()
+    for name in ("reference.py", GRU):
+        text = (REPO / "examples/gru" / name).read_text()
+        for key, value in GRU_SIZES.items():
+            text, n = re.subn(rf"(?m)^{key} = \d+$", f"{key} = {value}", text)
+            assert n == 1, f"examples/gru/{name}: no `{key} = N` line to shrink"
+        (gru / name).write_text(text)
+    return ws
+
+
+class VsCode:
+    """code-server with its own user-data and extensions directories."""
+
+    def __init__(self, root, code_server, settings, machine_settings):
+        self.root = root
+        self.code_server = code_server
+        self.user_data = root / "user-data"
+        self.extensions = root / "extensions"
+        self.settings_file = self.user_data / "User" / "settings.json"
+        self.settings_file.parent.mkdir(parents=True)
+        self.write_settings(settings)
+        # Settings of `machine` scope (kernelLsp.path, kernelLsp.python) are read
+        # from the server machine's settings, as in any remote VS Code.
+        machine = self.user_data / "Machine" / "settings.json"
+        machine.parent.mkdir(parents=True)
+        machine.write_text(json.dumps(machine_settings, indent=2))
+        self.log = root / "code-server.log"
+        self.process = None
+        self.port = free_port()
+
+    def write_settings(self, settings):
+        self.settings_file.write_text(json.dumps(settings, indent=2))
+
+    def base_args(self):
+        return [self.code_server, "--user-data-dir", str(self.user_data), "--extensions-dir", str(self.extensions)]
+
+    def install_extension(self, vsix):
+        out = subprocess.run(self.base_args() + ["--install-extension", vsix], capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0 and "successfully installed" in out.stdout, f"install failed: {out.stdout}{out.stderr}"
+        return out.stdout.strip()
+
+    def start(self, folder):
+        args = self.base_args() + [
+            "--auth", "none",
+            "--bind-addr", f"127.0.0.1:{self.port}",
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-workspace-trust",
+            "--disable-getting-started-override",
+            str(folder),
+        ]
+        with open(self.log, "w") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        wait_until("code-server to answer /healthz", self.healthy, 60)
+        return f"http://127.0.0.1:{self.port}/?folder={folder}"
+
+    def healthy(self):
+        assert self.process.poll() is None, f"code-server exited: {self.log.read_text()[-2000:]}"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+# Monaco renders a line as token spans with U+00A0 for spaces: find the text
+# node holding the middle character of `needle` and return its box's centre.
+FIND_TEXT_JS = """([lineText, needle]) => {
+  for (const line of document.querySelectorAll('.monaco-editor .view-line')) {
+    const nodes = [];
+    let text = '';
+    const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) { nodes.push([n, text.length]); text += n.data; }
+    text = text.replace(/\u00a0/g, ' ');
+    if (!text.includes(lineText)) continue;
+    const target = text.indexOf(needle, text.indexOf(lineText)) + Math.floor(needle.length / 2);
+    for (const [n, start] of nodes) {
+      if (target >= start && target < start + n.data.length) {
+        const r = document.createRange();
+        r.setStart(n, target - start);
+        r.setEnd(n, target - start + 1);
+        const b = r.getBoundingClientRect();
+        return { x: b.x + b.width / 2, y: b.y + b.height / 2 };
+      }
+    }
+  }
+  return null;
+}"""
+
+
+class User:
+    """What a person does in the VS Code window, through the keyboard and mouse."""
+
+    def __init__(self, page):
+        self.page = page
+
+    def palette(self, command):
+        page = self.page
+        page.keyboard.press("F1")
+        box = page.locator(".quick-input-widget input")
+        box.wait_for(state="visible", timeout=10_000)
+        box.fill(">" + command)
+        row = page.locator(".quick-input-list .monaco-list-row", has_text=command).first
+        row.wait_for(state="visible", timeout=10_000)
+        row.click()
+
+    def open_file(self, name):
+        page = self.page
+        page.keyboard.press("Control+P")
+        box = page.locator(".quick-input-widget input")
+        box.wait_for(state="visible", timeout=10_000)
+        box.fill(name)
+        row = page.locator(".quick-input-list .monaco-list-row", has_text=name).first
+        row.wait_for(state="visible", timeout=15_000)
+        row.click()
+        self.active_tab(name)
+        page.locator(".monaco-editor .view-lines").first.wait_for(state="visible", timeout=10_000)
+
+    def active_tab(self, name):
+        tab = self.page.locator(f'.tab.active[aria-label^="{name}"]')
+        tab.wait_for(state="visible", timeout=10_000)
+        return tab
+
+    def dirty(self, name):
+        return "dirty" in (self.active_tab(name).get_attribute("class") or "")
+
+    def go_to_line(self, line):
+        self.page.keyboard.press("Control+G")
+        box = self.page.locator(".quick-input-widget input")
+        box.wait_for(state="visible", timeout=10_000)
+        box.fill(f":{line}")
+        self.page.keyboard.press("Enter")
+
+    def point_at(self, line_text, needle):
+        """Page coordinates of the middle of `needle` on the rendered editor line containing `line_text`."""
+        point = self.page.evaluate(FIND_TEXT_JS, [line_text, needle])
+        assert point, f"{needle!r} in a visible line {line_text!r}"
+        return point["x"], point["y"]
+
+    def hover(self, line_text, needle, expected):
+        """Rests the mouse on `needle` until a hover shows every string in `expected`; its text."""
+        hover = self.page.locator(".monaco-hover:not(.hidden)")
+
+        def attempt():
+            x, y = self.point_at(line_text, needle)
+            self.page.mouse.move(x, y + 200)
+            self.page.mouse.move(x, y, steps=5)
+            deadline = time.monotonic() + 6
+            while time.monotonic() < deadline:
+                texts = hover.all_inner_texts()
+                for t in texts:
+                    if all(e in t for e in expected):
+                        return t
+                time.sleep(0.25)
+            return None
+
+        return wait_until(f"a hover over {needle!r} showing {expected}", attempt, 40, every=0)
+
+    def problems(self):
+        panel = self.page.locator(".markers-panel")
+        if not panel.is_visible():
+            self.page.keyboard.press("Control+Shift+M")
+            panel.wait_for(state="visible", timeout=10_000)
+        return panel.inner_text()
+
+    def code_lenses(self):
+        return " | ".join(self.page.locator(".monaco-editor .codelens-decoration").all_inner_texts())
+
+    def edit_user_settings(self, settings, settings_file):
+        """Preferences: Open User Settings (JSON), replace its text, save, close it."""
+        self.palette("Preferences: Open User Settings (JSON)")
+        editor = self.page.locator(".monaco-editor", has_text='"security.workspace.trust.enabled"').last
+        editor.locator(".view-lines").click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.press("Delete")
+        # One line: Monaco would auto-indent pasted-in newlines.
+        self.page.keyboard.insert_text(json.dumps(settings))
+        self.save()
+        wait_until("settings.json saved", lambda: json.loads(settings_file.read_text()) == settings, 10)
+        self.page.keyboard.press("Control+W")
+        # The editor may still count as dirty for a moment after the write lands.
+        save = self.page.locator(".monaco-dialog-box .monaco-button", has_text=re.compile(r"^Save$"))
+        try:
+            save.wait_for(state="visible", timeout=1500)
+        except PlaywrightError:
+            save = None  # closed without asking
+        if save:
+            save.click()
+        wait_until("settings.json to close", lambda: not self.page.locator(".monaco-dialog-box").is_visible(), 10)
+
+    def save(self):
+        self.page.keyboard.press("Control+S")
+
+
+def main():
+    part = sys.argv[1] if len(sys.argv) > 1 else "quick"
+    if part not in ("quick", "full"):
+        sys.exit("usage: test_vscode.py [quick|full]")
+    code_server = env_path("CODE_SERVER")
+    vsix = env_path("VSIX")
+    server = env_path("KERNEL_LSP_BIN")
+    python = env_path("KERNEL_LSP_TEST_PYTHON")
+    chromium = env_path("CHROMIUM")
+    artifacts = Path(os.environ.get("E2E_ARTIFACTS") or tempfile.mkdtemp(prefix="kernel-lsp-vscode-artifacts-"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+
+    root = Path(tempfile.mkdtemp(prefix="kernel-lsp-vscode-e2e-"))
+    ws = make_workspace(root)
+    llm = llm_replay.start([(REPO / "tests/fixtures/llm/answer_persistent.md").read_text()])
+    settings = {
+        "security.workspace.trust.enabled": False,
+        "workbench.startupEditor": "none",
+        "workbench.tips.enabled": False,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoUpdate": False,
+        "extensions.autoCheckUpdates": False,
+        "update.mode": "none",
+        "files.autoSave": "off",
+        "chat.disableAIFeatures": True,
+        "editor.hover.delay": 100,
+        "editor.autoClosingBrackets": "never",
+        "editor.autoClosingQuotes": "never",
+        "editor.autoSurround": "never",
+        "kernelLsp.bench.warmup": 1,
+        "kernelLsp.bench.repeats": 2,
+        "kernelLsp.bench.correctnessTrials": 1,
+        "kernelLsp.bench.timeout": 240,
+        "kernelLsp.llm.baseUrl": llm.base_url,
+        "kernelLsp.llm.model": "replay",
+        "kernelLsp.llm.candidates": 1,
+        "kernelLsp.llm.repairs": 0,
+        "kernelLsp.trace.server": "off",
+    }
+    vscode = VsCode(root, code_server, settings, {"kernelLsp.path": server, "kernelLsp.python": python})
+    passed, failed = 0, 0
+
+    def check(name, fn):
+        nonlocal passed
+        t0 = time.monotonic()
+        detail = fn()
+        passed += 1
+        print(f"ok   {name} ({time.monotonic() - t0:.1f}s){': ' + detail if detail else ''}", flush=True)
+
+    with sync_playwright() as p:
+        context = None
+        try:
+            check("the .vsix installs into code-server", lambda: vscode.install_extension(vsix).splitlines()[-1])
+            url = vscode.start(ws)
+            context = p.chromium.launch_persistent_context(
+                str(root / "chromium"),
+                executable_path=chromium,
+                headless=True,
+                args=CHROMIUM_FLAGS,
+                viewport={"width": 1400, "height": 1000},
+            )
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(15_000)
+            user = User(page)
+            page.goto(url)
+            page.locator(".monaco-workbench").wait_for(state="visible", timeout=60_000)
+            wait_until("the explorer to list the workspace", lambda: page.locator(".explorer-folders-view").is_visible(), 30)
+
+            def diagnostics_in_problems():
+                user.open_file(TANH)
+                text = wait_until("KL005 in Problems", lambda: (t := user.problems()) and "KL005" in t and t, 90)
+                assert "unknown-triton-function" in text or "tanh" in text, text
+                return text.splitlines()[0] if text else ""
+
+            check("KL005 shows in the Problems panel", diagnostics_in_problems)
+
+            def rule_doc_on_hover():
+                user.go_to_line(50)
+                expected = ("KL005 unknown-triton-function", "What it does", "Why is this bad?")
+                user.hover("out = tl.tanh(acc)", "tanh", expected)
+                page.keyboard.press("Escape")
+                return "rule doc sections present"
+
+            check("hovering tl.tanh shows the KL005 rule doc", rule_doc_on_hover)
+
+            def setting_takes_effect():
+                user.edit_user_settings({**settings, "kernelLsp.ignore": ["KL005"]}, vscode.settings_file)
+                wait_until("KL005 to leave Problems after kernelLsp.ignore", lambda: "KL005" not in user.problems(), 30)
+                user.edit_user_settings(settings, vscode.settings_file)
+                wait_until("KL005 back in Problems after the setting is removed", lambda: "KL005" in user.problems(), 30)
+                user.open_file(TANH)
+                return "kernelLsp.ignore = [KL005] in settings.json hid it; removing it brought it back"
+
+            check("a changed setting takes effect", setting_takes_effect)
+
+            def quick_fix_applied():
+                path = ws / TANH
+                before = path.read_text()
+                user.go_to_line(50)
+                x, y = wait_until("line 50 on screen", lambda: user.point_at("out = tl.tanh(acc)", "tanh"), 10)
+                page.mouse.click(x, y)
+                page.keyboard.press("Control+.")
+                item = page.locator(".action-widget .monaco-list-row", has_text="Replace `tl.tanh(...)`")
+                item.first.wait_for(state="visible", timeout=15_000)
+                title = item.first.inner_text()
+                item.first.click()
+                wait_until("the editor to show the fixed line", lambda: user.dirty(TANH), 10)
+                user.save()
+                after = wait_until("the fix on disk", lambda: (t := path.read_text()) != before and t, 10)
+                assert "tl.tanh(" not in after.split('"""', 2)[2], "tl.tanh still called after the fix"
+                assert "tl.sigmoid" in after or "libdevice" in after or "exp" in after, after
+                wait_until("KL005 to leave Problems after the fix", lambda: "KL005" not in user.problems(), 30)
+                return title.strip()
+
+            check("the KL005 quick fix changes the file", quick_fix_applied)
+
+            if part == "full":
+
+                def benchmark_lens():
+                    user.open_file(FIXED)
+                    lines = (ws / FIXED).read_text().splitlines()
+                    user.go_to_line(next(i for i, l in enumerate(lines, 1) if l.startswith("class ModelNew")))
+                    wait_until("the ModelNew lens", lambda: "Benchmark vs reference" in user.code_lenses(), 60)
+                    user.palette("kernel-lsp: Benchmark This File vs Its Reference")
+                    lens = wait_until(
+                        "the result on the code lens",
+                        lambda: (t := user.code_lenses()) and "correct (CPU interpreter" in t and t,
+                        400,
+                        every=1,
+                    )
+                    return lens
+
+                check("Benchmark puts its result on the code lens", benchmark_lens)
+
+                def make_persistent():
+                    path = ws / "gru" / GRU
+                    before = path.read_text()
+                    user.open_file(GRU)
+                    wait_until("KL001 in Problems", lambda: "KL001" in user.problems(), 60)
+                    user.palette("kernel-lsp: Make Kernel Persistent (LLM rewrite)")
+                    apply = page.locator(".monaco-button", has_text=re.compile(r"^Apply$"))
+                    wait_until("the Refactor Preview", lambda: apply.first.is_visible(), 400, every=1)
+                    page.screenshot(path=str(artifacts / "refactor-preview.png"))
+                    assert path.read_text() == before, "the file changed before confirmation"
+                    assert not user.dirty(GRU), "the editor changed before confirmation"
+                    assert len(llm.requests) == 1, f"one LLM request, got {len(llm.requests)}"
+                    # An edit that needs confirmation is listed unticked: Apply alone changes nothing.
+                    tick = page.locator(".monaco-list-row", has_text=GRU).locator(".monaco-checkbox").first
+                    tick.wait_for(state="visible")
+                    assert tick.get_attribute("aria-checked") == "false", "the rewrite was ticked without the user"
+                    tick.click()
+                    wait_until("the rewrite ticked", lambda: tick.get_attribute("aria-checked") == "true", 5)
+                    apply.first.click()
+                    wait_until("the rewrite in the editor", lambda: user.dirty(GRU), 15)
+                    user.save()
+                    after = wait_until("the rewrite on disk", lambda: (t := path.read_text()) != before and t, 15)
+                    assert after == fixture_code("answer_persistent.md"), "the file is not the verified candidate"
+                    return "Refactor Preview shown with the file unchanged; ticked and applied, the file is the candidate"
+
+                check("Make Persistent previews, then changes the file only on Apply", make_persistent)
+        except Exception:  # noqa: BLE001 -- any failure is reported, with a screenshot
+            failed += 1
+            traceback.print_exc()
+            try:
+                if context and context.pages:
+                    context.pages[0].screenshot(path=str(artifacts / "failure.png"))
+            except PlaywrightError as e:
+                print(f"e2e: no screenshot: {e}", file=sys.stderr)
+            if vscode.log.exists():
+                shutil.copy(vscode.log, artifacts / "code-server.log")
+            print(f"e2e: artifacts in {artifacts}", file=sys.stderr)
+        finally:
+            if context:
+                context.close()
+            vscode.stop()
+            llm.shutdown()
+    if not failed:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
