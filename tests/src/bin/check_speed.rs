@@ -5,12 +5,14 @@
 //! the same blocks with distinct names, and a directory of many 500-line
 //! files. Runs each tool on each input repeatedly, interleaving the tools so
 //! both see the same machine state, and prints a Markdown table of the median
-//! and minimum wall time and the peak RSS of each, with the load average
+//! and minimum wall time, the median CPU time (less disturbed than wall time
+//! on a busy machine) and the peak RSS of each, with the load average
 //! before and after (the figures are only as quiet as the machine).
+//! `--baseline PATH` adds another kernel-lsp build, for before/after figures.
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
-//! target/release/check_speed [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--runs N] [--files N] [--format json]
+//! target/release/check_speed [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--runs N] [--files N] [--format json] [--baseline PATH]
 //! target/release/check_speed --keep DIR --runs 1   # leaves the inputs in DIR, for profilers
 //! ```
 
@@ -20,9 +22,10 @@ use std::time::Instant;
 
 use kernel_lsp_tests::{generate, generate_sized, Size};
 
-/// One run's wall time and peak resident set.
+/// One run's wall time, CPU time (user + system, all threads) and peak resident set.
 struct Sample {
     ms: f64,
+    cpu_ms: f64,
     peak_rss_kb: u64,
 }
 
@@ -46,7 +49,8 @@ fn run_once(command: &[String]) -> Sample {
     let code = libc::WEXITSTATUS(status);
     // Both tools exit 1 when they report findings; 2 is a usage or I/O error.
     assert!(libc::WIFEXITED(status) && code <= 1, "{command:?} exited with status {status:#x}");
-    Sample { ms, peak_rss_kb: usage.ru_maxrss as u64 }
+    let tv = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    Sample { ms, cpu_ms: tv(usage.ru_utime) + tv(usage.ru_stime), peak_rss_kb: usage.ru_maxrss as u64 }
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -88,6 +92,7 @@ fn main() {
     let mut files = 200usize;
     let mut json = false;
     let mut keep: Option<PathBuf> = None;
+    let mut baseline: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -97,10 +102,11 @@ fn main() {
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).filter(|&n| n > 0).expect("--runs N"),
             "--files" => files = args.next().and_then(|v| v.parse().ok()).filter(|&n| n > 0).expect("--files N"),
             "--format" => json = args.next().as_deref() == Some("json"),
+            "--baseline" => baseline = Some(args.next().expect("--baseline PATH")),
             "--keep" => keep = Some(args.next().expect("--keep DIR").into()),
             other => {
                 eprintln!(
-                    "usage: check_speed [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--runs N] [--files N] [--format json] [--keep DIR]; got {other}"
+                    "usage: check_speed [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--runs N] [--files N] [--format json] [--baseline PATH] [--keep DIR]; got {other}"
                 );
                 std::process::exit(2);
             }
@@ -136,6 +142,12 @@ fn main() {
         ours.extend(["--format".to_string(), "json".to_string()]);
     }
     tools.push((if json { "kernel-lsp check --format json" } else { "kernel-lsp check" }.to_string(), ours));
+    if let Some(b) = baseline {
+        let mut theirs = tools[0].1.clone();
+        theirs[0] = b;
+        tools.push(("baseline".to_string(), theirs));
+    }
+    let with_ruff = ruff.is_some();
     if let Some(r) = ruff {
         tools.push(("ruff check --no-cache".to_string(), vec![r, "check".into(), "--no-cache".into()]));
     }
@@ -167,10 +179,10 @@ fn main() {
     println!();
     print!("| input | ");
     for (t, _) in &tools {
-        print!("{t}: median / min (ms), peak RSS | ");
+        print!("{t}: wall median / min, CPU median (ms), peak RSS | ");
     }
-    println!("{}", if tools.len() == 2 { "median ratio (goal <= 1) |" } else { "" });
-    println!("|---|{}{}", "---|".repeat(tools.len()), if tools.len() == 2 { "---|" } else { "" });
+    println!("{}", if with_ruff { "median ratio to ruff (goal <= 1) |" } else { "" });
+    println!("|---|{}{}", "---|".repeat(tools.len()), if with_ruff { "---|" } else { "" });
     let mut met = true;
     for (name, size, samples) in &rows {
         print!("| {name} ({size}) |");
@@ -180,17 +192,18 @@ fn main() {
             let min = ms.iter().copied().fold(f64::INFINITY, f64::min);
             let rss = s.iter().map(|s| s.peak_rss_kb).max().unwrap_or(0);
             let m = median(&ms);
+            let cpu = median(&s.iter().map(|s| s.cpu_ms).collect::<Vec<_>>());
             medians.push(m);
-            print!(" {m:.1} / {min:.1}, {:.1} MB |", rss as f64 / 1024.0);
+            print!(" {m:.1} / {min:.1}, {cpu:.1}, {:.1} MB |", rss as f64 / 1024.0);
         }
-        if let [k, r] = medians.as_slice() {
+        if let (true, Some(k), Some(r)) = (with_ruff, medians.first(), medians.last()) {
             met &= k <= r;
             print!(" {:.2} |", k / r);
         }
         println!();
     }
     println!("\nload average before: {load_before}; after: {load_after}");
-    if tools.len() == 2 {
+    if with_ruff {
         println!("goal (kernel-lsp median <= ruff median on every input): {}", if met { "met" } else { "NOT met" });
     }
 }
