@@ -167,7 +167,8 @@ fn absolute(path: &Path) -> PathBuf {
 /// the output never depends on scheduling.
 fn check_files(files: &[PathBuf], args: &CheckArgs) -> Vec<Result<FileReport, String>> {
     let threads = std::env::var("KERNEL_LSP_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok());
-    let threads = threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads =
+        threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let workers = threads.min(files.len());
     if workers <= 1 {
         return files.iter().enumerate().map(|(i, p)| check_file(p, args, i + 1 == files.len())).collect();
@@ -190,10 +191,7 @@ fn check_files(files: &[PathBuf], args: &CheckArgs) -> Vec<Result<FileReport, St
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
     for (i, r) in done.into_iter().flatten() {
         results[i] = Some(r);

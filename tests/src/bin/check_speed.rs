@@ -156,10 +156,8 @@ fn main() {
     println!("{runs} runs per tool and input, tools interleaved, after one warm-up run each; load average before: {load_before}");
     let mut rows = Vec::new();
     for (name, size, path) in &cases {
-        let commands: Vec<Vec<String>> = tools
-            .iter()
-            .map(|(_, c)| c.iter().cloned().chain([path.display().to_string()]).collect())
-            .collect();
+        let commands: Vec<Vec<String>> =
+            tools.iter().map(|(_, c)| c.iter().cloned().chain([path.display().to_string()]).collect()).collect();
         for c in &commands {
             run_once(c);
         }
