@@ -293,3 +293,54 @@ fn rules_lists_and_explains() {
     assert!(String::from_utf8_lossy(&by_name.stdout).starts_with("# KL002"));
     assert_eq!(kernel_lsp(&["rules", "KL999"], repo()).status.code(), Some(2));
 }
+
+/// A directory is checked on several threads; the output must be what a
+/// sequential run prints, byte for byte, and what checking each file on its
+/// own reports, in the same (sorted) order. The first file is the largest, so
+/// on several threads the others finish before it.
+#[test]
+fn a_directory_checked_in_parallel_prints_what_a_sequential_run_prints() {
+    let dir = common::temp_workspace("check-parallel");
+    std::fs::create_dir_all(dir.join("pkg/sub")).unwrap();
+    let mut names = Vec::new();
+    for (i, lines) in [3_000, 120, 400, 60, 900, 200, 60, 1_500, 300, 100].into_iter().enumerate() {
+        let name = if i % 3 == 2 { format!("pkg/sub/k{i:02}.py") } else { format!("pkg/k{i:02}.py") };
+        // Distinct text per file: the block numbering starts at a different kernel.
+        let text = kernel_lsp_tests::generate(lines).text.replace("_0(", &format!("_{i}x("));
+        std::fs::write(dir.join(&name), text).unwrap();
+        names.push(name);
+    }
+    std::fs::write(dir.join("pkg/broken.py"), "import triton\n@triton.jit\ndef k(x:\n").unwrap();
+    std::fs::write(dir.join("pkg/sub/binary.py"), [0xff, 0xfe, 0x00]).unwrap();
+    let run = |threads: &str, args: &[&str]| {
+        Command::new(common::server_binary())
+            .args(args)
+            .current_dir(&dir)
+            .env("KERNEL_LSP_THREADS", threads)
+            .output()
+            .expect("kernel-lsp runs")
+    };
+    for format in ["text", "json"] {
+        let sequential = run("1", &["check", "--format", format, "pkg"]);
+        assert_eq!(sequential.status.code(), Some(2), "{}", stderr_of(&sequential));
+        assert!(stderr_of(&sequential).contains("binary.py: not UTF-8 text"), "{}", stderr_of(&sequential));
+        for threads in ["2", "4", "16"] {
+            let parallel = run(threads, &["check", "--format", format, "pkg"]);
+            assert_eq!(parallel.status.code(), sequential.status.code());
+            assert_eq!(stdout_of(&parallel), stdout_of(&sequential), "{format} on {threads} threads");
+            assert_eq!(stderr_of(&parallel), stderr_of(&sequential), "{format} on {threads} threads");
+        }
+    }
+    // The same findings as checking each file alone, file by file in sorted order.
+    let whole: Value = serde_json::from_slice(&run("4", &["check", "--format", "json", "pkg"]).stdout).unwrap();
+    let mut paths: Vec<String> = names.iter().cloned().chain(["pkg/broken.py".to_string()]).collect();
+    paths.sort();
+    let mut one_by_one = Vec::new();
+    for p in &paths {
+        let doc: Value = serde_json::from_slice(&run("1", &["check", "--format", "json", p]).stdout).unwrap();
+        one_by_one.extend(doc["diagnostics"].as_array().unwrap().iter().cloned());
+    }
+    let diagnostics = whole["diagnostics"].as_array().unwrap();
+    assert!(diagnostics.len() > 100, "{} diagnostics", diagnostics.len());
+    assert_eq!(diagnostics, &one_by_one);
+}
