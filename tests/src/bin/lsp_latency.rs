@@ -21,103 +21,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use kernel_lsp_tests::{generate, Generated};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// One generated block: a kernel, the helper that launches it in a time loop,
-/// and a plain elementwise kernel. About 50 lines.
-fn block(i: usize) -> String {
-    format!(
-        r#"
-@triton.jit
-def cell_{i}(x_ptr, h_ptr, w_ptr, out_ptr, n, H: tl.constexpr, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    cols = tl.arange(0, H)
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    h = tl.load(h_ptr + offs, mask=mask, other=0.0)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for k in range(0, H):
-        w = tl.load(w_ptr + k * H + cols)
-        acc += tl.sum(w, axis=0) * x
-    gate = tl.sigmoid(acc + h)
-    y = x * 2.0
-    cand = tl.tanh(acc)
-    out = gate * h + (1.0 - gate) * cand + y
-    tl.store(out_ptr + offs, out, mask=mask)
-
-
-def run_cell_{i}(x, h, w, steps):
-    out = torch.empty_like(h)
-    n = h.numel()
-    grid = (triton.cdiv(n, 128),)
-    for t in range(steps):
-        cell_{i}[grid](x[t], h, w, out, n, H=64, BLOCK=128)
-        h = out
-    return h
-
-
-@triton.jit
-def scale_{i}(x_ptr, y_ptr, n, s, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    v = tl.load(x_ptr + offs, mask=mask)
-    tl.store(y_ptr + offs, v * s, mask=mask)
-
-
-def run_scale_{i}(x, s):
-    y = torch.empty_like(x)
-    n = x.numel()
-    scale_{i}[(triton.cdiv(n, 256),)](x, y, n, s, BLOCK=256)
-    return y
-
-"#
-    )
-}
-
-/// A generated file and where its edits go.
-struct Generated {
-    text: String,
-    /// 0-based lines of `y = x * 2.0`, one in each `cell_` kernel.
-    kernel_lines: Vec<usize>,
-    /// 0-based lines of host code: `out = torch.empty_like(h)` in each
-    /// launching helper and the `h = run_cell_K(...)` lines of `forward`.
-    host_lines: Vec<usize>,
-}
-
-/// A Triton file of about `lines` lines.
-fn generate(lines: usize) -> Generated {
-    let mut text = String::from("import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n");
-    let mut kernel_lines = Vec::new();
-    let mut host_lines = Vec::new();
-    let mut i = 0;
-    while text.lines().count() + 60 < lines {
-        let start = text.lines().count();
-        let b = block(i);
-        let offset = b.lines().position(|l| l.trim() == "y = x * 2.0").expect("marker line");
-        kernel_lines.push(start + offset);
-        let offset = b.lines().position(|l| l.trim() == "out = torch.empty_like(h)").expect("host marker line");
-        host_lines.push(start + offset);
-        text.push_str(&b);
-        i += 1;
-    }
-    text.push_str("\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n    def forward(self, x, h, w):\n");
-    for k in 0..i {
-        if k % 2 == 0 {
-            host_lines.push(text.lines().count());
-        }
-        text.push_str(&format!("        h = run_cell_{k}(x, h, w, 16)\n"));
-    }
-    text.push_str("        return run_scale_0(h, 0.5)\n");
-    while text.lines().count() < lines {
-        text.push_str("# padding\n");
-    }
-    host_lines.sort_unstable();
-    Generated { text, kernel_lines, host_lines }
-}
 
 /// How the client sends each edit, and where it types.
 #[derive(Clone, Copy)]
