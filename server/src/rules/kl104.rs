@@ -95,13 +95,13 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 let Some(attr) = hygiene::self_attr(origin, src) else { continue };
                 let Some((_, at)) = stored.iter().find(|(a, _)| a == attr) else { continue };
                 // Stored earlier in this same call: the value was just computed.
-            let fresh = stored
-                .iter()
-                .any(|(a, r)| a == attr && range_of(func).contains_range(*r) && r.end <= ret.start_byte());
-            if fresh {
-                continue;
-            }
-            // A buffer this call's kernel writes is an output computed now.
+                let fresh = stored
+                    .iter()
+                    .any(|(a, r)| a == attr && range_of(func).contains_range(*r) && r.end <= ret.start_byte());
+                if fresh {
+                    continue;
+                }
+                // A buffer this call's kernel writes is an output computed now.
                 let returned = model.text(value);
                 if launched.iter().any(|a| a == model.text(origin) || a == returned) {
                     continue;
