@@ -8,6 +8,8 @@
 //! The rules run directly on the model: an answer cannot switch them off with
 //! a `# kernel-lsp: ignore` comment or the user's `select`/`ignore` settings.
 
+use std::path::Path;
+
 use crate::analysis::{parse, FileModel};
 use crate::config::Settings;
 use crate::rules;
@@ -16,7 +18,9 @@ use crate::rules;
 pub const REFUSING: &[&str] = &["KL101", "KL102", "KL103", "KL104", "KL105", "KL107"];
 
 /// Why `text` is refused, one `- ` line per reason; empty when it passes.
-pub fn refusals(text: &str) -> Vec<String> {
+/// `reference`: the file the benchmark compares against, read here (the edge)
+/// so that KL102 knows the task's main computation when the answer has no `Model`.
+pub fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
     let tree = parse(text, None);
     let model = FileModel::build(text, &tree);
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
@@ -30,9 +34,21 @@ pub fn refusals(text: &str) -> Vec<String> {
     }
     let settings = Settings::default();
     let mut diagnostics = Vec::new();
+    let reference_task = reference
+        .filter(|_| rules::hygiene::method(&model, "Model", "forward").is_none())
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|r| {
+            let tree = parse(&r, None);
+            rules::kl102::reference_task(&FileModel::build(&r, &tree))
+        });
     for code in REFUSING {
-        if let Some(rule) = rules::by_code(code) {
-            (rule.check)(&model, &settings, &mut diagnostics);
+        match (*code, &reference_task) {
+            ("KL102", Some(task)) => rules::kl102::check_task(&model, task, &mut diagnostics),
+            _ => {
+                if let Some(rule) = rules::by_code(code) {
+                    (rule.check)(&model, &settings, &mut diagnostics);
+                }
+            }
         }
     }
     rules::finish(&mut diagnostics);
@@ -42,11 +58,11 @@ pub fn refusals(text: &str) -> Vec<String> {
     out
 }
 
-/// Whether the answer may run at all (no KL108 finding): checked before the sandbox is even set up.
-pub fn is_safe_to_run(text: &str) -> bool {
-    let tree = parse(text, None);
-    let model = FileModel::build(text, &tree);
-    rules::kl108::findings(&model, true).is_empty()
+/// The pipeline's own gate reasons (action-specific) followed by the hygiene refusals.
+pub fn merge(gate: Option<String>, refusals: Vec<String>) -> Option<String> {
+    let mut parts: Vec<String> = gate.into_iter().collect();
+    parts.extend(refusals);
+    (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
 #[cfg(test)]
@@ -57,16 +73,29 @@ mod tests {
     fn an_answer_that_runs_a_command_is_refused_with_the_line() {
         let text =
             "import os; os.system(\"touch /tmp/x\")\nimport torch\n\nclass ModelNew(torch.nn.Module):\n    pass\n";
-        let r = refusals(text);
+        let r = refusals(text, None);
         assert!(r.iter().any(|l| l.starts_with("- line 1: runs a command (`os.system`)")), "{r:#?}");
-        assert!(!is_safe_to_run(text));
+    }
+
+    #[test]
+    fn the_reference_file_says_what_the_task_is() {
+        let dir = std::env::temp_dir().join(format!("kernel-lsp-gate-ref-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let reference = dir.join("reference.py");
+        std::fs::write(&reference, "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, a, b):\n        return torch.matmul(a, b)\n").unwrap();
+        let text = "import torch\nimport triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n        k[(1,)](a)\n        return torch.matmul(a, b)\n";
+        // Without the reference a matmul is not known to be the task; with it, it is.
+        assert!(!refusals(text, None).iter().any(|l| l.contains("KL102")));
+        let r = refusals(text, Some(&reference));
+        assert!(r.iter().any(|l| l.contains("KL102 torch-computes-the-task") && l.contains("(matmul)")), "{r:#?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn suppression_comments_do_not_open_the_gate() {
         let text = "import torch\nimport torch.nn.functional as F\nimport triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return F.gelu(x)  # kernel-lsp: ignore\n";
-        let r = refusals(text);
+        let r = refusals(text, None);
         assert!(r.iter().any(|l| l.contains("KL103 kernel-never-launched")), "{r:#?}");
-        assert!(is_safe_to_run(text));
+        assert!(!r.iter().any(|l| l.contains("KL108")), "{r:#?}");
     }
 }

@@ -409,7 +409,8 @@ async fn evaluate(
     done("extract", "ok", "");
 
     let gate_start = Instant::now();
-    if let Some(reason) = gate(ctx.req.action, &text, &ctx.req.settings) {
+    let refused = super::gate::refusals(&text, ctx.reference.as_deref());
+    if let Some(reason) = super::gate::merge(gate(ctx.req.action, &text, &ctx.req.settings), refused) {
         let ms = gate_start.elapsed().as_millis() as u64;
         let summary = reason.lines().next().unwrap_or_default().to_string();
         let _ = tx.send(StageEvent {
@@ -458,7 +459,6 @@ fn gate(action: Action, text: &str, settings: &crate::config::Settings) -> Optio
     if !text.lines().any(|l| l.starts_with("class ModelNew")) {
         reasons.push("- the file defines no `class ModelNew`".to_string());
     }
-    reasons.extend(super::gate::refusals(text));
     let codes = action.gate_codes();
     if result.diagnostics.iter().any(|d| codes.contains(&d.code.as_str())) {
         reasons.push(diagnostics_text(text, settings, Some(codes)));

@@ -32,8 +32,10 @@ file: the computing ops its `forward` calls, narrowed to the heavy ones
 has any. When the file has no `Model`, the rule knows only the ops that are a
 task on their own: `nn.GRU`, `nn.LSTM`, `nn.RNN`, `nn.MultiheadAttention`,
 the `nn.Transformer*` layers, convolutions, and
-`F.scaled_dot_product_attention`. A reference in another file (the
-`# kernel-lsp: reference = PATH` comment) is not read: rules do no I/O.
+`F.scaled_dot_product_attention`. In the editor and `kernel-lsp check`, a
+reference in another file (the `# kernel-lsp: reference = PATH` comment) is
+not read, since rules do no I/O; the rewrite gate reads the reference the
+benchmark uses and checks the answer against its `Model`.
 
 Scaffolding is fine: reading weights, allocating with `torch.empty`, views,
 and a single input GEMM outside a recurrence (it is not the recurrence, which
@@ -125,12 +127,26 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     if !hygiene::is_candidate(model) {
         return;
     }
-    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
     let imports = hygiene::imports(model);
     let task = task_ops(model, &imports);
-    if task.is_empty() {
+    check_task(model, &task, out);
+}
+
+/// The task's main ops as the reference `Model` in `reference` (a parsed
+/// model of another file, read by the caller) computes them; `None` when that
+/// file has no `Model.forward`. The rewrite gate passes the result to [`check_task`].
+pub fn reference_task(reference: &FileModel) -> Option<Vec<String>> {
+    hygiene::method(reference, "Model", "forward")?;
+    Some(task_ops(reference, &hygiene::imports(reference)))
+}
+
+/// KL102 against a known task: `task` holds the ops' lower-cased names.
+pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>) {
+    if task.is_empty() || !hygiene::is_candidate(model) {
         return;
     }
+    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
+    let imports = hygiene::imports(model);
     let modules = hygiene::torch_modules(model, &imports, "ModelNew");
     let src = model.src;
     let func = model.host_fns[forward].node;

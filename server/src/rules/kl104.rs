@@ -21,10 +21,10 @@ pub const RULE: Rule = Rule {
 const DOC: &str = r#"# KL104 output-reused-across-calls
 
 ## What it does
-In a candidate file, reports a value `ModelNew.forward` (or a method or
-helper it calls) returns that comes
-(through local names, subscripts and views) from an attribute of `self`
-which a method other than `__init__` stores into: `self.out`,
+In a candidate file, reports a value that `ModelNew.forward` (or a method
+or helper it calls) returns when it comes (through local names, subscripts
+and views) from an attribute of `self` that a method other than `__init__`
+stores into: `self.out`,
 `self.cache[key]`, keyed on the inputs or not. A buffer allocated once and
 handed to a kernel launch in this call, which the kernel rewrites, is not
 this rule.
