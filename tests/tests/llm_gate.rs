@@ -159,7 +159,8 @@ fn under_bwrap_an_answer_cannot_write_into_the_project() {
 }
 
 /// The sandbox itself, with a probe script: outside it (`none`) the probe
-/// writes into the project and reaches a loopback listener; inside it neither.
+/// writes into the project, reaches a loopback listener and sees the
+/// environment's keys; inside it none of these.
 #[test]
 fn the_sandbox_allows_writes_only_to_its_directory_and_no_network() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -171,7 +172,8 @@ fn the_sandbox_allows_writes_only_to_its_directory_and_no_network() {
         let scratch = sb.dir().map(|d| d.display().to_string()).unwrap_or_else(|| project.display().to_string());
         let script = format!(
             r#"
-import socket
+import os, socket
+print("env", os.environ.get("KLSP_PROBE_API_KEY"), os.environ.get("KLSP_NAMED_VAR"))
 def attempt(f):
     try:
         f(); return "ok"
@@ -187,19 +189,26 @@ print("network", attempt(lambda: socket.create_connection(("127.0.0.1", {port}),
             s = scratch,
         );
         let py = sb.interpreter(Some("python3".into())).unwrap();
-        let out = Command::new(py).args(["-c", &script]).output().expect("probe runs");
+        let out = Command::new(py)
+            .args(["-c", &script])
+            .env("KLSP_PROBE_API_KEY", "sk-probe")
+            .env("KLSP_NAMED_VAR", "named")
+            .output()
+            .expect("probe runs");
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
     };
     let outside = probe(&sandbox::prepare(Some(SandboxSetting::None), "python3", &[]).unwrap());
     assert!(outside.contains("project ok") && outside.contains("network ok"), "{outside}");
+    assert!(outside.contains("env sk-probe named"), "{outside}");
     let _ = std::fs::remove_file(project.join("written"));
     if !bwrap_or_loud_skip("the_sandbox_allows_writes_only_to_its_directory_and_no_network") {
         return;
     }
-    let sb = sandbox::prepare(Some(SandboxSetting::Bwrap), "python3", &["KLSP_SECRET"]).unwrap();
+    let sb = sandbox::prepare(Some(SandboxSetting::Bwrap), "python3", &["KLSP_NAMED_VAR"]).unwrap();
     let inside = probe(&sb);
     assert!(inside.contains("project OSError: [Errno 30] Read-only file system"), "{inside}");
     assert!(inside.contains("scratch ok"), "{inside}");
+    assert!(inside.contains("env None None"), "the key variable and credential-like names are unset: {inside}");
     assert!(!inside.contains("network ok") && inside.contains("network "), "{inside}");
     assert!(!project.join("written").exists());
     let dir = sb.dir().unwrap().to_path_buf();

@@ -2,7 +2,8 @@
 //! (`bwrap`) the harness runs with no network (`--unshare-net`), the whole
 //! file system read-only (the project included), writes only to a fresh
 //! temporary directory (also `HOME`, `TMPDIR` and Triton's cache), the GPU
-//! device nodes (`/dev/nvidia*`) bound in, and the LLM API key variable unset.
+//! device nodes (`/dev/nvidia*`) bound in, and the LLM API key variable (and
+//! any variable named like a key, token, secret or password) unset.
 //!
 //! The hook into the harness runner is the interpreter: the sandbox writes a
 //! small `sh` script that `exec`s bwrap around the real Python, and the
@@ -63,13 +64,33 @@ impl Drop for Sandbox {
     }
 }
 
+/// Everything read-only, a minimal `/dev` and a private `/dev/shm`, no
+/// network, no shared IPC, no controlling terminal, and gone with its parent.
+#[rustfmt::skip]
+const ISOLATION: &[&str] = &[
+    "--ro-bind", "/", "/",
+    "--dev", "/dev",
+    "--proc", "/proc",
+    "--tmpfs", "/dev/shm",
+    "--unshare-net",
+    "--unshare-ipc",
+    "--die-with-parent",
+    "--new-session",
+];
+
 /// Whether bwrap is installed and can start a sandbox here (user namespaces permitted).
 pub fn bwrap_works() -> Result<(), String> {
     static CHECK: OnceLock<Result<(), String>> = OnceLock::new();
     CHECK
         .get_or_init(|| {
+            // The same namespaces and mounts as a real run, so that "works" means the runs will start.
+            let mut args: Vec<String> = ISOLATION.iter().map(|s| s.to_string()).collect();
+            for node in gpu_nodes() {
+                args.extend(["--dev-bind".to_string(), node.clone(), node]);
+            }
             let out = std::process::Command::new("bwrap")
-                .args(["--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "true"])
+                .args(&args)
+                .args(["--", "true"])
                 .output()
                 .map_err(|e| format!("bwrap cannot be run: {e}"))?;
             if out.status.success() {
@@ -98,19 +119,24 @@ pub fn prepare(setting: Option<SandboxSetting>, python: &str, unset: &[&str]) ->
     std::fs::create_dir_all(dir.join("triton")).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut args: Vec<String> = Vec::new();
     let mut push = |a: &[&str]| args.extend(a.iter().map(|s| s.to_string()));
-    push(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm"]);
+    push(ISOLATION);
     for node in gpu_nodes() {
         push(&["--dev-bind", &node, &node]);
     }
     let d = dir.display().to_string();
-    push(&["--bind", &d, &d, "--unshare-net", "--unshare-ipc", "--die-with-parent", "--new-session"]);
+    push(&["--bind", &d, &d]);
     push(&["--setenv", "HOME", &d, "--setenv", "TMPDIR", &d]);
     push(&["--setenv", "TRITON_CACHE_DIR", &format!("{d}/triton"), "--setenv", "XDG_CACHE_HOME", &d]);
     for var in unset {
         push(&["--unsetenv", var]);
     }
     let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
-    let script = format!("#!/bin/sh\nexec bwrap {} -- {} \"$@\"\n", quoted.join(" "), shell_quote(python));
+    // Besides the named key variable, anything that looks like a credential stays outside.
+    let script = format!(
+        "#!/bin/sh\n{SCRUB}exec bwrap {} -- {} \"$@\"\n",
+        quoted.join(" "),
+        shell_quote(python)
+    );
     let wrapper = dir.join("python-in-bwrap.sh");
     write_executable(&wrapper, &script).map_err(|e| format!("cannot write {}: {e}", wrapper.display()))?;
     Ok(Sandbox {
@@ -120,6 +146,9 @@ pub fn prepare(setting: Option<SandboxSetting>, python: &str, unset: &[&str]) ->
         wrapper: Some(wrapper),
     })
 }
+
+/// Unsets every environment variable whose name says it holds a credential.
+const SCRUB: &str = "for v in $(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p' | grep -iE 'key|token|secret|passw|credential'); do unset \"$v\"; done\n";
 
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
