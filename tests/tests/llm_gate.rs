@@ -100,7 +100,10 @@ fn an_answer_that_falls_back_to_pytorch_is_refused_and_the_reason_goes_back() {
     assert_eq!(requests.len(), 2, "one answer, one repair");
     let repair = requests[1].last_message();
     assert!(repair.contains("rejected by the static checker"), "{repair}");
-    assert!(repair.contains("KL101 pytorch-fallback") && repair.contains("computes the result with PyTorch"), "{repair}");
+    assert!(
+        repair.contains("KL101 pytorch-fallback") && repair.contains("computes the result with PyTorch"),
+        "{repair}"
+    );
     assert!(repair.contains("KL102 torch-computes-the-task"), "the fallback returns the GRU's output: {repair}");
     let gate = o["timeline"].as_array().unwrap().iter().find(|r| r["stage"] == "gate").cloned().unwrap();
     assert_eq!(gate["score"], "rejected", "{gate:#}");
@@ -147,7 +150,11 @@ fn under_bwrap_an_answer_cannot_write_into_the_project() {
     let answer = fixture("answer_writes_a_file.md").replace("{LEAK}", &leak.display().to_string());
     drop(llm);
     let llm = MockLlm::start(vec![Reply::Answer(answer)]);
-    std::fs::write(dir.join("kernel-lsp.toml"), format!("[llm]\nbase-url = \"{}\"\nmodel = \"test-model\"\nsandbox = \"bwrap\"\n", llm.base_url)).unwrap();
+    std::fs::write(
+        dir.join("kernel-lsp.toml"),
+        format!("[llm]\nbase-url = \"{}\"\nmodel = \"test-model\"\nsandbox = \"bwrap\"\n", llm.base_url),
+    )
+    .unwrap();
     let out = rewrite(&dir, "0");
     let o = json(&out);
     assert!(!leak.exists(), "the answer wrote into the project from inside the sandbox: {o:#}");

@@ -132,11 +132,7 @@ pub fn prepare(setting: Option<SandboxSetting>, python: &str, unset: &[&str]) ->
     }
     let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
     // Besides the named key variable, anything that looks like a credential stays outside.
-    let script = format!(
-        "#!/bin/sh\n{SCRUB}exec bwrap {} -- {} \"$@\"\n",
-        quoted.join(" "),
-        shell_quote(python)
-    );
+    let script = format!("#!/bin/sh\n{SCRUB}exec bwrap {} -- {} \"$@\"\n", quoted.join(" "), shell_quote(python));
     let wrapper = dir.join("python-in-bwrap.sh");
     write_executable(&wrapper, &script).map_err(|e| format!("cannot write {}: {e}", wrapper.display()))?;
     Ok(Sandbox {
@@ -197,4 +193,35 @@ pub(super) fn record(sandbox: &Sandbox, mut row: super::timeline::StageRecord) -
     row.score = sandbox.kind.to_string();
     row.problem = sandbox.description.clone();
     row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+
+    #[test]
+    fn the_setting_takes_bwrap_or_none_and_names_them_when_wrong() {
+        let s = Settings::from_json(&serde_json::json!({ "llm": { "sandbox": "none" } })).unwrap();
+        assert_eq!(s.llm.sandbox, Some(SandboxSetting::None));
+        let s = Settings::from_json(&serde_json::json!({ "llm": { "sandbox": "bwrap" } })).unwrap();
+        assert_eq!(s.llm.sandbox, Some(SandboxSetting::Bwrap));
+        assert_eq!(Settings::default().llm.sandbox, None, "unset: bwrap when it works here");
+        let e = Settings::from_json(&serde_json::json!({ "llm": { "sandbox": "docker" } })).unwrap_err();
+        assert!(e.contains("docker") && e.contains("bwrap") && e.contains("none"), "{e}");
+    }
+
+    #[test]
+    fn none_says_that_answers_run_with_your_rights() {
+        let sb = prepare(Some(SandboxSetting::None), "python3", &[]).unwrap();
+        assert_eq!(sb.kind, "none");
+        assert!(sb.description.contains("with your rights"), "{}", sb.description);
+        assert_eq!(sb.interpreter(Some("py".into())).as_deref(), Some("py"));
+        assert!(sb.dir().is_none());
+    }
+
+    #[test]
+    fn the_wrapper_quotes_its_arguments() {
+        assert_eq!(shell_quote("a b'c"), "'a b'\\''c'");
+    }
 }

@@ -120,16 +120,10 @@ fn torch_compute<'a>(
     let mut raises = false;
     visit_nodes(node, &mut |n| match n.kind() {
         "raise_statement" => raises = true,
-        "binary_operator" if found.is_none() => {
-            if field!(n, "operator").is_some_and(|o| o.kind() == "@") {
-                found = Some(n);
-            }
+        "binary_operator" if found.is_none() && field!(n, "operator").is_some_and(|o| o.kind() == "@") => {
+            found = Some(n)
         }
-        "call" if found.is_none() => {
-            if is_torch_compute_call(n, imports, modules, src) {
-                found = Some(n);
-            }
-        }
+        "call" if found.is_none() && is_torch_compute_call(n, imports, modules, src) => found = Some(n),
         _ => {}
     });
     if raises {
