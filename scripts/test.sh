@@ -21,6 +21,14 @@ fi
 export KERNEL_LSP_TEST_PYTHON="$ROOT/.venv/bin/python"
 export PATH="$ROOT/.venv/bin:$PATH"
 
+step "bubblewrap (the sandbox LLM answers are verified in; tests/tests/llm_gate.rs runs it)"
+if ! command -v bwrap >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO="sudo -n"
+  { $SUDO apt-get install -y -q bubblewrap || { $SUDO apt-get update -q && $SUDO apt-get install -y -q bubblewrap; }; } >/dev/null 2>&1 \
+    || echo "!!! could not install bubblewrap: the sandbox tests will say SKIPPED !!!"
+fi
+bwrap --ro-bind / / --dev /dev --unshare-net true && echo "bwrap works" || echo "!!! bwrap cannot start a sandbox here (user namespaces?): the sandbox tests will say SKIPPED !!!"
+
 step "Rust: build and test the workspace"
 cargo build --workspace --locked
 cargo test --workspace --locked

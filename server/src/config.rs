@@ -84,6 +84,16 @@ pub struct LlmSettings {
     /// Seconds for one chat-completions call.
     pub timeout: f64,
     pub max_tokens: u32,
+    /// Where answers run during verification: `bwrap` or `none`; unset: bwrap when it works here.
+    pub sandbox: Option<SandboxSetting>,
+}
+
+/// `llm.sandbox`: where LLM answers run during verification (see `llm::sandbox`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxSetting {
+    Bwrap,
+    None,
 }
 
 impl Default for Settings {
@@ -119,6 +129,7 @@ impl Default for LlmSettings {
             repairs: 3,
             timeout: 300.0,
             max_tokens: 16384,
+            sandbox: None,
         }
     }
 }

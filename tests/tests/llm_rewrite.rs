@@ -146,7 +146,7 @@ fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("JSON line")["stage"].as_str().unwrap_or("").to_string())
         .collect();
-    assert_eq!(stages, ["baseline", "llm", "extract", "gate", "bench", "pick"]);
+    assert_eq!(stages, ["sandbox", "baseline", "llm", "extract", "gate", "bench", "pick"]);
 
     let table = Command::new(binary()).args(["timeline", FILE]).current_dir(&dir).output().expect("timeline runs");
     let table = String::from_utf8_lossy(&table.stdout);

@@ -36,6 +36,7 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     { key: 'llm.repairs', kind: 'count' },
     { key: 'llm.timeout', kind: 'positive' },
     { key: 'llm.maxTokens', kind: 'count' },
+    { key: 'llm.sandbox', kind: 'string' },
     { key: 'promptsDir', kind: 'path' },
 ];
 

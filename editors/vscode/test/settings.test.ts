@@ -42,6 +42,7 @@ describe('settings -> server configuration', () => {
                 'llm.repairs': 1,
                 'llm.timeout': 120,
                 'llm.maxTokens': 8000,
+                'llm.sandbox': 'bwrap',
                 promptsDir: '~/prompts',
                 path: '/ignored/client-only',
             }),
@@ -65,6 +66,7 @@ describe('settings -> server configuration', () => {
                 repairs: 1,
                 timeout: 120,
                 'max-tokens': 8000,
+                sandbox: 'bwrap',
             },
             'prompts-dir': '/home/u/prompts',
         });

@@ -24,7 +24,9 @@ pub mod cli;
 pub mod client;
 pub mod diff;
 pub mod extract;
+pub mod gate;
 pub mod prompts;
+pub mod sandbox;
 pub mod timeline;
 
 mod pipeline;

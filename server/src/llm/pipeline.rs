@@ -31,6 +31,8 @@ struct Ctx {
     smem: String,
     /// One benchmark at a time: parallel runs would spoil each other's timings.
     bench_lock: tokio::sync::Mutex<()>,
+    /// Where the answers' code runs (see `llm::sandbox`).
+    sandbox: super::sandbox::Sandbox,
 }
 
 /// Runs the pipeline; `on_stage` hears every stage start and end. Drop the
@@ -69,6 +71,7 @@ pub async fn rewrite(
         rel,
         reference,
         bench_lock: tokio::sync::Mutex::new(()),
+        sandbox: super::sandbox::for_request(&req)?,
         req,
     };
     let mut records = Vec::new();
@@ -80,6 +83,10 @@ pub async fn rewrite(
         on_stage(ev);
     };
 
+    let _ = tx.send(StageEvent {
+        finished: true,
+        record: super::sandbox::record(&ctx.sandbox, ctx.record("sandbox", None, None, String::new(), 0, "", None)),
+    });
     // The baseline: the current text, benchmarked as a candidate would be.
     let baseline = ctx.bench("baseline", None, None, &ctx.text, &tx).await?;
     while let Ok(ev) = rx.try_recv() {
@@ -402,7 +409,8 @@ async fn evaluate(
     done("extract", "ok", "");
 
     let gate_start = Instant::now();
-    if let Some(reason) = gate(ctx.req.action, &text, &ctx.req.settings) {
+    let refused = super::gate::refusals(&text, ctx.reference.as_deref());
+    if let Some(reason) = super::gate::merge(gate(ctx.req.action, &text, &ctx.req.settings), refused) {
         let ms = gate_start.elapsed().as_millis() as u64;
         let summary = reason.lines().next().unwrap_or_default().to_string();
         let _ = tx.send(StageEvent {
@@ -560,7 +568,7 @@ impl Ctx {
             candidate: temp.0.clone(),
             reference: self.reference.clone(),
             settings: self.req.settings.clone(),
-            python: self.req.python.clone(),
+            python: self.sandbox.interpreter(self.req.python.clone()),
             overrides: self.req.overrides.clone(),
             cpu: self.req.cpu,
             timeout: self.req.bench_timeout,
@@ -568,8 +576,11 @@ impl Ctx {
             // worth recording; candidates are not.
             record_history: candidate.is_none(),
         };
-        let ran =
-            if self.req.warm { bench::run(request, |_| {}).await } else { bench::run_cold(request, |_| {}).await };
+        let ran = if self.req.warm && !self.sandbox.is_sandboxed() {
+            bench::run(request, |_| {}).await
+        } else {
+            bench::run_cold(request, |_| {}).await
+        };
         let result = ran.unwrap_or_else(|e| e.into_result(&temp.0));
         drop(temp);
         let ms = start.elapsed().as_millis() as u64;

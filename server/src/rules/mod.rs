@@ -20,6 +20,16 @@ pub mod kl007;
 pub mod kl008;
 pub mod kl009;
 pub mod kl010;
+pub mod kl101;
+pub mod kl102;
+pub mod kl103;
+pub mod kl104;
+pub mod kl105;
+pub mod kl106;
+pub mod kl107;
+pub mod kl108;
+
+pub mod hygiene;
 
 /// Static description of a rule.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +80,14 @@ pub static RULES: &[Rule] = &[
     kl008::RULE,
     kl009::RULE,
     kl010::RULE,
+    kl101::RULE,
+    kl102::RULE,
+    kl103::RULE,
+    kl104::RULE,
+    kl105::RULE,
+    kl106::RULE,
+    kl107::RULE,
+    kl108::RULE,
 ];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {
@@ -92,6 +110,8 @@ pub enum Reach {
 pub fn reach(rule: &Rule) -> Reach {
     match rule.code {
         "KL001" | "KL010" => Reach::Host,
+        // The hygiene rules read the whole candidate: `ModelNew`, its imports and what `forward` reaches.
+        c if c.starts_with("KL1") => Reach::Host,
         "KL005" => Reach::TlAttr,
         _ => Reach::Kernel,
     }

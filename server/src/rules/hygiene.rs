@@ -1,0 +1,406 @@
+//! What the KernelBench hygiene rules (KL101-KL108) share: which file is a
+//! candidate, which host code `ModelNew.forward` reaches, how a dotted name
+//! resolves through the file's imports, and where a returned value comes from.
+//!
+//! Everything here reads the syntax tree of one file; nothing does I/O.
+
+use std::collections::HashSet;
+
+use tree_sitter::Node;
+
+use crate::analysis::field;
+use crate::analysis::model::{visit_nodes, FileModel};
+
+/// Deeper data flow than this is not followed.
+const MAX_TRACE: usize = 12;
+
+/// A candidate file defines `class ModelNew`; a reference file gets none of the hygiene rules.
+pub fn is_candidate(model: &FileModel) -> bool {
+    model.classes.iter().any(|c| c.name == "ModelNew")
+}
+
+/// Index in `host_fns` of `class.name`.
+pub fn method(model: &FileModel, class: &str, name: &str) -> Option<usize> {
+    (1..model.host_fns.len())
+        .find(|&i| model.host_fns[i].class.as_deref() == Some(class) && model.host_fns[i].name == name)
+}
+
+/// The class node named `name`.
+pub fn class_node<'a>(model: &FileModel<'a>, name: &str) -> Option<Node<'a>> {
+    model.classes.iter().find(|c| c.name == name).map(|c| c.node)
+}
+
+/// Host functions `from` reaches through calls (itself included): helpers of
+/// this file, methods, and the `forward` of an autograd `Function` called as `F.apply(...)`.
+pub fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
+    let mut seen = vec![from];
+    let mut stack = vec![from];
+    while let Some(f) = stack.pop() {
+        let mut next: Vec<usize> = Vec::new();
+        for call in &model.host_fns[f].calls {
+            next.extend(model.callees(f, call));
+        }
+        // `GruFunction.apply(x, ...)` runs the class's static `forward`.
+        visit_nodes(model.host_fns[f].node, &mut |n| {
+            if n.kind() != "call" {
+                return;
+            }
+            let Some(func) = field!(n, "function") else { return };
+            let text = model.text(func);
+            if let Some(class) = text.strip_suffix(".apply") {
+                if let Some(m) = method(model, class, "forward") {
+                    next.push(m);
+                }
+            }
+        });
+        for n in next {
+            if !seen.contains(&n) {
+                seen.push(n);
+                stack.push(n);
+            }
+        }
+    }
+    seen
+}
+
+/// Host code of a candidate that the hygiene rules look at: every function
+/// and method except the reference `Model`'s, `get_inputs`, `get_init_inputs`
+/// and the `@triton.jit` kernels.
+pub fn candidate_host_nodes<'a>(model: &FileModel<'a>) -> Vec<Node<'a>> {
+    let kernels: HashSet<usize> = model.kernels.iter().map(|k| k.node.start_byte()).collect();
+    model.host_fns[1..]
+        .iter()
+        .filter(|f| f.class.as_deref() != Some("Model"))
+        .filter(|f| !matches!(f.name.as_str(), "get_inputs" | "get_init_inputs"))
+        .filter(|f| !kernels.contains(&f.node.start_byte()))
+        .map(|f| f.node)
+        .collect()
+}
+
+/// Local names bound by imports, to the dotted module or object they name
+/// (`F` -> `torch.nn.functional`, `nn` -> `torch.nn`, `perf_counter` -> `time.perf_counter`).
+#[derive(Debug, Default)]
+pub struct Imports {
+    pub bound: Vec<(String, String)>,
+    /// Every imported module or `from` module, with its statement.
+    pub modules: Vec<(String, tree_sitter::Range)>,
+}
+
+pub fn imports(model: &FileModel) -> Imports {
+    let mut out = Imports::default();
+    let src = model.src;
+    visit_nodes(model.tree.root_node(), &mut |n| match n.kind() {
+        "import_statement" => {
+            let mut cursor = n.walk();
+            for name in n.children_by_field_name("name", &mut cursor) {
+                let (dotted, alias) = split_alias(name, src);
+                out.modules.push((dotted.clone(), name.range()));
+                match alias {
+                    Some(a) => out.bound.push((a, dotted)),
+                    None => {
+                        let head = dotted.split('.').next().unwrap_or_default().to_string();
+                        out.bound.push((head.clone(), head));
+                    }
+                }
+            }
+        }
+        "import_from_statement" => {
+            let Some(module) = field!(n, "module_name") else { return };
+            let module_text: String = src[module.byte_range()].split_whitespace().collect();
+            out.modules.push((module_text.clone(), module.range()));
+            let mut cursor = n.walk();
+            for name in n.children_by_field_name("name", &mut cursor) {
+                let (dotted, alias) = split_alias(name, src);
+                let local = alias.unwrap_or_else(|| dotted.clone());
+                out.bound.push((local, format!("{module_text}.{dotted}")));
+            }
+        }
+        _ => {}
+    });
+    out
+}
+
+fn split_alias(name: Node, src: &str) -> (String, Option<String>) {
+    if name.kind() == "aliased_import" {
+        let dotted = field!(name, "name").map(|d| src[d.byte_range()].to_string()).unwrap_or_default();
+        let alias = field!(name, "alias").map(|a| src[a.byte_range()].to_string());
+        return (dotted, alias);
+    }
+    (src[name.byte_range()].to_string(), None)
+}
+
+impl Imports {
+    /// `F.relu` -> `torch.nn.functional.relu`; a chain whose head is not
+    /// imported is returned as written. `None` for anything but a dotted name.
+    pub fn qualify(&self, node: Node, src: &str) -> Option<String> {
+        if !matches!(node.kind(), "identifier" | "attribute") {
+            return None;
+        }
+        let text: String = src.get(node.byte_range())?.split_whitespace().collect();
+        if !text.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+            return None;
+        }
+        let (head, rest) = match text.split_once('.') {
+            Some((h, r)) => (h, Some(r)),
+            None => (text.as_str(), None),
+        };
+        let base = self.bound.iter().rev().find(|(local, _)| local == head).map(|(_, full)| full.as_str());
+        Some(match (base, rest) {
+            (Some(b), Some(r)) => format!("{b}.{r}"),
+            (Some(b), None) => b.to_string(),
+            (None, _) => text,
+        })
+    }
+
+    /// The qualified callee of a call node.
+    pub fn callee(&self, call: Node, src: &str) -> Option<String> {
+        self.qualify(field!(call, "function")?, src)
+    }
+}
+
+/// `torch.*` calls that build or move tensors rather than compute the task.
+pub fn is_torch_scaffolding(qualified: &str) -> bool {
+    let last = qualified.rsplit('.').next().unwrap_or_default();
+    qualified.starts_with("torch.cuda.")
+        || qualified.starts_with("torch.backends.")
+        || matches!(
+            last,
+            "empty"
+                | "empty_like"
+                | "empty_strided"
+                | "zeros"
+                | "zeros_like"
+                | "ones"
+                | "ones_like"
+                | "full"
+                | "full_like"
+                | "tensor"
+                | "as_tensor"
+                | "from_numpy"
+                | "arange"
+                | "device"
+                | "is_tensor"
+                | "manual_seed"
+                | "no_grad"
+                | "inference_mode"
+                | "Size"
+                | "finfo"
+                | "iinfo"
+                | "cat"
+                | "stack"
+                | "split"
+                | "chunk"
+                | "flatten"
+                | "reshape"
+                | "transpose"
+                | "permute"
+                | "squeeze"
+                | "unsqueeze"
+                | "contiguous"
+                | "view"
+                | "narrow"
+                | "is_grad_enabled"
+                | "get_default_dtype"
+                | "Parameter"
+                | "is_floating_point"
+                | "numel"
+                | "broadcast_to"
+                | "expand"
+        )
+}
+
+/// Methods that return (a view or copy of) the value they are called on.
+pub fn is_passthrough_method(name: &str) -> bool {
+    matches!(
+        name,
+        "view"
+            | "reshape"
+            | "contiguous"
+            | "transpose"
+            | "permute"
+            | "squeeze"
+            | "unsqueeze"
+            | "flatten"
+            | "clone"
+            | "detach"
+            | "float"
+            | "to"
+            | "expand"
+            | "expand_as"
+            | "view_as"
+            | "reshape_as"
+            | "narrow"
+            | "t"
+            | "copy"
+            | "cuda"
+            | "type_as"
+    )
+}
+
+/// `self.X = nn.T(...)` in a class: X -> T, for the `torch.nn` module types
+/// that compute (not containers, parameters or dropout).
+pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(class_node) = class_node(model, class) else { return out };
+    let src = model.src;
+    visit_nodes(class_node, &mut |n| {
+        if n.kind() != "assignment" {
+            return;
+        }
+        let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
+        let Some(attr) = self_attr(left, src) else { return };
+        if right.kind() != "call" {
+            return;
+        }
+        let Some(q) = imports.callee(right, src) else { return };
+        let Some(ty) = q.strip_prefix("torch.nn.") else { return };
+        if ty.contains('.') {
+            return;
+        }
+        let container = matches!(
+            ty,
+            "Parameter"
+                | "ParameterList"
+                | "ParameterDict"
+                | "ModuleList"
+                | "ModuleDict"
+                | "Identity"
+                | "Flatten"
+                | "Unflatten"
+        ) || ty.starts_with("Dropout");
+        if !container {
+            out.push((attr.to_string(), ty.to_string()));
+        }
+    });
+    out
+}
+
+/// `X` when `node` is `self.X`.
+pub fn self_attr<'s>(node: Node, src: &'s str) -> Option<&'s str> {
+    if node.kind() != "attribute" {
+        return None;
+    }
+    let object = field!(node, "object")?;
+    if object.kind() != "identifier" || &src[object.byte_range()] != "self" {
+        return None;
+    }
+    field!(node, "attribute").map(|a| &src[a.byte_range()])
+}
+
+/// The expressions a returned value may come from, followed through local
+/// assignments of `func` (any assignment of the name before `before`), tuples,
+/// subscripts and pass-through methods (`.view`, `.contiguous`, `.clone`):
+/// the calls and `self.X` attributes where it starts.
+pub fn origins<'a>(model: &FileModel<'a>, func: Node<'a>, expr: Node<'a>, before: usize) -> Vec<Node<'a>> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    trace(model, func, expr, before, 0, &mut seen, &mut out);
+    out
+}
+
+fn trace<'a>(
+    model: &FileModel<'a>,
+    func: Node<'a>,
+    expr: Node<'a>,
+    before: usize,
+    depth: usize,
+    seen: &mut HashSet<(usize, usize)>,
+    out: &mut Vec<Node<'a>>,
+) {
+    if depth > MAX_TRACE || !seen.insert((expr.start_byte(), expr.end_byte())) {
+        return;
+    }
+    let src = model.src;
+    match expr.kind() {
+        "parenthesized_expression" | "tuple" | "expression_list" | "list" => {
+            let mut cursor = expr.walk();
+            for child in expr.named_children(&mut cursor) {
+                trace(model, func, child, before, depth + 1, seen, out);
+            }
+        }
+        "subscript" => {
+            if let Some(v) = field!(expr, "value") {
+                // `self.cache[key]` is where the value comes from, as a whole.
+                if self_attr(v, src).is_some() {
+                    out.push(v);
+                } else {
+                    trace(model, func, v, before, depth + 1, seen, out);
+                }
+            }
+        }
+        "attribute" => {
+            if self_attr(expr, src).is_some() {
+                out.push(expr);
+            } else if let Some(o) = field!(expr, "object") {
+                trace(model, func, o, before, depth + 1, seen, out);
+            }
+        }
+        "call" => {
+            let Some(f) = field!(expr, "function") else { return };
+            if f.kind() == "attribute" {
+                let name = field!(f, "attribute").map(|a| &src[a.byte_range()]).unwrap_or_default();
+                let object = field!(f, "object");
+                let on_value = object.is_some_and(|o| !matches!(&src[o.byte_range()], "torch" | "F" | "self"));
+                if is_passthrough_method(name) && on_value {
+                    if let Some(o) = object {
+                        trace(model, func, o, before, depth + 1, seen, out);
+                    }
+                    return;
+                }
+            }
+            out.push(expr);
+        }
+        "identifier" => {
+            let name = &src[expr.byte_range()];
+            let mut values = Vec::new();
+            visit_nodes(func, &mut |n| {
+                if n.kind() != "assignment" || n.start_byte() >= before {
+                    return;
+                }
+                let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
+                if binds(left, name, src) {
+                    values.push(right);
+                }
+            });
+            for v in values {
+                trace(model, func, v, before, depth + 1, seen, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether an assignment target binds `name` (`name`, `a, name`, `(name, b)`).
+fn binds(target: Node, name: &str, src: &str) -> bool {
+    match target.kind() {
+        "identifier" => &src[target.byte_range()] == name,
+        "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "expression_list" => {
+            let mut cursor = target.walk();
+            let children: Vec<Node> = target.named_children(&mut cursor).collect();
+            children.into_iter().any(|c| binds(c, name, src))
+        }
+        _ => false,
+    }
+}
+
+/// Every `return` value inside `func` (not inside nested functions).
+pub fn returns<'a>(func: Node<'a>) -> Vec<(Node<'a>, Node<'a>)> {
+    let mut out = Vec::new();
+    let Some(body) = field!(func, "body") else { return out };
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
+            continue;
+        }
+        if n.kind() == "return_statement" {
+            if let Some(v) = n.named_child(0) {
+                out.push((n, v));
+            }
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.named_children(&mut cursor));
+    }
+    out.sort_by_key(|(n, _)| n.start_byte());
+    out
+}

@@ -1,0 +1,174 @@
+//! KL101 pytorch-fallback.
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, visit_nodes, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::TextRange;
+
+use super::hygiene::{self, Imports};
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL101",
+    name: "pytorch-fallback",
+    severity: Severity::Error,
+    summary: "a `try` around the kernel path whose handler computes the result with PyTorch",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL101 pytorch-fallback
+
+## What it does
+In a candidate file (one that defines `ModelNew`), finds a `try` whose body
+launches a Triton kernel (directly or through a helper) and whose `except`
+handler computes with PyTorch instead: a `torch.*` or `F.*` operation, a
+`torch.nn` module of the class, a tensor method such as `.matmul`, or `@`.
+Building tensors (`torch.empty`, `torch.zeros`), views and re-raising are
+scaffolding and do not count.
+
+## Why is this bad?
+When the kernel fails to compile or crashes, the handler quietly returns
+PyTorch's answer: the correctness check passes, the timing measures PyTorch,
+and the score says a kernel works that does not. KernelBench's own checker
+looks for this shape with a regular expression; here the handler's calls are
+resolved through the file's imports, so a handler that only allocates or
+re-raises is left alone.
+
+## Example
+```python
+def forward(self, x):
+    try:
+        out = torch.empty_like(x)
+        gelu_kernel[grid](x, out, x.numel(), BLOCK=1024)
+        return out
+    except Exception:
+        return torch.nn.functional.gelu(x)
+```
+
+## Use instead
+Let the error surface, so that the repair loop sees it:
+```python
+def forward(self, x):
+    out = torch.empty_like(x)
+    gelu_kernel[grid](x, out, x.numel(), BLOCK=1024)
+    return out
+```
+"#;
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) {
+        return;
+    }
+    let imports = hygiene::imports(model);
+    let modules = hygiene::torch_modules(model, &imports, "ModelNew");
+    let src = model.src;
+    for scope in hygiene::candidate_host_nodes(model) {
+        visit_nodes(scope, &mut |n| {
+            if n.kind() != "try_statement" {
+                return;
+            }
+            let Some(body) = field!(n, "body") else { return };
+            let Some(launch) = launch_in(model, range_of(body)) else { return };
+            let mut cursor = n.walk();
+            for handler in n.named_children(&mut cursor).filter(|c| c.kind() == "except_clause") {
+                let Some(torch) = torch_compute(handler, &imports, &modules, src) else { continue };
+                let what = model.text(torch).split('(').next().unwrap_or_default().trim().to_string();
+                let start = handler.start_byte();
+                let header_end =
+                    src[start..handler.end_byte()].find(':').map(|i| start + i + 1).unwrap_or(handler.end_byte());
+                let message = format!(
+                    "the `except` handler computes the result with PyTorch (`{what}`) when the kernel path fails: the score would time PyTorch and call it a kernel. Let the error surface instead"
+                );
+                out.push(
+                    RULE.diagnostic(TextRange::new(start, header_end), message)
+                        .with_related(launch, "the kernel path inside the `try`")
+                        .with_related(range_of(torch), "PyTorch computes here"),
+                );
+            }
+        });
+    }
+}
+
+/// A launch (direct, or through a call to a helper that launches) inside `range`.
+pub(super) fn launch_in(model: &FileModel, range: TextRange) -> Option<TextRange> {
+    if let Some(l) = model.launches.iter().find(|l| range.contains_range(range_of(l.node))) {
+        return Some(range_of(l.node));
+    }
+    if let Some(r) = model.launch_candidates.iter().find(|r| range.contains_range(**r)) {
+        return Some(*r);
+    }
+    for (f, func) in model.host_fns.iter().enumerate() {
+        for call in func.calls.iter().filter(|c| range.contains_range(range_of(c.node))) {
+            if model.callees(f, call).into_iter().any(|c| !model.launches_reached(c).is_empty()) {
+                return Some(range_of(call.node));
+            }
+        }
+    }
+    None
+}
+
+/// The first PyTorch computation in `node` (a handler), unless the handler re-raises.
+fn torch_compute<'a>(
+    node: tree_sitter::Node<'a>,
+    imports: &Imports,
+    modules: &[(String, String)],
+    src: &str,
+) -> Option<tree_sitter::Node<'a>> {
+    let mut found = None;
+    let mut raises = false;
+    visit_nodes(node, &mut |n| match n.kind() {
+        "raise_statement" => raises = true,
+        "binary_operator" if found.is_none() && field!(n, "operator").is_some_and(|o| o.kind() == "@") => {
+            found = Some(n)
+        }
+        "call" if found.is_none() && is_torch_compute_call(n, imports, modules, src) => found = Some(n),
+        _ => {}
+    });
+    if raises {
+        return None;
+    }
+    found
+}
+
+/// Whether a call computes with PyTorch: `torch.*` / `F.*` beyond scaffolding,
+/// a computing `torch.nn` module kept on `self`, or a compute method on a tensor.
+pub(super) fn is_torch_compute_call(
+    call: tree_sitter::Node,
+    imports: &Imports,
+    modules: &[(String, String)],
+    src: &str,
+) -> bool {
+    let Some(func) = field!(call, "function") else { return false };
+    if let Some(attr) = hygiene::self_attr(func, src) {
+        return modules.iter().any(|(a, _)| a == attr);
+    }
+    if let Some(q) = imports.qualify(func, src) {
+        if q.starts_with("torch.") {
+            return !hygiene::is_torch_scaffolding(&q);
+        }
+    }
+    if func.kind() == "attribute" {
+        let name = field!(func, "attribute").map(|a| &src[a.byte_range()]).unwrap_or_default();
+        return matches!(
+            name,
+            "matmul"
+                | "mm"
+                | "bmm"
+                | "addmm"
+                | "baddbmm"
+                | "softmax"
+                | "log_softmax"
+                | "relu"
+                | "gelu"
+                | "sigmoid"
+                | "tanh"
+                | "exp"
+                | "conv2d"
+                | "linear"
+                | "forward"
+        );
+    }
+    false
+}

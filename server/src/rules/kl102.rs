@@ -1,0 +1,205 @@
+//! KL102 torch-computes-the-task.
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, visit_nodes, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+
+use super::hygiene::{self, Imports};
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL102",
+    name: "torch-computes-the-task",
+    severity: Severity::Error,
+    summary: "`ModelNew.forward` returns the result of the PyTorch op that is the task's main computation",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL102 torch-computes-the-task
+
+## What it does
+In a candidate file, follows each value `ModelNew.forward` returns back
+through local assignments, tuples, subscripts and views to where it is
+computed, and reports it when that is the PyTorch module or functional op the
+reference uses for the task's main computation: `self.gru(x, h0)` in a GRU
+task, `torch.matmul(a, b)` in a matmul task.
+
+The task's main computation is read from the reference `Model` in the same
+file: the computing ops its `forward` calls, narrowed to the heavy ones
+(recurrent layers, convolutions, linear layers and GEMMs, attention) when it
+has any. When the file has no `Model`, the rule knows only the ops that are a
+task on their own: `nn.GRU`, `nn.LSTM`, `nn.RNN`, `nn.MultiheadAttention`,
+the `nn.Transformer*` layers, convolutions, and
+`F.scaled_dot_product_attention`. In the editor and `kernel-lsp check`, a
+reference in another file (the `# kernel-lsp: reference = PATH` comment) is
+not read, since rules do no I/O; the rewrite gate reads the reference the
+benchmark uses and checks the answer against its `Model`.
+
+Scaffolding is fine: reading weights, allocating with `torch.empty`, views,
+and a single input GEMM outside a recurrence (it is not the recurrence, which
+is the task). Only what `forward` *returns* counts: PyTorch computing one
+stage of a larger task, whose result a kernel then consumes, is not this rule.
+
+## Why is this bad?
+The candidate then times PyTorch against PyTorch: it matches the reference
+and scores about 1x (or better, with a cached or reordered call) while no
+kernel does the work. KernelBench's checker looks for `torch.nn.functional`
+names with a regular expression and cannot tell that call from scaffolding.
+
+## Example
+```python
+class ModelNew(nn.Module):
+    def __init__(self, input_size, hidden_size, num_layers):
+        super().__init__()
+        self.gru = nn.GRU(input_size, hidden_size, num_layers)
+
+    def forward(self, x, h0):
+        gates = x @ self.gru.weight_ih_l0.t()      # scaffolding
+        output, h_n = self.gru(x, h0)              # the task, in PyTorch
+        return output
+```
+
+## Use instead
+Return what your kernel computed; read the module's weights if you keep it
+for them:
+```python
+    def forward(self, x, h0):
+        out = torch.empty(...)
+        gru_persistent_kernel[grid](x, h0, self.gru.weight_hh_l0, out, ...)
+        return out
+```
+"#;
+
+/// Module types and functional ops that are a task on their own.
+const TASK_MODULES: &[&str] = &[
+    "gru",
+    "lstm",
+    "rnn",
+    "multiheadattention",
+    "transformer",
+    "transformerencoder",
+    "transformerdecoder",
+    "transformerencoderlayer",
+    "transformerdecoderlayer",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "convtranspose1d",
+    "convtranspose2d",
+    "convtranspose3d",
+    "scaled_dot_product_attention",
+];
+
+/// Heavy ops: when the reference uses one, the lighter ones around it (activations, norms) are not the task.
+const HEAVY: &[&str] = &[
+    "linear",
+    "matmul",
+    "mm",
+    "bmm",
+    "addmm",
+    "baddbmm",
+    "einsum",
+    "gru",
+    "lstm",
+    "rnn",
+    "multiheadattention",
+    "scaled_dot_product_attention",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "convtranspose1d",
+    "convtranspose2d",
+    "convtranspose3d",
+    "transformer",
+    "transformerencoder",
+    "transformerdecoder",
+    "transformerencoderlayer",
+    "transformerdecoderlayer",
+    "gru_cell",
+    "grucell",
+    "lstmcell",
+    "rnncell",
+];
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) {
+        return;
+    }
+    let imports = hygiene::imports(model);
+    let task = task_ops(model, &imports);
+    check_task(model, &task, out);
+}
+
+/// The task's main ops as the reference `Model` in `reference` (a parsed
+/// model of another file, read by the caller) computes them; `None` when that
+/// file has no `Model.forward`. The rewrite gate passes the result to [`check_task`].
+pub fn reference_task(reference: &FileModel) -> Option<Vec<String>> {
+    hygiene::method(reference, "Model", "forward")?;
+    Some(task_ops(reference, &hygiene::imports(reference)))
+}
+
+/// KL102 against a known task: `task` holds the ops' lower-cased names.
+pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>) {
+    if task.is_empty() || !hygiene::is_candidate(model) {
+        return;
+    }
+    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
+    let imports = hygiene::imports(model);
+    let modules = hygiene::torch_modules(model, &imports, "ModelNew");
+    let src = model.src;
+    let func = model.host_fns[forward].node;
+    for (ret, value) in hygiene::returns(func) {
+        for origin in hygiene::origins(model, func, value, ret.start_byte()) {
+            if origin.kind() != "call" {
+                continue;
+            }
+            let Some(op) = op_key(origin, &imports, &modules, src) else { continue };
+            if !task.contains(&op) {
+                continue;
+            }
+            let what = model.text(origin).split('(').next().unwrap_or_default().trim().to_string();
+            let message = format!(
+                "`ModelNew.forward` returns what `{what}` computes, and that is the task's main computation ({op}): PyTorch does the work and the kernel is scaffolding. Return what your kernel computed"
+            );
+            out.push(RULE.diagnostic(range_of(origin), message).with_related(range_of(ret), "returned here"));
+        }
+    }
+}
+
+/// The lower-cased name an op is known by: the module type of `self.X(...)`,
+/// or the last name of a `torch.*` call (`torch.nn.functional.relu` -> `relu`).
+fn op_key(call: tree_sitter::Node, imports: &Imports, modules: &[(String, String)], src: &str) -> Option<String> {
+    let func = field!(call, "function")?;
+    if let Some(attr) = hygiene::self_attr(func, src) {
+        return modules.iter().find(|(a, _)| a == attr).map(|(_, ty)| ty.to_ascii_lowercase());
+    }
+    let q = imports.qualify(func, src)?;
+    if !q.starts_with("torch.") || hygiene::is_torch_scaffolding(&q) {
+        return None;
+    }
+    Some(q.rsplit('.').next().unwrap_or_default().to_ascii_lowercase())
+}
+
+/// What the task computes: the reference `Model`'s ops, or the ops that are a task on their own.
+fn task_ops(model: &FileModel, imports: &Imports) -> Vec<String> {
+    let Some(forward) = hygiene::method(model, "Model", "forward") else {
+        return TASK_MODULES.iter().map(|s| s.to_string()).collect();
+    };
+    let modules = hygiene::torch_modules(model, imports, "Model");
+    let mut ops: Vec<String> = Vec::new();
+    visit_nodes(model.host_fns[forward].node, &mut |n| {
+        if n.kind() == "call" {
+            if let Some(op) = op_key(n, imports, &modules, model.src) {
+                if !ops.contains(&op) {
+                    ops.push(op);
+                }
+            }
+        }
+    });
+    if ops.iter().any(|o| HEAVY.contains(&o.as_str())) {
+        ops.retain(|o| HEAVY.contains(&o.as_str()));
+    }
+    ops
+}

@@ -1,0 +1,78 @@
+//! KL103 kernel-never-launched.
+
+use crate::analysis::model::{range_of, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+
+use super::hygiene;
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL103",
+    name: "kernel-never-launched",
+    severity: Severity::Error,
+    summary:
+        "a `@triton.jit` kernel that nothing reachable from `ModelNew.forward` launches, in a file with no other launch",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL103 kernel-never-launched
+
+## What it does
+In a candidate file, follows `ModelNew.forward` through the helpers,
+methods and `torch.autograd.Function.apply` calls it makes, and reports each
+`@triton.jit` kernel when no launch (`kernel[grid](...)`) is reachable at all.
+A kernel that only other kernels call is reported with the kernel that calls
+it. A file whose `forward` launches some kernel is left alone, even if it
+also keeps an unused variant.
+
+## Why is this bad?
+The kernel is decoration: `forward` computes the result some other way
+(usually with PyTorch), and the score measures that. Reviewers and regex
+checkers see a `@triton.jit` function and assume the task is done in Triton.
+
+## Example
+```python
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    ...
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return x + y
+```
+
+## Use instead
+Launch the kernel from `forward` (or a helper it calls):
+```python
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+        return out
+```
+"#;
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) || model.kernels.is_empty() {
+        return;
+    }
+    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
+    let reached = hygiene::reachable(model, forward);
+    let launches = reached.iter().any(|&f| {
+        let func = &model.host_fns[f];
+        let range = range_of(func.node);
+        !func.launches.is_empty() || model.launch_candidates.iter().any(|r| range.contains_range(*r))
+    });
+    if launches {
+        return;
+    }
+    let forward_name = model.host_fns[forward].name_range;
+    for k in &model.kernels {
+        let message = format!(
+            "`{}` is never launched: nothing `ModelNew.forward` reaches launches a kernel, so the result is computed some other way. Launch the kernel from `forward` or a helper it calls",
+            k.name
+        );
+        out.push(RULE.diagnostic(k.name_range, message).with_related(forward_name, "`forward` launches nothing"));
+    }
+}

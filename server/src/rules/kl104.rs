@@ -1,0 +1,116 @@
+//! KL104 output-reused-across-calls.
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, visit_nodes, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::TextRange;
+
+use super::hygiene;
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL104",
+    name: "output-reused-across-calls",
+    severity: Severity::Error,
+    summary: "`forward` returns a value kept on `self` from an earlier call",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL104 output-reused-across-calls
+
+## What it does
+In a candidate file, reports a value that `ModelNew.forward` (or a method
+or helper it calls) returns when it comes (through local names, subscripts
+and views) from an attribute of `self` that a method other than `__init__`
+stores into: `self.out`,
+`self.cache[key]`, keyed on the inputs or not. A buffer allocated once and
+handed to a kernel launch in this call, which the kernel rewrites, is not
+this rule.
+
+## Why is this bad?
+The second and later calls return the first call's result without
+computing anything: the timing loop measures a dictionary look-up, and with
+a key built from shapes or `data_ptr()` the correctness check can pass on
+stale data. KernelBench's evaluator flags speedups over 10x for this reason.
+
+## Example
+```python
+def forward(self, x):
+    key = (x.shape, x.data_ptr())
+    if key in self.cache:
+        return self.cache[key]
+    out = torch.empty_like(x)
+    relu_kernel[grid](x, out, x.numel(), BLOCK=1024)
+    self.cache[key] = out
+    return out
+```
+
+## Use instead
+Compute the output on every call; reuse allocations, never results:
+```python
+def forward(self, x):
+    out = torch.empty_like(x)
+    relu_kernel[grid](x, out, x.numel(), BLOCK=1024)
+    return out
+```
+"#;
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) {
+        return;
+    }
+    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
+    let src = model.src;
+    // Attributes stored into during a call, with where.
+    let mut stored: Vec<(String, TextRange)> = Vec::new();
+    for f in (1..model.host_fns.len())
+        .filter(|&f| model.host_fns[f].class.as_deref() == Some("ModelNew") && model.host_fns[f].name != "__init__")
+    {
+        visit_nodes(model.host_fns[f].node, &mut |n| {
+            if !matches!(n.kind(), "assignment" | "augmented_assignment") {
+                return;
+            }
+            let Some(left) = field!(n, "left") else { return };
+            let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
+            if let Some(attr) = target.and_then(|t| hygiene::self_attr(t, src)) {
+                stored.push((attr.to_string(), range_of(n)));
+            }
+        });
+    }
+    if stored.is_empty() {
+        return;
+    }
+    for f in hygiene::reachable(model, forward) {
+        let func = model.host_fns[f].node;
+        let launched: Vec<String> = model
+            .launches
+            .iter()
+            .filter(|l| range_of(func).contains_range(range_of(l.node)))
+            .flat_map(|l| l.args.iter().map(|a| model.text(*a).to_string()))
+            .collect();
+        for (ret, value) in hygiene::returns(func) {
+            for origin in hygiene::origins(model, func, value, ret.start_byte()) {
+                let Some(attr) = hygiene::self_attr(origin, src) else { continue };
+                let Some((_, at)) = stored.iter().find(|(a, _)| a == attr) else { continue };
+                // Stored earlier in this same call: the value was just computed.
+                let fresh = stored
+                    .iter()
+                    .any(|(a, r)| a == attr && range_of(func).contains_range(*r) && r.end <= ret.start_byte());
+                if fresh {
+                    continue;
+                }
+                // A buffer this call's kernel writes is an output computed now.
+                let returned = model.text(value);
+                if launched.iter().any(|a| a == model.text(origin) || a == returned) {
+                    continue;
+                }
+                let message = format!(
+                "`forward` returns `self.{attr}`, which an earlier call stored: later calls return that result without computing it, and the timing measures a look-up. Compute the output on every call"
+            );
+                out.push(RULE.diagnostic(range_of(ret), message).with_related(*at, "stored here"));
+            }
+        }
+    }
+}

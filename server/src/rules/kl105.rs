@@ -1,0 +1,102 @@
+//! KL105 side-stream-or-thread.
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, visit_nodes, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+
+use super::hygiene;
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL105",
+    name: "side-stream-or-thread",
+    severity: Severity::Error,
+    summary: "work issued on a CUDA stream other than the current one, or from threads",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL105 side-stream-or-thread
+
+## What it does
+In a candidate file's host code, reports `with torch.cuda.stream(s):` and
+`torch.cuda.set_stream(s)` for any stream other than
+`torch.cuda.current_stream()` / `torch.cuda.default_stream()`, and work
+started on threads or processes (`threading.Thread`, `threading.Timer`,
+`concurrent.futures.ThreadPoolExecutor` / `ProcessPoolExecutor`,
+`multiprocessing`).
+
+## Why is this bad?
+The benchmark records CUDA events on the current stream. Kernels queued on
+another stream, or launched by a thread after `forward` has returned, run
+outside the timed region: the timing shows only the launch overhead, and the
+correctness check may read the output before it is written.
+
+## Example
+```python
+def forward(self, x):
+    out = torch.empty_like(x)
+    with torch.cuda.stream(self.side):
+        relu_kernel[grid](x, out, x.numel(), BLOCK=1024)
+    return out
+```
+
+## Use instead
+Launch on the current stream, from the calling thread:
+```python
+def forward(self, x):
+    out = torch.empty_like(x)
+    relu_kernel[grid](x, out, x.numel(), BLOCK=1024)
+    return out
+```
+"#;
+
+const THREADS: &[&str] = &[
+    "threading.Thread",
+    "threading.Timer",
+    "concurrent.futures.ThreadPoolExecutor",
+    "concurrent.futures.ProcessPoolExecutor",
+    "concurrent.futures.thread.ThreadPoolExecutor",
+    "_thread.start_new_thread",
+    "multiprocessing.Process",
+    "multiprocessing.Pool",
+];
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) {
+        return;
+    }
+    let imports = hygiene::imports(model);
+    let src = model.src;
+    for scope in hygiene::candidate_host_nodes(model) {
+        visit_nodes(scope, &mut |n| {
+            if n.kind() != "call" {
+                return;
+            }
+            let Some(callee) = imports.callee(n, src) else { return };
+            if matches!(callee.as_str(), "torch.cuda.stream" | "torch.cuda.set_stream" | "torch.cuda.StreamContext") {
+                let arg = field!(n, "arguments").and_then(|a| a.named_child(0));
+                let current = arg.is_some_and(|a| {
+                    a.kind() == "call"
+                        && imports.callee(a, src).is_some_and(|c| {
+                            matches!(c.as_str(), "torch.cuda.current_stream" | "torch.cuda.default_stream")
+                        })
+                });
+                if current {
+                    return;
+                }
+                let message = format!(
+                    "`{}` issues the work on another CUDA stream: the benchmark's events on the current stream do not time it. Launch on the current stream",
+                    model.text(n)
+                );
+                out.push(RULE.diagnostic(range_of(n), message));
+            } else if THREADS.contains(&callee.as_str()) || callee.starts_with("multiprocessing.") {
+                let message = format!(
+                    "`{callee}` runs work on another thread or process: kernels it launches may run outside the timed region. Launch from the calling thread"
+                );
+                out.push(RULE.diagnostic(range_of(n), message));
+            }
+        });
+    }
+}

@@ -1,0 +1,138 @@
+//! KL106 precision-downgrade.
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, visit_nodes, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+
+use super::hygiene::{self, Imports};
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL106",
+    name: "precision-downgrade",
+    severity: Severity::Warning,
+    summary: "an fp32 task whose inputs, weights or outputs are cast to fp16/bf16",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL106 precision-downgrade
+
+## What it does
+In a candidate file of an fp32 task, reports host code that casts tensors
+to half precision: `.half()`, `.bfloat16()`, `.to(torch.float16)`,
+`.to(dtype=torch.bfloat16)`, `.type(torch.half)`, a tensor created with
+`dtype=torch.float16`, or `torch.autocast` to fp16/bf16. The task counts as
+fp32 unless the file's `get_inputs` (or its reference `Model`) already uses
+fp16 or bf16.
+
+`tl.dot` on fp16 operands with an fp32 accumulator *inside* a kernel is not
+this rule: that is how tensor cores are used, and the tolerance check judges
+the result.
+
+## Why is this bad?
+Half the bytes and faster tensor-core paths make the candidate look faster
+than the fp32 reference for a reason that is not the kernel, and the error
+grows with the problem size: KernelBench's fp32 tolerance is 1e-4, which a
+bf16 result misses; under the older 1e-2 tolerance it may pass on small
+inputs and fail on real ones.
+
+## Example
+```python
+def forward(self, x):
+    x = x.half()
+    out = torch.empty_like(x)
+    relu_kernel[grid](x, out, x.numel(), BLOCK=1024)
+    return out.float()
+```
+
+## Use instead
+Keep the task's precision at the boundary; inside a kernel, load fp32 and
+cast the `tl.dot` operands if you want tensor cores, accumulating in fp32.
+"#;
+
+const HALF: &[&str] = &["torch.float16", "torch.half", "torch.bfloat16"];
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) {
+        return;
+    }
+    let imports = hygiene::imports(model);
+    let src = model.src;
+    if task_is_half(model, &imports) {
+        return;
+    }
+    for scope in hygiene::candidate_host_nodes(model) {
+        visit_nodes(scope, &mut |n| {
+            if n.kind() != "call" {
+                return;
+            }
+            let Some(func) = field!(n, "function") else { return };
+            let args = field!(n, "arguments");
+            let half_arg = args.is_some_and(|a| mentions_half(a, &imports, src));
+            let method = (func.kind() == "attribute")
+                .then(|| field!(func, "attribute").map(|a| &src[a.byte_range()]))
+                .flatten()
+                .unwrap_or_default();
+            let callee = imports.callee(n, src).unwrap_or_default();
+            let what = if matches!(method, "half" | "bfloat16") && !callee.starts_with("torch.") {
+                Some(format!("`.{method}()`"))
+            } else if (matches!(method, "to" | "type") || callee.ends_with("autocast")) && half_arg {
+                Some(format!("`{}`", model.text(n)))
+            } else if callee.ends_with("autocast") && !half_arg {
+                // `torch.autocast("cuda")` defaults to fp16.
+                Some(format!("`{}` (fp16 by default on CUDA)", model.text(n)))
+            } else if callee.starts_with("torch.") && half_arg && has_dtype_kwarg(n, &imports, src) {
+                Some(format!("`{}`", model.text(n)))
+            } else {
+                None
+            };
+            let Some(what) = what else { return };
+            let message = format!(
+                "{what} computes an fp32 task in half precision: faster for a reason that is not the kernel, and outside KernelBench's fp32 tolerance (1e-4). Keep fp32 at the boundary; cast `tl.dot` operands inside the kernel if you want tensor cores"
+            );
+            out.push(RULE.diagnostic(range_of(n), message));
+        });
+    }
+}
+
+fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &str) -> bool {
+    let mut found = false;
+    visit_nodes(node, &mut |n| {
+        if matches!(n.kind(), "attribute" | "identifier")
+            && imports.qualify(n, src).is_some_and(|q| HALF.contains(&q.as_str()))
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> bool {
+    let Some(args) = field!(call, "arguments") else { return false };
+    let mut cursor = args.walk();
+    let kwargs: Vec<tree_sitter::Node> =
+        args.named_children(&mut cursor).filter(|c| c.kind() == "keyword_argument").collect();
+    kwargs.into_iter().any(|k| {
+        field!(k, "name").is_some_and(|n| &src[n.byte_range()] == "dtype")
+            && field!(k, "value").is_some_and(|v| mentions_half(v, imports, src))
+    })
+}
+
+/// An fp16/bf16 task: `get_inputs` or the reference `Model` already use half precision.
+fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
+    model.host_fns.iter().filter(|f| f.name == "get_inputs" || f.class.as_deref() == Some("Model")).any(|f| {
+        let mut half = mentions_half(f.node, imports, model.src);
+        visit_nodes(f.node, &mut |n| {
+            if n.kind() == "call" {
+                if let Some(a) =
+                    field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
+                {
+                    half |= matches!(&model.src[a.byte_range()], "half" | "bfloat16");
+                }
+            }
+        });
+        half
+    })
+}

@@ -1,0 +1,116 @@
+//! KL107 timer-patch.
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, visit_nodes, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+
+use super::hygiene::{self, Imports};
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL107",
+    name: "timer-patch",
+    severity: Severity::Error,
+    summary: "assignments to `torch.cuda.Event`, `time.*`, `triton.testing.*` or the harness's names",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL107 timer-patch
+
+## What it does
+In a candidate file, reports assignments (and `setattr` calls) that replace
+what the benchmark measures with: `torch.cuda.Event` and its methods,
+`torch.cuda.synchronize`, anything in the `time` module, `triton.testing.*`,
+KernelBench's modules (`kernelbench.*`), the running harness (`__main__.*`)
+and `sys.modules`. Names are resolved through the file's imports, so
+`import time as t; t.perf_counter = ...` is found too.
+
+## Why is this bad?
+A candidate that patches the timer reports whatever speedup it likes. No
+kernel needs to replace a module's attribute.
+
+## Example
+```python
+import torch
+torch.cuda.Event.elapsed_time = lambda self, end: 0.001
+```
+
+## Use instead
+Nothing: remove the assignment.
+"#;
+
+const TIMERS: &[&str] = &[
+    "torch.cuda.Event",
+    "torch.cuda.synchronize",
+    "torch.cuda.Stream",
+    "torch.cuda.current_stream",
+    "time",
+    "triton.testing",
+    "kernelbench",
+    "__main__",
+    "sys.modules",
+    "torch.cuda.Event.elapsed_time",
+];
+
+fn patched(q: &str) -> bool {
+    TIMERS.iter().any(|t| q == *t || (q.starts_with(t) && q[t.len()..].starts_with('.')))
+}
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) {
+        return;
+    }
+    let imports = hygiene::imports(model);
+    for (range, target) in patches(model, &imports) {
+        let message = format!(
+            "this replaces `{target}`, which the benchmark measures with: the reported time would be whatever the patch says. Remove it"
+        );
+        out.push(RULE.diagnostic(range, message));
+    }
+}
+
+/// Every assignment or `setattr` that replaces a timing name: (where, the name).
+pub fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRange, String)> {
+    let src = model.src;
+    let mut out = Vec::new();
+    visit_nodes(model.tree.root_node(), &mut |n| match n.kind() {
+        "assignment" | "augmented_assignment" => {
+            let Some(left) = field!(n, "left") else { return };
+            let mut targets = vec![left];
+            if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
+                let mut cursor = left.walk();
+                targets = left.named_children(&mut cursor).collect();
+            }
+            for t in targets {
+                let t = if t.kind() == "subscript" { field!(t, "value").unwrap_or(t) } else { t };
+                if t.kind() != "attribute" {
+                    continue;
+                }
+                let head = src[t.byte_range()].split('.').next().unwrap_or_default().trim();
+                if !imports.bound.iter().any(|(local, _)| local == head) {
+                    continue;
+                }
+                if let Some(q) = imports.qualify(t, src).filter(|q| patched(q)) {
+                    out.push((range_of(n), q));
+                }
+            }
+        }
+        "call" => {
+            if imports.callee(n, src).as_deref() != Some("setattr") {
+                return;
+            }
+            let Some(args) = field!(n, "arguments") else { return };
+            let (Some(object), Some(name)) = (args.named_child(0), args.named_child(1)) else { return };
+            let Some(q) = imports.qualify(object, src) else { return };
+            let attr = src[name.byte_range()].trim_matches(|c| c == '"' || c == '\'');
+            let full = format!("{q}.{attr}");
+            if patched(&full) {
+                out.push((range_of(n), full));
+            }
+        }
+        _ => {}
+    });
+    out
+}

@@ -1,0 +1,310 @@
+//! KL108 untrusted-side-effect.
+
+use crate::analysis::field;
+use crate::analysis::model::{range_of, visit_nodes, FileModel};
+use crate::config::Settings;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::TextRange;
+
+use super::hygiene;
+use super::Rule;
+
+pub const RULE: Rule = Rule {
+    code: "KL108",
+    name: "untrusted-side-effect",
+    severity: Severity::Warning,
+    summary: "imports outside the task's needs, `exec`/`eval`/`__import__`, writing files, or touching the environment",
+    doc: DOC,
+    check,
+};
+
+const DOC: &str = r#"# KL108 untrusted-side-effect
+
+## What it does
+In a candidate file, reports what a kernel file has no need for and an LLM
+answer must not do when it is verified:
+
+- imports of modules that reach the system, the network or other code
+  (`subprocess`, `socket`, `shutil`, `ctypes`, `importlib`, `requests`,
+  `pickle`, `pathlib`, `sys`, ...); `os` is allowed only for reading
+  `TRITON_*`, `CUDA_*`, `TORCH_*` and `PYTORCH_*` variables. The rewrite gate
+  is stricter: an answer may import only `torch`, `triton`, `math`, `numpy`
+  and a few pure standard modules (`functools`, `itertools`, `typing`,
+  `dataclasses`, `collections`, `operator`, `enum`, `abc`, `numbers`,
+  `random`, `copy`, `contextlib`, `warnings`, `__future__`, `einops`), so a
+  sibling module of yours is fine in the editor and refused in an answer;
+- `exec`, `eval`, `compile`, `__import__`, `globals`, `breakpoint`,
+  `__builtins__`;
+- `open(...)` for writing (`"w"`, `"a"`, `"x"`, `"+"`);
+- the environment: `os.environ` written, or read for any other name
+  (an API key, for one), `os.system`, `os.putenv`;
+- code from outside the file: `torch.load`, `torch.hub.*`,
+  `torch.utils.cpp_extension.*`, `torch.ops.load_library`.
+
+The rewrite gate refuses an LLM answer with any of these before it runs, and
+says why in the repair prompt; this rule shows the same in the editor, as a
+warning, since a file you wrote yourself is yours to run.
+
+## Why is this bad?
+Verifying a rewrite runs its code with your rights. An answer that starts
+with `import os; os.system("...")` would run that command during
+verification; one that reads `OPENAI_API_KEY` and raises it as an error
+would send the key back to the model in the repair prompt.
+
+## Example
+```python
+import os
+import subprocess
+
+os.environ["CUDA_LAUNCH_BLOCKING"] = "1"
+subprocess.run(["nvidia-smi"])
+```
+
+## Use instead
+Kernel files import `torch`, `triton` and pure helpers only; configuration
+belongs in the harness's settings, not in the candidate.
+"#;
+
+/// Modules a kernel file may import (the first dotted name).
+const ALLOWED: &[&str] = &[
+    "torch",
+    "triton",
+    "math",
+    "numpy",
+    "functools",
+    "itertools",
+    "typing",
+    "typing_extensions",
+    "dataclasses",
+    "collections",
+    "operator",
+    "enum",
+    "abc",
+    "numbers",
+    "random",
+    "copy",
+    "contextlib",
+    "warnings",
+    "__future__",
+    "einops",
+    "cmath",
+    "statistics",
+    "fractions",
+    "decimal",
+];
+
+/// Modules that reach the system, the network or other code: reported in the
+/// editor too. The gate refuses every module outside [`ALLOWED`].
+const DENIED: &[&str] = &[
+    "os",
+    "sys",
+    "subprocess",
+    "socket",
+    "shutil",
+    "ctypes",
+    "cffi",
+    "importlib",
+    "requests",
+    "urllib",
+    "urllib3",
+    "http",
+    "httpx",
+    "aiohttp",
+    "ftplib",
+    "smtplib",
+    "telnetlib",
+    "ssl",
+    "select",
+    "selectors",
+    "asyncio",
+    "pickle",
+    "marshal",
+    "shelve",
+    "dbm",
+    "sqlite3",
+    "pathlib",
+    "tempfile",
+    "glob",
+    "io",
+    "builtins",
+    "code",
+    "codeop",
+    "runpy",
+    "pty",
+    "signal",
+    "fcntl",
+    "mmap",
+    "resource",
+    "platform",
+    "getpass",
+    "pwd",
+    "grp",
+    "webbrowser",
+    "zipfile",
+    "tarfile",
+    "gzip",
+    "bz2",
+    "lzma",
+    "zipimport",
+    "pkgutil",
+    "site",
+    "inspect",
+    "paramiko",
+    "boto3",
+    "psutil",
+    "docker",
+    "pip",
+    "setuptools",
+    "multiprocessing",
+    "threading",
+    "_thread",
+    "concurrent",
+    "atexit",
+    "gc",
+];
+
+/// `torch` entry points that load code from outside the file.
+const FOREIGN_CODE: &[&str] = &["torch.load", "torch.hub", "torch.utils.cpp_extension", "torch.ops.load_library"];
+
+/// Environment variables a kernel may read (`os.environ.get("TRITON_INTERPRET")`).
+fn readable_env(name: &str) -> bool {
+    ["TRITON_", "CUDA_", "TORCH_", "PYTORCH_"].iter().any(|p| name.starts_with(p))
+}
+
+fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+    if !hygiene::is_candidate(model) {
+        return;
+    }
+    for (range, why) in findings(model, false) {
+        out.push(RULE.diagnostic(range, format!("{why}: verifying this file would run it with your rights")));
+    }
+}
+
+/// Everything the file does that an untrusted answer must not: (where, why).
+/// The rewrite gate refuses an answer with any of these.
+/// `strict` (the gate): every import outside [`ALLOWED`] is refused, sibling
+/// modules included (KernelBench runs a candidate's source alone). Otherwise
+/// (the editor) only [`DENIED`] modules and relative imports of foreign code are reported:
+/// your own sibling module is yours.
+pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
+    let imports = hygiene::imports(model);
+    let src = model.src;
+    let mut out: Vec<(TextRange, String)> = Vec::new();
+    for (module, range) in &imports.modules {
+        let head = module.split('.').next().unwrap_or_default();
+        let range = TextRange::new(range.start_byte, range.end_byte);
+        if module.starts_with('.') {
+            if !strict {
+                continue;
+            }
+            out.push((range, format!("imports `{module}` from beside the file")));
+        } else if FOREIGN_CODE.iter().any(|f| module == f || module.starts_with(&format!("{f}."))) {
+            out.push((range, format!("imports `{module}`, which loads code from outside the file")));
+        } else if head == "os" {
+            // Checked use by use below.
+        } else if !ALLOWED.contains(&head) && (strict || DENIED.contains(&head)) {
+            let why = if DENIED.contains(&head) {
+                "which a kernel file has no need for"
+            } else {
+                "outside the task's needs (torch, triton, math, numpy and pure standard modules; a candidate must be self-contained)"
+            };
+            out.push((range, format!("imports `{module}`, {why}")));
+        }
+    }
+    visit_nodes(model.tree.root_node(), &mut |n| match n.kind() {
+        "identifier" if &src[n.byte_range()] == "__builtins__" => {
+            out.push((range_of(n), "reaches `__builtins__`".to_string()));
+        }
+        "call" => {
+            let Some(func) = field!(n, "function") else { return };
+            let callee = imports.qualify(func, src).unwrap_or_default();
+            let bare = func.kind() == "identifier";
+            if bare && matches!(callee.as_str(), "exec" | "eval" | "compile" | "__import__" | "globals" | "breakpoint")
+            {
+                out.push((range_of(n), format!("calls `{callee}`")));
+            } else if bare && callee == "open" && opens_for_writing(n, src) {
+                out.push((range_of(n), "opens a file for writing".to_string()));
+            } else if FOREIGN_CODE.iter().any(|f| callee == *f || callee.starts_with(&format!("{f}."))) {
+                out.push((range_of(n), format!("calls `{callee}`, which loads code from outside the file")));
+            }
+        }
+        "attribute" => {
+            // The outermost `os.x.y` chain only.
+            if n.parent().is_some_and(|p| p.kind() == "attribute" && field!(p, "object") == Some(n)) {
+                return;
+            }
+            let Some(q) = imports.qualify(n, src) else { return };
+            if !(q == "os" || q.starts_with("os.")) {
+                return;
+            }
+            if let Some(why) = os_use(n, &q, src) {
+                out.push((range_of(n), why));
+            }
+        }
+        _ => {}
+    });
+    out.sort_by_key(|(r, _)| (r.start, r.end));
+    out.dedup();
+    out
+}
+
+/// Why a use of `os` (`q` is the qualified chain at `node`) is refused, or `None` for a permitted read.
+fn os_use(node: tree_sitter::Node, q: &str, src: &str) -> Option<String> {
+    let parent = node.parent();
+    let env_name = |n: Option<tree_sitter::Node>| {
+        n.filter(|a| a.kind() == "string")
+            .map(|a| src[a.byte_range()].trim_matches(|c| c == '"' || c == '\'').to_string())
+    };
+    match q {
+        "os.environ.get" | "os.getenv" => {
+            let call = parent.filter(|p| p.kind() == "call")?;
+            let name = env_name(field!(call, "arguments").and_then(|a| a.named_child(0)));
+            match name {
+                Some(name) if readable_env(&name) => None,
+                Some(name) => Some(format!("reads the environment variable `{name}`")),
+                None => Some("reads the environment".to_string()),
+            }
+        }
+        "os.environ" => {
+            let p = parent?;
+            if p.kind() == "subscript" {
+                let assigned = p.parent().is_some_and(|g| {
+                    matches!(g.kind(), "assignment" | "augmented_assignment") && field!(g, "left") == Some(p)
+                }) || p.parent().is_some_and(|g| g.kind() == "delete_statement");
+                let name = env_name(field!(p, "subscript"));
+                return match name {
+                    Some(name) if readable_env(&name) && !assigned => None,
+                    Some(name) if assigned => Some(format!("sets the environment variable `{name}`")),
+                    Some(name) => Some(format!("reads the environment variable `{name}`")),
+                    None => Some("touches the environment".to_string()),
+                };
+            }
+            Some("touches the environment (`os.environ`)".to_string())
+        }
+        "os.system" | "os.popen" | "os.execv" | "os.execvp" | "os.spawnv" | "os.fork" | "os.posix_spawn" => {
+            Some(format!("runs a command (`{q}`)"))
+        }
+        _ if q.starts_with("os.environ.") || q == "os.putenv" || q == "os.unsetenv" => {
+            Some(format!("touches the environment (`{q}`)"))
+        }
+        _ => Some(format!("uses `{q}`, which a kernel file has no need for")),
+    }
+}
+
+fn opens_for_writing(call: tree_sitter::Node, src: &str) -> bool {
+    let Some(args) = field!(call, "arguments") else { return false };
+    let mut cursor = args.walk();
+    let children: Vec<tree_sitter::Node> = args.named_children(&mut cursor).collect();
+    let mode = children.iter().find_map(|c| {
+        if c.kind() == "keyword_argument" {
+            return field!(c, "name").filter(|n| &src[n.byte_range()] == "mode").and_then(|_| field!(c, "value"));
+        }
+        None
+    });
+    let mode = mode.or_else(|| children.get(1).copied().filter(|c| c.kind() != "keyword_argument"));
+    match mode {
+        Some(m) if m.kind() == "string" => src[m.byte_range()].chars().any(|c| matches!(c, 'w' | 'a' | 'x' | '+')),
+        Some(_) => true,
+        None => false,
+    }
+}

@@ -1,0 +1,225 @@
+//! The rewrite gate's hygiene checks and the sandbox, end to end: the real
+//! binary against the loopback chat-completions server (`llm_mock`) replaying
+//! recorded answers from `tests/fixtures/llm/`, on `examples/gru/` run small
+//! on Triton's CPU interpreter; and the real bubblewrap.
+//!
+//! Needs a Python with torch and triton: `KERNEL_LSP_TEST_PYTHON`, else
+//! `<repo>/.venv/bin/python`.
+
+#[allow(dead_code)]
+mod llm_mock;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use kernel_lsp::config::SandboxSetting;
+use kernel_lsp::llm::sandbox;
+use llm_mock::{fixture, repo, MockLlm, Reply};
+use serde_json::Value;
+
+const FILE: &str = "gru_python_loop.py";
+const SMALL: [(&str, &str); 5] =
+    [("seq_len", "4"), ("batch_size", "2"), ("input_size", "16"), ("hidden_size", "16"), ("num_layers", "2")];
+
+fn python() -> String {
+    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
+}
+
+fn binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status =
+            Command::new(cargo).args(["build", "-p", "kernel-lsp"]).current_dir(repo()).status().expect("cargo runs");
+        assert!(status.success(), "cargo build -p kernel-lsp failed");
+        target.join("debug").join("kernel-lsp")
+    })
+}
+
+fn project(name: &str, llm: &MockLlm, extra_llm_config: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kernel-lsp-gate-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = format!(
+        "[llm]\nbase-url = \"{}\"\nmodel = \"test-model\"\nmax-tokens = 8000\n{extra_llm_config}",
+        llm.base_url
+    );
+    std::fs::write(dir.join("kernel-lsp.toml"), config).expect("config");
+    for f in [FILE, "reference.py"] {
+        std::fs::copy(repo().join("examples/gru").join(f), dir.join(f)).expect("example copies");
+    }
+    dir
+}
+
+fn rewrite(dir: &Path, repairs: &str) -> Output {
+    let py = python();
+    let mut argv = vec!["rewrite", FILE, "--cpu", "--python", py.as_str(), "--bench-timeout", "120"];
+    let sets: Vec<String> = SMALL.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for s in &sets {
+        argv.extend(["--set", s.as_str()]);
+    }
+    argv.extend(["--action", "persistent", "--candidates", "1", "--repairs", repairs, "--format", "json"]);
+    Command::new(binary()).args(&argv).current_dir(dir).output().expect("kernel-lsp runs")
+}
+
+fn json(out: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("stdout is not JSON ({e}):\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr))
+    })
+}
+
+fn sandbox_row(o: &Value) -> Value {
+    o["timeline"].as_array().and_then(|t| t.iter().find(|r| r["stage"] == "sandbox").cloned()).unwrap_or_default()
+}
+
+/// bwrap works here, or the test says loudly that it did not run its sandboxed half.
+fn bwrap_or_loud_skip(test: &str) -> bool {
+    match sandbox::bwrap_works() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("\n!!!!! {test}: SKIPPED, bubblewrap cannot start a sandbox here: {e} !!!!!\n");
+            false
+        }
+    }
+}
+
+#[test]
+fn an_answer_that_falls_back_to_pytorch_is_refused_and_the_reason_goes_back() {
+    let llm = MockLlm::start(vec![
+        Reply::Answer(fixture("answer_fallback.md")),
+        Reply::Answer(fixture("answer_persistent.md")),
+    ]);
+    let dir = project("fallback", &llm, "");
+    let out = rewrite(&dir, "1");
+    let o = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{o:#}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "one answer, one repair");
+    let repair = requests[1].last_message();
+    assert!(repair.contains("rejected by the static checker"), "{repair}");
+    assert!(
+        repair.contains("KL101 pytorch-fallback") && repair.contains("computes the result with PyTorch"),
+        "{repair}"
+    );
+    assert!(repair.contains("KL102 torch-computes-the-task"), "the fallback returns the GRU's output: {repair}");
+    let gate = o["timeline"].as_array().unwrap().iter().find(|r| r["stage"] == "gate").cloned().unwrap();
+    assert_eq!(gate["score"], "rejected", "{gate:#}");
+    assert_eq!(o["winner"], 1, "the repaired answer wins: {o:#}");
+    // Which sandbox ran is said in the output.
+    let row = sandbox_row(&o);
+    let expected = if sandbox::bwrap_works().is_ok() { "bwrap" } else { "none" };
+    assert_eq!(row["score"], expected, "{row:#}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_answer_that_runs_a_command_is_refused_before_anything_runs() {
+    let dir0 = std::env::temp_dir().join(format!("kernel-lsp-gate-marker-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir0);
+    std::fs::create_dir_all(&dir0).unwrap();
+    let marker = dir0.join("touched");
+    let answer = fixture("answer_runs_a_command.md").replace("{MARKER}", &marker.display().to_string());
+    let llm = MockLlm::start(vec![Reply::Answer(answer)]);
+    // No sandbox: the gate alone must keep the command from running.
+    let dir = project("command", &llm, "sandbox = \"none\"\n");
+    let out = rewrite(&dir, "0");
+    let o = json(&out);
+    assert!(!marker.exists(), "the answer's command ran: {o:#}");
+    assert_eq!(o["candidates"][0]["status"], "rejected", "{o:#}");
+    let problem = o["candidates"][0]["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("runs a command (`os.system`)"), "{problem}");
+    assert_eq!(sandbox_row(&o)["score"], "none");
+    assert!(sandbox_row(&o)["problem"].as_str().unwrap_or_default().contains("with your rights"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&dir0);
+}
+
+/// `torch.save` passes the gate (torch is allowed); under bwrap the write into
+/// the project fails and the candidate fails with it.
+#[test]
+fn under_bwrap_an_answer_cannot_write_into_the_project() {
+    if !bwrap_or_loud_skip("under_bwrap_an_answer_cannot_write_into_the_project") {
+        return;
+    }
+    let llm = MockLlm::start(vec![Reply::Answer(String::new())]);
+    let dir = project("write", &llm, "sandbox = \"bwrap\"\n");
+    let leak = dir.join("leak.pt");
+    let answer = fixture("answer_writes_a_file.md").replace("{LEAK}", &leak.display().to_string());
+    drop(llm);
+    let llm = MockLlm::start(vec![Reply::Answer(answer)]);
+    std::fs::write(
+        dir.join("kernel-lsp.toml"),
+        format!("[llm]\nbase-url = \"{}\"\nmodel = \"test-model\"\nsandbox = \"bwrap\"\n", llm.base_url),
+    )
+    .unwrap();
+    let out = rewrite(&dir, "0");
+    let o = json(&out);
+    assert!(!leak.exists(), "the answer wrote into the project from inside the sandbox: {o:#}");
+    assert_eq!(sandbox_row(&o)["score"], "bwrap", "{o:#}");
+    assert_eq!(o["candidates"][0]["status"], "failed", "{o:#}");
+    let problem = o["candidates"][0]["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("Read-only file system") || problem.contains("Permission denied"), "{problem}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The sandbox itself, with a probe script: outside it (`none`) the probe
+/// writes into the project, reaches a loopback listener and sees the
+/// environment's keys; inside it none of these.
+#[test]
+fn the_sandbox_allows_writes_only_to_its_directory_and_no_network() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let project = std::env::temp_dir().join(format!("kernel-lsp-sandbox-probe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&project);
+    std::fs::create_dir_all(&project).unwrap();
+    let probe = |sb: &sandbox::Sandbox| -> String {
+        let scratch = sb.dir().map(|d| d.display().to_string()).unwrap_or_else(|| project.display().to_string());
+        let script = format!(
+            r#"
+import os, socket
+print("env", os.environ.get("KLSP_PROBE_API_KEY"), os.environ.get("KLSP_NAMED_VAR"))
+def attempt(f):
+    try:
+        f(); return "ok"
+    except OSError as e:
+        return type(e).__name__ + ": " + str(e)
+def write(path):
+    with open(path, "w") as f: f.write("x")
+print("project", attempt(lambda: write("{p}/written")))
+print("scratch", attempt(lambda: write("{s}/written")))
+print("network", attempt(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2)))
+"#,
+            p = project.display(),
+            s = scratch,
+        );
+        let py = sb.interpreter(Some("python3".into())).unwrap();
+        let out = Command::new(py)
+            .args(["-c", &script])
+            .env("KLSP_PROBE_API_KEY", "sk-probe")
+            .env("KLSP_NAMED_VAR", "named")
+            .output()
+            .expect("probe runs");
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let outside = probe(&sandbox::prepare(Some(SandboxSetting::None), "python3", &[]).unwrap());
+    assert!(outside.contains("project ok") && outside.contains("network ok"), "{outside}");
+    assert!(outside.contains("env sk-probe named"), "{outside}");
+    let _ = std::fs::remove_file(project.join("written"));
+    if !bwrap_or_loud_skip("the_sandbox_allows_writes_only_to_its_directory_and_no_network") {
+        return;
+    }
+    let sb = sandbox::prepare(Some(SandboxSetting::Bwrap), "python3", &["KLSP_NAMED_VAR"]).unwrap();
+    let inside = probe(&sb);
+    assert!(inside.contains("project OSError: [Errno 30] Read-only file system"), "{inside}");
+    assert!(inside.contains("scratch ok"), "{inside}");
+    assert!(inside.contains("env None None"), "the key variable and credential-like names are unset: {inside}");
+    assert!(!inside.contains("network ok") && inside.contains("network "), "{inside}");
+    assert!(!project.join("written").exists());
+    let dir = sb.dir().unwrap().to_path_buf();
+    drop(sb);
+    assert!(!dir.exists(), "the sandbox directory is removed with the sandbox");
+    let _ = std::fs::remove_dir_all(&project);
+}
