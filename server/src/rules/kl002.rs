@@ -1,6 +1,6 @@
 //! KL002 serialized-tile-loop.
 
-use crate::analysis::model::FileModel;
+use crate::analysis::model::{FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 
@@ -61,6 +61,42 @@ memory, the programs of the new axis must also wait for each other between
 steps (a grid-wide barrier), or the rewrite creates the KL003 race.
 "#;
 
+/// Whether loop `l` carries a value from one iteration to the next, other
+/// than its own counter: a name bound before the loop and rebound inside it.
+fn carries_state(k: &Kernel, l: usize) -> bool {
+    let lp = &k.loops[l];
+    let start = lp.node.start_byte();
+    let end = lp.node.end_byte();
+    let var = lp.var.as_deref();
+    k.assigns.iter().filter(|a| a.node.start_byte() >= start && a.node.end_byte() <= end).any(|a| {
+        Some(a.target.as_str()) != var
+            && k.assigns.iter().any(|b| b.target == a.target && b.node.end_byte() <= start && !b.loops.contains(&l))
+    })
+}
+
+fn is_within(k: &Kernel, inner: usize, outer: usize) -> bool {
+    let mut p = k.loops[inner].parent;
+    while let Some(x) = p {
+        if x == outer {
+            return true;
+        }
+        p = k.loops[x].parent;
+    }
+    false
+}
+
+/// How many distinct `tl.program_id` axes the kernel reads.
+fn pid_axes(model: &FileModel, k: &Kernel) -> usize {
+    let mut axes: Vec<String> = Vec::new();
+    for c in k.tl_calls("program_id") {
+        let axis = c.arg(0, "axis").map(|a| model.text(a).trim().to_string()).unwrap_or_default();
+        if !axes.contains(&axis) {
+            axes.push(axis);
+        }
+    }
+    axes.len()
+}
+
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let src = model.src;
     for k in model.checked_kernels() {
@@ -86,8 +122,19 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
                 false
             });
-            let matrix_work = has_nested_loop || k.calls_in_loop(l).any(|c| c.is_tl("dot"));
-            if !matrix_work {
+            let _ = has_nested_loop;
+            if !k.calls_in_loop(l).any(|c| c.is_tl("dot")) {
+                continue;
+            }
+            // A chunked recurrence (`for i_t in range(NT)` carrying `b_h`): a grid axis would break it.
+            if carries_state(k, l) {
+                continue;
+            }
+            // Other grid axes give the programs parallelism; walking one dimension
+            // inside a program to reuse an operand is then a choice. The seeds'
+            // mistake is the walk under a one-axis grid, or inside a time loop.
+            let in_time_loop = k.time_loops(model).iter().any(|&t| t != l && is_within(k, l, t));
+            if !in_time_loop && pid_axes(model, k) > 1 {
                 continue;
             }
             let dim = lp.stop.map(|s| model.text(s).trim().to_string()).unwrap_or_else(|| "?".into());
