@@ -1,6 +1,6 @@
 //! KL002 serialized-tile-loop.
 
-use crate::analysis::model::{FileModel, Kernel};
+use crate::analysis::model::{collect_identifiers, FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 
@@ -62,16 +62,39 @@ steps (a grid-wide barrier), or the rewrite creates the KL003 race.
 "#;
 
 /// Whether loop `l` carries a value from one iteration to the next, other
-/// than its own counter: a name bound before the loop and rebound inside it.
-fn carries_state(k: &Kernel, l: usize) -> bool {
+/// than its own counter: a name the loop reads before it rebinds it
+/// (`state += tl.dot(k, v)`, `h = f(h)`).
+fn carries_state(model: &FileModel, k: &Kernel, l: usize) -> bool {
     let lp = &k.loops[l];
-    let start = lp.node.start_byte();
-    let end = lp.node.end_byte();
+    let (start, end) = (lp.body.start_byte(), lp.body.end_byte());
     let var = lp.var.as_deref();
-    k.assigns.iter().filter(|a| a.node.start_byte() >= start && a.node.end_byte() <= end).any(|a| {
-        Some(a.target.as_str()) != var
-            && k.assigns.iter().any(|b| b.target == a.target && b.node.end_byte() <= start && !b.loops.contains(&l))
+    let in_body = |a: &&crate::analysis::model::Assign| a.node.start_byte() >= start && a.node.end_byte() <= end;
+    k.assigns.iter().filter(in_body).any(|a| {
+        // Counters of this loop and of loops nested in it step themselves.
+        if Some(a.target.as_str()) == var || k.loops.iter().any(|n| n.var.as_deref() == Some(a.target.as_str()) && lp.contains(n.node)) {
+            return false;
+        }
+        // The first binding in the body reads the name (`h = f(h)`, `s += x`), or a read precedes it.
+        let first = k.assigns.iter().filter(in_body).filter(|b| b.target == a.target).min_by_key(|b| b.node.start_byte());
+        let Some(first) = first else { return false };
+        if first.augmented {
+            return true;
+        }
+        let mut ids = Vec::new();
+        collect_identifiers(first.value, model.src, &mut ids);
+        ids.iter().any(|i| *i == a.target) || reads_before(model, lp.body, &a.target, first.node.start_byte())
     })
+}
+
+/// Whether `name` is read inside `body` before byte `at`.
+fn reads_before(model: &FileModel, body: tree_sitter::Node, name: &str, at: usize) -> bool {
+    let mut found = false;
+    crate::analysis::model::visit_nodes(body, &mut |n| {
+        if !found && n.kind() == "identifier" && n.start_byte() < at && model.text(n) == name {
+            found = true;
+        }
+    });
+    found
 }
 
 fn is_within(k: &Kernel, inner: usize, outer: usize) -> bool {
@@ -127,7 +150,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             // A chunked recurrence (`for i_t in range(NT)` carrying `b_h`): a grid axis would break it.
-            if carries_state(k, l) {
+            if carries_state(model, k, l) {
                 continue;
             }
             // Other grid axes give the programs parallelism; walking one dimension

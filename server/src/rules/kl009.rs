@@ -63,15 +63,19 @@ for t in range(seq_len):
 /// loop are not.
 fn is_recurrence(model: &FileModel, k: &Kernel, t: usize) -> bool {
     let src = model.src;
-    let loop_node = k.loops[t].node;
-    let in_loop = |n: Node| loop_node.start_byte() <= n.start_byte() && n.end_byte() <= loop_node.end_byte();
-    let carried: HashSet<&str> = k
-        .assigns
-        .iter()
-        .filter(|a| a.loops.contains(&t) && !a.augmented)
-        .map(|a| a.target.as_str())
-        .filter(|name| k.assigns.iter().any(|b| b.target == *name && !in_loop(b.node) && b.node.start_byte() < loop_node.start_byte()))
-        .collect();
+    // A name read here holds the previous step's value when the loop rebinds
+    // it only after this point.
+    let from_previous_step = |name: &str, at: usize| {
+        let mut rebinds = k.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name);
+        let mut later = false;
+        for a in rebinds.by_ref() {
+            if a.node.start_byte() < at {
+                return false;
+            }
+            later = true;
+        }
+        later
+    };
     let products = k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum"));
     for call in products {
         let operands: Vec<Node> = if call.is_tl("dot") {
@@ -82,7 +86,7 @@ fn is_recurrence(model: &FileModel, k: &Kernel, t: usize) -> bool {
         for o in operands {
             let mut ids = Vec::new();
             collect_identifiers(o, src, &mut ids);
-            if ids.iter().any(|i| carried.contains(i.as_str())) {
+            if ids.iter().any(|i| from_previous_step(i, o.start_byte())) {
                 return true;
             }
         }
