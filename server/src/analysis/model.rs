@@ -626,6 +626,14 @@ impl<'a> FileModel<'a> {
                 t = s.trim_end_matches(')').to_string();
             }
         }
+        // `range(0, T, 512)` takes T/512 steps, not T.
+        if let (false, Some(step)) = (lp.reversed, lp.step) {
+            let step = self.text(step).trim();
+            if step != "1" {
+                let wrapped = if t.contains(|c: char| " +-*/".contains(c)) { format!("({t})") } else { t };
+                return format!("{wrapped}/{step}");
+            }
+        }
         t
     }
 
@@ -1072,7 +1080,17 @@ impl<'m, 'a> Walker<'m, 'a> {
     fn is_kernel_decorator(&self, d: Node) -> bool {
         let target = if d.kind() == "call" { field!(d, "function").unwrap_or(d) } else { d };
         let t = self.text(target);
-        t == "jit" || t.ends_with(".jit") || t == "triton_jit"
+        // Only Triton's decorators (and Gluon's) make a kernel: `@cute.jit`,
+        // `@numba.jit`, `@torch.jit.script` functions are not Triton code.
+        match t.strip_suffix(".jit") {
+            Some(owner) => {
+                let last = owner.rsplit('.').next().unwrap_or(owner);
+                self.m.triton_aliases.iter().any(|a| a == owner)
+                    || matches!(last, "triton" | "gluon" | "tl")
+                    || owner.ends_with("triton.experimental.gluon")
+            }
+            None => t == "jit" || t == "triton_jit",
+        }
     }
 
     fn function(&mut self, def: Node<'a>, decorators: Vec<Node<'a>>, class: Option<&str>, depth: usize) {
