@@ -644,11 +644,17 @@ impl<'a> FileModel<'a> {
             .map(|k| {
                 let sites: Vec<&Launch> = self.launches.iter().filter(|l| l.kernel == k.name).collect();
                 let estimate = estimates.get(&k.name).cloned();
-                let has_time_loop = !k.time_loops(self).is_empty();
+                let time_loops = k.time_loops(self);
+                let has_time_loop = !time_loops.is_empty();
+                // Persistent: a state loop inside the kernel (a recurrence, not a
+                // flash-attention key loop) that no Python time loop relaunches,
+                // or a grid sized to the GPU whose programs stride over the tiles.
+                let recurrent = time_loops.iter().any(|&t| k.is_recurrence(t, self));
+                let grid_stride = (0..k.loops.len()).any(|l| k.is_grid_stride(l, self.src));
                 KernelSummary {
                     name: k.name.clone(),
                     range: k.header_range,
-                    persistent: has_time_loop && estimate.is_none(),
+                    persistent: (recurrent && estimate.is_none()) || grid_stride,
                     has_time_loop,
                     launch_sites: sites.len(),
                     launches_per_forward: estimate,
@@ -1531,6 +1537,25 @@ impl<'a> Kernel<'a> {
         parts.iter().any(|p| self.deps(*p, src).iter().any(|d| d.starts_with("@pid") || d.starts_with("@nprog")))
     }
 
+    /// Whether `name` sizes a `tl.arange`: a block size, not a program count.
+    fn is_arange_bound(&self, name: &str, src: &str) -> bool {
+        self.tl_calls("arange").any(|c| c.args.iter().any(|a| &src[a.byte_range()] == name))
+    }
+
+    /// A grid-stride loop over tiles: it starts at the program's id and steps
+    /// by the number of programs (`tl.num_programs(0)` or a `NUM_SMS` the host
+    /// passes), so a grid sized to the GPU walks every tile.
+    pub fn is_grid_stride(&self, l: usize, src: &str) -> bool {
+        let lp = &self.loops[l];
+        let (Some(start), Some(step)) = (lp.start, lp.step) else { return false };
+        let start_deps = self.deps(start, src);
+        let step_deps = self.deps(step, src);
+        start_deps.iter().any(|d| d.starts_with("@pid"))
+            && !step_deps.iter().any(|d| d.starts_with("@pid"))
+            && (step_deps.iter().any(|d| d.starts_with("@nprog"))
+                || step_deps.iter().any(|d| self.param(d).is_some() && !self.is_arange_bound(d, src)))
+    }
+
     /// Time loops inside the kernel: outermost loops that are not tile loops,
     /// do not follow the grid, and both load and store in their body (they
     /// carry state from one step to the next).
@@ -1558,6 +1583,54 @@ impl<'a> Kernel<'a> {
                 true
             })
             .collect()
+    }
+
+    /// Whether loop `t` of kernel `k` is a recurrence: a state carried from step
+    /// to step feeds a product (`tl.dot(h, w_hh)`, `tl.sum(h * w)`), either in
+    /// registers (a name bound before the loop and rebound inside it, used
+    /// directly as a product's operand) or through memory (a buffer the loop both
+    /// stores to and loads from). A flash-attention key-block loop (its running
+    /// `acc`, `m_i` are accumulators, never a product's operand) and a norm's row
+    /// loop are not.
+    pub fn is_recurrence(&self, t: usize, model: &FileModel) -> bool {
+            let k = self;
+        let src = model.src;
+        // A name read here holds the previous step's value when the loop rebinds
+        // it only after this point.
+        let from_previous_step = |name: &str, at: usize| {
+            let mut rebinds = k.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name);
+            let mut later = false;
+            for a in rebinds.by_ref() {
+                if a.node.end_byte() <= at {
+                    return false;
+                }
+                later = true;
+            }
+            later
+        };
+        let products = k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum"));
+        for call in products {
+            let operands: Vec<Node> = if call.is_tl("dot") {
+                [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten().collect()
+            } else {
+                call.arg(0, "input").into_iter().collect()
+            };
+            for o in operands {
+                let mut ids = Vec::new();
+                collect_identifiers(o, src, &mut ids);
+                if ids.iter().any(|i| from_previous_step(i, o.start_byte())) {
+                    return true;
+                }
+            }
+        }
+        let bases = |name: &str| -> HashSet<String> {
+            k.calls_in_loop(t)
+                .filter(|c| c.is_tl(name))
+                .filter_map(|c| c.arg(0, "pointer").and_then(|p| k.pointer_base(p, src)))
+                .collect()
+        };
+        let stored = bases("store");
+        bases("load").iter().any(|b| stored.contains(b))
     }
 
     /// The leftmost name of a pointer expression after following local

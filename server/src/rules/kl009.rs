@@ -2,9 +2,7 @@
 
 use std::collections::HashSet;
 
-use tree_sitter::Node;
-
-use crate::analysis::model::{collect_identifiers, range_of, FileModel, Kernel};
+use crate::analysis::model::{range_of, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 
@@ -54,53 +52,6 @@ for t in range(seq_len):
 ```
 "#;
 
-/// Whether loop `t` of kernel `k` is a recurrence: a state carried from step
-/// to step feeds a product (`tl.dot(h, w_hh)`, `tl.sum(h * w)`), either in
-/// registers (a name bound before the loop and rebound inside it, used
-/// directly as a product's operand) or through memory (a buffer the loop both
-/// stores to and loads from). A flash-attention key-block loop (its running
-/// `acc`, `m_i` are accumulators, never a product's operand) and a norm's row
-/// loop are not.
-fn is_recurrence(model: &FileModel, k: &Kernel, t: usize) -> bool {
-    let src = model.src;
-    // A name read here holds the previous step's value when the loop rebinds
-    // it only after this point.
-    let from_previous_step = |name: &str, at: usize| {
-        let mut rebinds = k.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name);
-        let mut later = false;
-        for a in rebinds.by_ref() {
-            if a.node.start_byte() < at {
-                return false;
-            }
-            later = true;
-        }
-        later
-    };
-    let products = k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum"));
-    for call in products {
-        let operands: Vec<Node> = if call.is_tl("dot") {
-            [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten().collect()
-        } else {
-            call.arg(0, "input").into_iter().collect()
-        };
-        for o in operands {
-            let mut ids = Vec::new();
-            collect_identifiers(o, src, &mut ids);
-            if ids.iter().any(|i| from_previous_step(i, o.start_byte())) {
-                return true;
-            }
-        }
-    }
-    let bases = |name: &str| -> HashSet<String> {
-        k.calls_in_loop(t)
-            .filter(|c| c.is_tl(name))
-            .filter_map(|c| c.arg(0, "pointer").and_then(|p| k.pointer_base(p, src)))
-            .collect()
-    };
-    let stored = bases("store");
-    bases("load").iter().any(|b| stored.contains(b))
-}
-
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let src = model.src;
     for k in model.checked_kernels() {
@@ -120,7 +71,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 .filter_map(|p| k.pointer_base(p, src))
                 .filter(|b| !stored.contains(b))
                 .collect();
-            if inputs.is_empty() || !is_recurrence(model, k, t) {
+            if inputs.is_empty() || !k.is_recurrence(t, model) {
                 continue;
             }
             for call in k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum")) {
