@@ -1492,7 +1492,7 @@ impl<'a> Kernel<'a> {
             if !seen.insert(id.clone()) {
                 continue;
             }
-            for a in self.assigns.iter().filter(|a| a.target == id && a.node.start_byte() < before) {
+            for a in self.assigns.iter().filter(|a| a.target == id && a.node.end_byte() <= before) {
                 collect_identifiers(a.value, src, &mut work);
             }
         }
