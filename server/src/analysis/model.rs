@@ -420,8 +420,9 @@ impl<'a> FileModel<'a> {
         let nearest = |in_tier: &[usize]| -> Option<usize> {
             in_tier.iter().copied().filter(|&i| start_of(i) < at).last().or_else(|| in_tier.first().copied())
         };
-        let local_tiers: [&dyn Fn(usize) -> bool; 2] =
-            [&|i| enclosing_holds_call(i, "function_definition"), &|i| class.is_some() && enclosing_holds_call(i, "class_definition")];
+        let local_tiers: [&dyn Fn(usize) -> bool; 2] = [&|i| enclosing_holds_call(i, "function_definition"), &|i| {
+            class.is_some() && enclosing_holds_call(i, "class_definition")
+        }];
         for tier in local_tiers {
             let in_tier: Vec<usize> = local.iter().copied().filter(|&i| tier(i)).collect();
             if let Some(pick) = nearest(&in_tier) {
@@ -437,8 +438,11 @@ impl<'a> FileModel<'a> {
         }
         // Not visible by scope (`obj.helper()`, a method of another class): same class name first, then any.
         self.step(candidates.len());
-        let same_class: Vec<usize> =
-            candidates.iter().copied().filter(|&i| class.is_some() && self.host_fns[i].class.as_deref() == class).collect();
+        let same_class: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&i| class.is_some() && self.host_fns[i].class.as_deref() == class)
+            .collect();
         if let Some(pick) = nearest(&same_class) {
             return vec![pick];
         }
@@ -1593,7 +1597,7 @@ impl<'a> Kernel<'a> {
     /// `acc`, `m_i` are accumulators, never a product's operand) and a norm's row
     /// loop are not.
     pub fn is_recurrence(&self, t: usize, model: &FileModel) -> bool {
-            let k = self;
+        let k = self;
         let src = model.src;
         // A name read here holds the previous step's value when the loop rebinds
         // it only after this point.

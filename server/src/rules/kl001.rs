@@ -176,7 +176,8 @@ fn launch_flow(
 ) {
     let launch = &model.launches[li];
     let access = model.kernel(&launch.kernel).and_then(|k| pointer_access(model, k));
-    let params: Vec<String> = model.kernel(&launch.kernel).map(|k| k.params.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
+    let params: Vec<String> =
+        model.kernel(&launch.kernel).map(|k| k.params.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
     let args = launch.args.iter().enumerate().map(|(i, a)| (params.get(i).cloned(), *a));
     let kwargs = launch.kwargs.iter().map(|(k, a)| (Some(k.clone()), *a));
     for (param, arg) in args.chain(kwargs) {

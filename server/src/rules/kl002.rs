@@ -71,11 +71,14 @@ fn carries_state(model: &FileModel, k: &Kernel, l: usize) -> bool {
     let in_body = |a: &&crate::analysis::model::Assign| a.node.start_byte() >= start && a.node.end_byte() <= end;
     k.assigns.iter().filter(in_body).any(|a| {
         // Counters of this loop and of loops nested in it step themselves.
-        if Some(a.target.as_str()) == var || k.loops.iter().any(|n| n.var.as_deref() == Some(a.target.as_str()) && lp.contains(n.node)) {
+        if Some(a.target.as_str()) == var
+            || k.loops.iter().any(|n| n.var.as_deref() == Some(a.target.as_str()) && lp.contains(n.node))
+        {
             return false;
         }
         // The first binding in the body reads the name (`h = f(h)`, `s += x`), or a read precedes it.
-        let first = k.assigns.iter().filter(in_body).filter(|b| b.target == a.target).min_by_key(|b| b.node.start_byte());
+        let first =
+            k.assigns.iter().filter(in_body).filter(|b| b.target == a.target).min_by_key(|b| b.node.start_byte());
         let Some(first) = first else { return false };
         if first.augmented {
             return true;

@@ -374,10 +374,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                     d.message = format!("{stem}: the autotuner skips this config (it would fail with OutOfResources)");
                 }
             }
-            out.push(
-                d.with_fix(fix)
-                    .with_related(k.name_range, format!("kernel `{}`", k.name)),
-            );
+            out.push(d.with_fix(fix).with_related(k.name_range, format!("kernel `{}`", k.name)));
         }
     }
 }

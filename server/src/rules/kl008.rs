@@ -61,11 +61,8 @@ fn is_window_times_weights(model: &FileModel, k: &Kernel, value: Node, loops: &[
     let (Some(left), Some(right)) = (product.child_by_field_name("left"), product.child_by_field_name("right")) else {
         return false;
     };
-    let loop_vars: Vec<&str> = loops
-        .iter()
-        .filter(|&&l| !walks_tiles(model, k, l))
-        .filter_map(|&l| k.loops[l].var.as_deref())
-        .collect();
+    let loop_vars: Vec<&str> =
+        loops.iter().filter(|&&l| !walks_tiles(model, k, l)).filter_map(|&l| k.loops[l].var.as_deref()).collect();
     let varies = |n: Node| {
         let deps = k.deps(n, src);
         loop_vars.iter().filter(|v| deps.contains(**v)).count()
