@@ -4,6 +4,9 @@
 //! reparse, then the incremental analysis from the previous snapshot). Prints
 //! figures; asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`
 //! (`KL_BENCH_MODEL_ONLY=1` or `KL_BENCH_TYPING_ONLY=1` to profile one part).
+//! `KL_BENCH_SCALING_ONLY=1` prints only the scaling figures: one module
+//! (the KL001 fixture) repeated 1, 10 and 100 times, as a concatenated or
+//! generated file repeats the same names.
 
 use std::time::{Duration, Instant};
 
@@ -41,6 +44,10 @@ fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
 fn main() {
     let text = kernel_file(5_000);
     let settings = Settings::default();
+    if std::env::var_os("KL_BENCH_SCALING_ONLY").is_some() {
+        scaling(&settings);
+        return;
+    }
     // For profilers: only the model build, many times.
     if std::env::var_os("KL_BENCH_MODEL_ONLY").is_some() {
         let tree = parse(&text, None);
@@ -105,6 +112,7 @@ fn main() {
     report("edit + incremental reparse + check", incremental);
 
     typing(text.clone(), &settings);
+    scaling(&settings);
 
     // Where the model + rules time goes.
     let tree = parse(&text, None);
@@ -206,4 +214,41 @@ fn typing(text: String, settings: &Settings) {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// Peak resident memory of this process so far, in MiB (Linux; 0 elsewhere).
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+/// Time and memory of a full analysis of one module repeated 1x, 10x and
+/// 100x: names resolve per copy, so both grow with the file, not its square.
+/// Sizes run in increasing order, so the peak after each is that size's peak.
+fn scaling(settings: &Settings) {
+    let module = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rules/KL001.py"))
+        .expect("the KL001 fixture");
+    println!("repeated module (KL001 fixture): copies, lines, median full analysis, peak RSS");
+    for copies in [1usize, 10, 100] {
+        let text = module.repeat(copies);
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let start = Instant::now();
+            let tree = parse(&text, None);
+            std::hint::black_box(check(&text, &tree, settings));
+            times.push(start.elapsed());
+        }
+        times.sort();
+        println!(
+            "  {copies:>4}x {:>7} lines  {:>9.2} ms  {:>7.1} MiB",
+            text.lines().count(),
+            times[times.len() / 2].as_secs_f64() * 1e3,
+            peak_rss_mib()
+        );
+    }
 }

@@ -157,3 +157,15 @@ fn kernels_are_classified_persistent_or_not() {
     let python_loop = classify("gru_python_loop.py");
     assert!(python_loop.iter().all(|(_, p)| !*p), "{python_loop:?}");
 }
+
+#[test]
+fn persistent_means_a_grid_stride_tile_loop_or_a_state_loop_inside() {
+    let path = fixtures_dir().join("../persistent/classified.py");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let kernels: Vec<(String, bool)> =
+        check_text(&text, &Settings::default()).kernels.into_iter().map(|k| (k.name, k.persistent)).collect();
+    let expected = [("tiles_grid_stride", true), ("state_loop", true), ("attention_forward", false)];
+    for (name, persistent) in expected {
+        assert!(kernels.iter().any(|(n, p)| n == name && *p == persistent), "{name}: {kernels:?}");
+    }
+}

@@ -100,6 +100,9 @@ struct KernelFacts {
     name: String,
     header_range: TextRange,
     has_time_loop: bool,
+    /// Persistent unless a Python time loop relaunches it (see `FileModel::kernel_summaries`).
+    persistent_shape: bool,
+    grid_stride: bool,
 }
 
 /// A statement as [`facts`] reads it: its facts and its foreign diagnostics.
@@ -241,6 +244,8 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
             name: k.name.clone(),
             header_range: k.header_range,
             has_time_loop: !k.time_loops(model).is_empty(),
+            persistent_shape: k.time_loops(model).iter().any(|&t| k.is_recurrence(t, model)),
+            grid_stride: (0..k.loops.len()).any(|l| k.is_grid_stride(l, model.src)),
         });
         for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
             if !facts.helper_callees.contains(&c.callee) {
@@ -582,7 +587,7 @@ impl Snapshot {
                 KernelSummary {
                     name: k.name.clone(),
                     range: shift_range(k.header_range, delta),
-                    persistent: k.has_time_loop && estimate.is_none(),
+                    persistent: (k.persistent_shape && estimate.is_none()) || k.grid_stride,
                     has_time_loop: k.has_time_loop,
                     launch_sites: self.launch_counts.get(&k.name).copied().unwrap_or(0),
                     launches_per_forward: estimate,

@@ -10,8 +10,8 @@
 //! rules ask (data flow inside a kernel, whether a loop is a time loop, how
 //! many launches a call makes) are answered here, once.
 
-use std::cell::Cell;
-use std::collections::HashSet;
+use std::cell::{Cell, OnceCell};
+use std::collections::{HashMap, HashSet};
 
 use tree_sitter::{Node, Tree};
 
@@ -227,6 +227,12 @@ pub struct FileModel<'a> {
     pub has_syntax_errors: bool,
     /// When set, the kernel rules report only on `kernels[lo..hi]` (see `checked_kernels`).
     focus: Cell<Option<(usize, usize)>>,
+    /// Units of work done answering questions that follow names (assignments
+    /// followed, callee candidates weighed, call-graph nodes visited): the
+    /// scaling tests bound it, because a wall clock in a unit test proves nothing.
+    steps: Cell<usize>,
+    /// Host functions by name, each list in document order (built on first use).
+    fn_index: OnceCell<HashMap<String, [Vec<usize>; 2]>>,
 }
 
 impl<'a> FileModel<'a> {
@@ -273,6 +279,8 @@ impl<'a> FileModel<'a> {
             reference: None,
             has_syntax_errors: root.has_error(),
             focus: Cell::new(None),
+            steps: Cell::new(0),
+            fn_index: OnceCell::new(),
         };
         model.host_fns.push(HostFn {
             name: "<module>".to_string(),
@@ -318,6 +326,15 @@ impl<'a> FileModel<'a> {
         self.focus.set(focus);
     }
 
+    /// Work done so far by the name-following questions (see the field).
+    pub fn steps(&self) -> usize {
+        self.steps.get()
+    }
+
+    fn step(&self, n: usize) {
+        self.steps.set(self.steps.get().saturating_add(n));
+    }
+
     pub fn text(&self, node: Node) -> &'a str {
         self.src.get(node.byte_range()).unwrap_or("")
     }
@@ -344,17 +361,99 @@ impl<'a> FileModel<'a> {
         }
     }
 
-    /// Host functions a call may reach: same-named functions, preferring the caller's class.
+    /// The host function a call reaches: the binding of its name visible at the
+    /// call, as Python resolves it. Functions defined inside the caller (or a
+    /// function enclosing it) come first, then methods of the caller's class,
+    /// then the rest; among those of the nearest tier, the last definition
+    /// before the call, else the first after it (a module-level name bound
+    /// later in the file). One callee per call keeps a file that repeats the
+    /// same definitions (a concatenated or generated module) linear: each copy
+    /// relates only to its own definitions.
     pub fn callees(&self, caller: usize, call: &HCall) -> Vec<usize> {
         let class = self.host_fns[caller].class.as_deref();
-        let candidates: Vec<usize> =
-            (1..self.host_fns.len()).filter(|&i| self.host_fns[i].name == call.callee).collect();
-        let same_class: Vec<usize> =
-            candidates.iter().copied().filter(|&i| self.host_fns[i].class.as_deref() == class).collect();
-        if same_class.is_empty() {
-            candidates
-        } else {
-            same_class
+        let at = call.node.start_byte();
+        let index = self.fn_index.get_or_init(|| {
+            // [every definition, module-level definitions], each in document order.
+            let mut map: HashMap<String, [Vec<usize>; 2]> = HashMap::new();
+            for i in 1..self.host_fns.len() {
+                let lists = map.entry(self.host_fns[i].name.clone()).or_default();
+                lists[0].push(i);
+                if self.is_module_level(i) {
+                    lists[1].push(i);
+                }
+            }
+            for lists in map.values_mut() {
+                for list in lists.iter_mut() {
+                    list.sort_by_key(|&i| self.host_fns[i].node.start_byte());
+                }
+            }
+            map
+        });
+        let Some([candidates, module_level]) = index.get(&call.callee) else { return Vec::new() };
+        let start_of = |i: usize| self.host_fns[i].node.start_byte();
+        // Definitions inside the top-level statement that holds the call: only they can be local.
+        let mut top = call.node;
+        while let Some(p) = top.parent() {
+            if p.kind() == "module" {
+                break;
+            }
+            top = p;
+        }
+        let lo = candidates.partition_point(|&i| start_of(i) < top.start_byte());
+        let hi = candidates.partition_point(|&i| start_of(i) < top.end_byte());
+        let local = &candidates[lo..hi];
+        self.step(local.len() + 1);
+        // The nearest enclosing definition of `kind` around a function's def, and whether it holds the call.
+        let enclosing_holds_call = |i: usize, kind: &str| {
+            let mut n = self.host_fns[i].node.parent();
+            while let Some(p) = n {
+                if p.kind() == kind {
+                    return p.start_byte() <= at && at < p.end_byte();
+                }
+                if p.kind() == "function_definition" || p.kind() == "class_definition" {
+                    return false;
+                }
+                n = p.parent();
+            }
+            false
+        };
+        let nearest = |in_tier: &[usize]| -> Option<usize> {
+            in_tier.iter().copied().filter(|&i| start_of(i) < at).last().or_else(|| in_tier.first().copied())
+        };
+        let local_tiers: [&dyn Fn(usize) -> bool; 2] = [&|i| enclosing_holds_call(i, "function_definition"), &|i| {
+            class.is_some() && enclosing_holds_call(i, "class_definition")
+        }];
+        for tier in local_tiers {
+            let in_tier: Vec<usize> = local.iter().copied().filter(|&i| tier(i)).collect();
+            if let Some(pick) = nearest(&in_tier) {
+                return vec![pick];
+            }
+        }
+        // Module-level bindings in order: the last definition before the call, else the first after.
+        let split = module_level.partition_point(|&i| start_of(i) < at);
+        let before = split.checked_sub(1).map(|j| module_level[j]);
+        if let Some(pick) = before.or_else(|| module_level.get(split).copied()) {
+            self.step(1);
+            return vec![pick];
+        }
+        // Not visible by scope (`obj.helper()`, a method of another class): same class name first, then any.
+        self.step(candidates.len());
+        let same_class: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&i| class.is_some() && self.host_fns[i].class.as_deref() == class)
+            .collect();
+        if let Some(pick) = nearest(&same_class) {
+            return vec![pick];
+        }
+        candidates.clone()
+    }
+
+    fn is_module_level(&self, i: usize) -> bool {
+        match self.host_fns[i].node.parent() {
+            None => true,
+            Some(p) if p.kind() == "decorated_definition" => p.parent().is_none_or(|m| m.kind() == "module"),
+            Some(p) => p.kind() == "module",
         }
     }
 
@@ -371,6 +470,7 @@ impl<'a> FileModel<'a> {
         if !seen.insert(f) {
             return;
         }
+        self.step(1);
         out.extend(self.host_fns[f].launches.iter().copied());
         for call in &self.host_fns[f].calls {
             for callee in self.callees(f, call) {
@@ -412,7 +512,7 @@ impl<'a> FileModel<'a> {
             if self.rooted_in_self(f, b, 0) {
                 return false;
             }
-            if self.shape_derived(f, b, 0) {
+            if self.shape_derived(f, b) {
                 return true;
             }
             // Iterating a tensor directly: `for x_t in x` / `x.unbind(0)`.
@@ -450,23 +550,33 @@ impl<'a> FileModel<'a> {
         false
     }
 
-    fn shape_derived(&self, f: usize, node: Node, depth: usize) -> bool {
-        if depth > 8 {
-            return false;
+    /// Whether a host expression comes from a tensor's shape, following the
+    /// function's assignments. Each name is looked at once (a worklist with a
+    /// seen set), so the work is linear in the assignments however they chain:
+    /// `a, b, c = [f(v) for v in (a, b, c)]` once made this exponential.
+    fn shape_derived(&self, f: usize, node: Node) -> bool {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut seen_values: HashSet<usize> = HashSet::new();
+        let mut work = vec![node];
+        while let Some(n) = work.pop() {
+            if !seen_values.insert(n.id()) {
+                continue;
+            }
+            self.step(1);
+            let t = self.text(n);
+            if t.contains(".size(") || t.contains(".shape") || t.contains("len(") && !t.contains("len(self.") {
+                return true;
+            }
+            let mut idents = Vec::new();
+            collect_identifiers(n, self.src, &mut idents);
+            for id in idents {
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                work.extend(self.host_fns[f].assigns.iter().filter(|a| a.target == id).map(|a| a.value));
+            }
         }
-        let t = self.text(node);
-        if t.contains(".size(") || t.contains(".shape") || t.contains("len(") && !t.contains("len(self.") {
-            return true;
-        }
-        let mut idents = Vec::new();
-        collect_identifiers(node, self.src, &mut idents);
-        idents.iter().any(|id| {
-            self.host_fns[f]
-                .assigns
-                .iter()
-                .filter(|a| &a.target == id)
-                .any(|a| self.shape_derived(f, a.value, depth + 1))
-        })
+        false
     }
 
     fn var_indexes_tensor(&self, body: Node, var: &str) -> bool {
@@ -520,6 +630,14 @@ impl<'a> FileModel<'a> {
                 t = s.trim_end_matches(')').to_string();
             }
         }
+        // `range(0, T, 512)` takes T/512 steps, not T.
+        if let (false, Some(step)) = (lp.reversed, lp.step) {
+            let step = self.text(step).trim();
+            if step != "1" {
+                let wrapped = if t.contains(|c: char| " +-*/".contains(c)) { format!("({t})") } else { t };
+                return format!("{wrapped}/{step}");
+            }
+        }
         t
     }
 
@@ -530,11 +648,17 @@ impl<'a> FileModel<'a> {
             .map(|k| {
                 let sites: Vec<&Launch> = self.launches.iter().filter(|l| l.kernel == k.name).collect();
                 let estimate = estimates.get(&k.name).cloned();
-                let has_time_loop = !k.time_loops(self).is_empty();
+                let time_loops = k.time_loops(self);
+                let has_time_loop = !time_loops.is_empty();
+                // Persistent: a state loop inside the kernel (a recurrence, not a
+                // flash-attention key loop) that no Python time loop relaunches,
+                // or a grid sized to the GPU whose programs stride over the tiles.
+                let recurrent = time_loops.iter().any(|&t| k.is_recurrence(t, self));
+                let grid_stride = (0..k.loops.len()).any(|l| k.is_grid_stride(l, self.src));
                 KernelSummary {
                     name: k.name.clone(),
                     range: k.header_range,
-                    persistent: has_time_loop && estimate.is_none(),
+                    persistent: (recurrent && estimate.is_none()) || grid_stride,
                     has_time_loop,
                     launch_sites: sites.len(),
                     launches_per_forward: estimate,
@@ -966,7 +1090,17 @@ impl<'m, 'a> Walker<'m, 'a> {
     fn is_kernel_decorator(&self, d: Node) -> bool {
         let target = if d.kind() == "call" { field!(d, "function").unwrap_or(d) } else { d };
         let t = self.text(target);
-        t == "jit" || t.ends_with(".jit") || t == "triton_jit"
+        // Only Triton's decorators (and Gluon's) make a kernel: `@cute.jit`,
+        // `@numba.jit`, `@torch.jit.script` functions are not Triton code.
+        match t.strip_suffix(".jit") {
+            Some(owner) => {
+                let last = owner.rsplit('.').next().unwrap_or(owner);
+                self.m.triton_aliases.iter().any(|a| a == owner)
+                    || matches!(last, "triton" | "gluon" | "tl")
+                    || owner.ends_with("triton.experimental.gluon")
+            }
+            None => t == "jit" || t == "triton_jit",
+        }
     }
 
     fn function(&mut self, def: Node<'a>, decorators: Vec<Node<'a>>, class: Option<&str>, depth: usize) {
@@ -1362,7 +1496,7 @@ impl<'a> Kernel<'a> {
             if !seen.insert(id.clone()) {
                 continue;
             }
-            for a in self.assigns.iter().filter(|a| a.target == id && a.node.start_byte() < before) {
+            for a in self.assigns.iter().filter(|a| a.target == id && a.node.end_byte() <= before) {
                 collect_identifiers(a.value, src, &mut work);
             }
         }
@@ -1407,6 +1541,25 @@ impl<'a> Kernel<'a> {
         parts.iter().any(|p| self.deps(*p, src).iter().any(|d| d.starts_with("@pid") || d.starts_with("@nprog")))
     }
 
+    /// Whether `name` sizes a `tl.arange`: a block size, not a program count.
+    fn is_arange_bound(&self, name: &str, src: &str) -> bool {
+        self.tl_calls("arange").any(|c| c.args.iter().any(|a| &src[a.byte_range()] == name))
+    }
+
+    /// A grid-stride loop over tiles: it starts at the program's id and steps
+    /// by the number of programs (`tl.num_programs(0)` or a `NUM_SMS` the host
+    /// passes), so a grid sized to the GPU walks every tile.
+    pub fn is_grid_stride(&self, l: usize, src: &str) -> bool {
+        let lp = &self.loops[l];
+        let (Some(start), Some(step)) = (lp.start, lp.step) else { return false };
+        let start_deps = self.deps(start, src);
+        let step_deps = self.deps(step, src);
+        start_deps.iter().any(|d| d.starts_with("@pid"))
+            && !step_deps.iter().any(|d| d.starts_with("@pid"))
+            && (step_deps.iter().any(|d| d.starts_with("@nprog"))
+                || step_deps.iter().any(|d| self.param(d).is_some() && !self.is_arange_bound(d, src)))
+    }
+
     /// Time loops inside the kernel: outermost loops that are not tile loops,
     /// do not follow the grid, and both load and store in their body (they
     /// carry state from one step to the next).
@@ -1434,6 +1587,54 @@ impl<'a> Kernel<'a> {
                 true
             })
             .collect()
+    }
+
+    /// Whether loop `t` of kernel `k` is a recurrence: a state carried from step
+    /// to step feeds a product (`tl.dot(h, w_hh)`, `tl.sum(h * w)`), either in
+    /// registers (a name bound before the loop and rebound inside it, used
+    /// directly as a product's operand) or through memory (a buffer the loop both
+    /// stores to and loads from). A flash-attention key-block loop (its running
+    /// `acc`, `m_i` are accumulators, never a product's operand) and a norm's row
+    /// loop are not.
+    pub fn is_recurrence(&self, t: usize, model: &FileModel) -> bool {
+        let k = self;
+        let src = model.src;
+        // A name read here holds the previous step's value when the loop rebinds
+        // it only after this point.
+        let from_previous_step = |name: &str, at: usize| {
+            let mut rebinds = k.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name);
+            let mut later = false;
+            for a in rebinds.by_ref() {
+                if a.node.end_byte() <= at {
+                    return false;
+                }
+                later = true;
+            }
+            later
+        };
+        let products = k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum"));
+        for call in products {
+            let operands: Vec<Node> = if call.is_tl("dot") {
+                [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten().collect()
+            } else {
+                call.arg(0, "input").into_iter().collect()
+            };
+            for o in operands {
+                let mut ids = Vec::new();
+                collect_identifiers(o, src, &mut ids);
+                if ids.iter().any(|i| from_previous_step(i, o.start_byte())) {
+                    return true;
+                }
+            }
+        }
+        let bases = |name: &str| -> HashSet<String> {
+            k.calls_in_loop(t)
+                .filter(|c| c.is_tl(name))
+                .filter_map(|c| c.arg(0, "pointer").and_then(|p| k.pointer_base(p, src)))
+                .collect()
+        };
+        let stored = bases("store");
+        bases("load").iter().any(|b| stored.contains(b))
     }
 
     /// The leftmost name of a pointer expression after following local

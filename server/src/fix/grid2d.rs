@@ -134,12 +134,15 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
             Some(i) => model.text(*launch.args.get(i)?).trim().to_string(),
             None => stop.to_string(),
         };
-        let host_step = match launch.kwarg(step) {
-            Some(v) => model.text(v).trim().to_string(),
-            None => model.text(k.param(step)?.default?).trim().to_string(),
+        let (grid_node, meta) = grid_tuple(model, launch.host_fn, launch.grid)?;
+        let host_step = match (launch.kwarg(step), k.param(step)?.default, &meta) {
+            (Some(v), _, _) => model.text(v).trim().to_string(),
+            (None, Some(d), _) => model.text(d).trim().to_string(),
+            // Chosen by the autotuner: the grid function reads it from the launch metadata.
+            (None, None, Some(meta)) => format!("{meta}[\"{step}\"]"),
+            (None, None, None) => return None,
         };
         let new_dim = format!("triton.cdiv({host_stop}, {host_step})");
-        let grid_node = grid_tuple(model, launch.host_fn, launch.grid)?;
         edits.push(append_to_tuple(model, grid_node, &new_dim)?);
         if needs_barrier {
             if launch.args.len() != positional_params {
@@ -199,7 +202,10 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
             let better = if smaller { current > want } else { current < want };
             if better && !edits.iter().any(|e: &Edit| e.range == range_of(literal)) {
                 edits.push(Edit { range: range_of(literal), new_text: want.to_string() });
-                retiled.push(format!("{name} {current} → {want}"));
+                let change = format!("{name} {current} → {want}");
+                if !retiled.contains(&change) {
+                    retiled.push(change);
+                }
             }
         }
     }
@@ -301,20 +307,46 @@ fn statement_of(node: Node) -> Node {
     n
 }
 
-/// The tuple node of a launch grid: written in place, or a name assigned a tuple.
-fn grid_tuple<'a>(model: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<Node<'a>> {
+/// The tuple node of a launch grid, and the name of the launch-metadata
+/// parameter when the grid is a function of it: a tuple written in place, a
+/// name assigned a tuple or a lambda, `lambda meta: (...)`, or a
+/// `def grid(meta): return (...)` visible from the launch.
+fn grid_tuple<'a>(model: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<(Node<'a>, Option<String>)> {
     match grid.kind() {
-        "tuple" => Some(grid),
+        "tuple" => Some((grid, None)),
+        "parenthesized_expression" => grid_tuple(model, f, grid.named_child(0)?),
+        "lambda" => {
+            let meta = field!(grid, "parameters").and_then(|p| p.named_child(0)).map(|n| model.text(n).to_string());
+            let body = field!(grid, "body")?;
+            let (tuple, _) = grid_tuple(model, f, body)?;
+            Some((tuple, meta))
+        }
         "identifier" => {
             let name = model.text(grid);
             let assigns: Vec<_> = model.host_fns[f].assigns.iter().filter(|a| a.target == name).collect();
             match assigns.as_slice() {
-                [one] if one.value.kind() == "tuple" => Some(one.value),
+                [one] if matches!(one.value.kind(), "tuple" | "lambda") => grid_tuple(model, f, one.value),
+                [] => grid_function(model, f, grid, name),
                 _ => None,
             }
         }
         _ => None,
     }
+}
+
+/// `def grid(meta): return (...)`, nested in the launching function or at module level.
+fn grid_function<'a>(model: &FileModel<'a>, f: usize, at: Node<'a>, name: &str) -> Option<(Node<'a>, Option<String>)> {
+    let call = crate::analysis::model::HCall { node: at, callee: name.to_string(), loops: Vec::new() };
+    let g = *model.callees(f, &call).first()?;
+    let def = model.host_fns[g].node;
+    let meta = model.host_fns[g].params.first().cloned();
+    let body = field!(def, "body")?;
+    let mut c = body.walk();
+    let returns: Vec<Node> = body.named_children(&mut c).filter(|n| n.kind() == "return_statement").collect();
+    let [ret] = returns.as_slice() else { return None };
+    let value = ret.named_child(0)?;
+    let (tuple, _) = grid_tuple(model, g, value)?;
+    Some((tuple, meta))
 }
 
 fn append_to_tuple(model: &FileModel, tuple: Node, item: &str) -> Option<Edit> {

@@ -1,8 +1,10 @@
 //! KL001 python-time-loop-launch.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use crate::analysis::model::{range_of, FileModel};
+use tree_sitter::Node;
+
+use crate::analysis::model::{call_arguments, collect_identifiers, range_of, FileModel, HostFn, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 
@@ -27,7 +29,13 @@ function that launches, and estimates the launches per forward.
 
 The loop is recognised by what it does, not by its name: its bound comes
 from a tensor's shape, or its variable indexes an input tensor. A loop over
-layers (`range(self.num_layers)`) alone is not a time loop.
+layers (`range(self.num_layers)`) alone is not a time loop. And it must carry
+state from one step's launch to the next: a tensor that a launch writes is
+read by a launch of a later step (the hidden state `h`, in place or through
+`h = step(x[t], h)`). A loop whose launches are independent (copying a list
+of tensors into slices of one output, chunking a long axis to stay under
+the grid limit, one launch per expert) is not the mistake: each launch could
+run concurrently.
 
 ## Why is this bad?
 Every launch costs a few microseconds of CPU and a round of GPU scheduling,
@@ -70,7 +78,7 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
                 continue;
             }
             let reached = model.launches_in_loop(f, l);
-            if reached.is_empty() {
+            if reached.is_empty() || !carries_state(model, f, l) {
                 continue;
             }
             // A nested time loop that launches gets the diagnostic instead.
@@ -97,6 +105,169 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
         }
     }
     out
+}
+
+/// Host names that the launches reached from loop `l` write and read: a
+/// written name is one passed for a pointer the kernel stores to (or
+/// atomically updates), a read name one passed for a pointer it loads. Names
+/// the loop assigns from a written name, or from the result of a call that
+/// launches, are written too (`h = step(x[t], h)`, `h, out = out, h`). The loop
+/// carries state when a written name is read.
+fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
+    let func = &model.host_fns[f];
+    let mut written: HashSet<String> = HashSet::new();
+    let mut read: HashSet<String> = HashSet::new();
+    let identity: HashMap<String, HashSet<String>> = HashMap::new();
+    for &li in func.launches.iter().filter(|&&i| model.launches[i].loops.contains(&l)) {
+        launch_flow(model, li, &identity, &mut written, &mut read);
+    }
+    let mut launching_calls: Vec<Node> = Vec::new();
+    for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
+        for callee in model.callees(f, call) {
+            if model.launches_reached(callee).is_empty() {
+                continue;
+            }
+            launching_calls.push(call.node);
+            helper_flow(model, call.node, callee, &identity, 0, &mut written, &mut read);
+        }
+    }
+    // Host assignments inside the loop pass what a launch wrote on to new names.
+    let in_loop: Vec<_> = func.assigns.iter().filter(|a| a.loops.contains(&l)).collect();
+    for _ in 0..3 {
+        for a in &in_loop {
+            let mut ids = Vec::new();
+            collect_identifiers(a.value, model.src, &mut ids);
+            let from_launch = launching_calls.iter().any(|c| contains(a.value, *c));
+            if from_launch || ids.iter().any(|i| written.contains(i)) {
+                written.insert(a.target.clone());
+            }
+        }
+    }
+    written.iter().any(|w| read.contains(w))
+}
+
+fn contains(outer: Node, inner: Node) -> bool {
+    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
+}
+
+/// The host names behind an argument: its identifiers, mapped through `names`
+/// (a helper's parameter -> the caller's names) when it is a helper's parameter.
+fn arg_names(model: &FileModel, arg: Node, names: &HashMap<String, HashSet<String>>) -> HashSet<String> {
+    let mut ids = Vec::new();
+    collect_identifiers(arg, model.src, &mut ids);
+    let mut out = HashSet::new();
+    for id in ids {
+        match names.get(&id) {
+            Some(outer) => out.extend(outer.iter().cloned()),
+            None => {
+                out.insert(id);
+            }
+        }
+    }
+    out
+}
+
+fn launch_flow(
+    model: &FileModel,
+    li: usize,
+    names: &HashMap<String, HashSet<String>>,
+    written: &mut HashSet<String>,
+    read: &mut HashSet<String>,
+) {
+    let launch = &model.launches[li];
+    let access = model.kernel(&launch.kernel).and_then(|k| pointer_access(model, k));
+    let params: Vec<String> =
+        model.kernel(&launch.kernel).map(|k| k.params.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
+    let args = launch.args.iter().enumerate().map(|(i, a)| (params.get(i).cloned(), *a));
+    let kwargs = launch.kwargs.iter().map(|(k, a)| (Some(k.clone()), *a));
+    for (param, arg) in args.chain(kwargs) {
+        let host = arg_names(model, arg, names);
+        match (&access, param) {
+            (Some((stores, loads)), Some(p)) => {
+                if stores.contains(&p) {
+                    written.extend(host.iter().cloned());
+                }
+                if loads.contains(&p) {
+                    read.extend(host);
+                }
+            }
+            // A kernel this file does not define, or whose memory access is not
+            // visible: every argument may be read and written.
+            _ => {
+                written.extend(host.iter().cloned());
+                read.extend(host);
+            }
+        }
+    }
+}
+
+fn helper_flow(
+    model: &FileModel,
+    call: Node,
+    callee: usize,
+    names: &HashMap<String, HashSet<String>>,
+    depth: usize,
+    written: &mut HashSet<String>,
+    read: &mut HashSet<String>,
+) {
+    if depth > 4 {
+        return;
+    }
+    let helper = &model.host_fns[callee];
+    let (args, kwargs) = call_arguments(call, model.src);
+    let params: Vec<&String> = helper.params.iter().filter(|p| p.as_str() != "self").collect();
+    let mut inner: HashMap<String, HashSet<String>> = HashMap::new();
+    for (i, a) in args.iter().enumerate() {
+        if let Some(p) = params.get(i) {
+            inner.insert((*p).clone(), arg_names(model, *a, names));
+        }
+    }
+    for (k, a) in &kwargs {
+        inner.insert(k.clone(), arg_names(model, *a, names));
+    }
+    // Names the helper binds itself are its own; only its parameters lead back to the caller.
+    for &li in &helper.launches {
+        let mut w = HashSet::new();
+        let mut r = HashSet::new();
+        launch_flow(model, li, &inner, &mut w, &mut r);
+        written.extend(w.into_iter().filter(|n| !helper_local(helper, n, &inner)));
+        read.extend(r.into_iter().filter(|n| !helper_local(helper, n, &inner)));
+    }
+    for c in &helper.calls {
+        for g in model.callees(callee, c) {
+            if g != callee {
+                helper_flow(model, c.node, g, &inner, depth + 1, written, read);
+            }
+        }
+    }
+}
+
+fn helper_local(helper: &HostFn, name: &str, inner: &HashMap<String, HashSet<String>>) -> bool {
+    !inner.values().any(|outer| outer.contains(name)) && helper.assigns.iter().any(|a| a.target == name)
+}
+
+/// (pointer parameters the kernel stores to, those it loads from), or `None`
+/// when it stores nowhere visible (its memory access sits in helpers or
+/// descriptors this analysis does not follow).
+fn pointer_access(model: &FileModel, k: &Kernel) -> Option<(HashSet<String>, HashSet<String>)> {
+    let mut stores = HashSet::new();
+    let mut loads = HashSet::new();
+    for c in &k.calls {
+        let Some(name) = c.tl_name.as_deref() else { continue };
+        let Some(ptr) = c.arg(0, "pointer") else { continue };
+        let Some(base) = k.pointer_base(ptr, model.src) else { continue };
+        if name == "store" || name.starts_with("atomic_") {
+            stores.insert(base.clone());
+        }
+        if name == "load" || name.starts_with("atomic_") {
+            loads.insert(base);
+        }
+    }
+    if stores.is_empty() {
+        None
+    } else {
+        Some((stores, loads))
+    }
 }
 
 fn within(func: &crate::analysis::model::HostFn, inner: usize, outer: usize) -> bool {

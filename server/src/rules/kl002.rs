@@ -1,6 +1,6 @@
 //! KL002 serialized-tile-loop.
 
-use crate::analysis::model::FileModel;
+use crate::analysis::model::{collect_identifiers, FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 
@@ -61,6 +61,68 @@ memory, the programs of the new axis must also wait for each other between
 steps (a grid-wide barrier), or the rewrite creates the KL003 race.
 "#;
 
+/// Whether loop `l` carries a value from one iteration to the next, other
+/// than its own counter: a name the loop reads before it rebinds it
+/// (`state += tl.dot(k, v)`, `h = f(h)`).
+fn carries_state(model: &FileModel, k: &Kernel, l: usize) -> bool {
+    let lp = &k.loops[l];
+    let (start, end) = (lp.body.start_byte(), lp.body.end_byte());
+    let var = lp.var.as_deref();
+    let in_body = |a: &&crate::analysis::model::Assign| a.node.start_byte() >= start && a.node.end_byte() <= end;
+    k.assigns.iter().filter(in_body).any(|a| {
+        // Counters of this loop and of loops nested in it step themselves.
+        if Some(a.target.as_str()) == var
+            || k.loops.iter().any(|n| n.var.as_deref() == Some(a.target.as_str()) && lp.contains(n.node))
+        {
+            return false;
+        }
+        // The first binding in the body reads the name (`h = f(h)`, `s += x`), or a read precedes it.
+        let first =
+            k.assigns.iter().filter(in_body).filter(|b| b.target == a.target).min_by_key(|b| b.node.start_byte());
+        let Some(first) = first else { return false };
+        if first.augmented {
+            return true;
+        }
+        let mut ids = Vec::new();
+        collect_identifiers(first.value, model.src, &mut ids);
+        ids.iter().any(|i| *i == a.target) || reads_before(model, lp.body, &a.target, first.node.start_byte())
+    })
+}
+
+/// Whether `name` is read inside `body` before byte `at`.
+fn reads_before(model: &FileModel, body: tree_sitter::Node, name: &str, at: usize) -> bool {
+    let mut found = false;
+    crate::analysis::model::visit_nodes(body, &mut |n| {
+        if !found && n.kind() == "identifier" && n.start_byte() < at && model.text(n) == name {
+            found = true;
+        }
+    });
+    found
+}
+
+fn is_within(k: &Kernel, inner: usize, outer: usize) -> bool {
+    let mut p = k.loops[inner].parent;
+    while let Some(x) = p {
+        if x == outer {
+            return true;
+        }
+        p = k.loops[x].parent;
+    }
+    false
+}
+
+/// How many distinct `tl.program_id` axes the kernel reads.
+fn pid_axes(model: &FileModel, k: &Kernel) -> usize {
+    let mut axes: Vec<String> = Vec::new();
+    for c in k.tl_calls("program_id") {
+        let axis = c.arg(0, "axis").map(|a| model.text(a).trim().to_string()).unwrap_or_default();
+        if !axes.contains(&axis) {
+            axes.push(axis);
+        }
+    }
+    axes.len()
+}
+
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let src = model.src;
     for k in model.checked_kernels() {
@@ -86,8 +148,19 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
                 false
             });
-            let matrix_work = has_nested_loop || k.calls_in_loop(l).any(|c| c.is_tl("dot"));
-            if !matrix_work {
+            let _ = has_nested_loop;
+            if !k.calls_in_loop(l).any(|c| c.is_tl("dot")) {
+                continue;
+            }
+            // A chunked recurrence (`for i_t in range(NT)` carrying `b_h`): a grid axis would break it.
+            if carries_state(model, k, l) {
+                continue;
+            }
+            // Other grid axes give the programs parallelism; walking one dimension
+            // inside a program to reuse an operand is then a choice. The seeds'
+            // mistake is the walk under a one-axis grid, or inside a time loop.
+            let in_time_loop = k.time_loops(model).iter().any(|&t| t != l && is_within(k, l, t));
+            if !in_time_loop && pid_axes(model, k) > 1 {
                 continue;
             }
             let dim = lp.stop.map(|s| model.text(s).trim().to_string()).unwrap_or_else(|| "?".into());

@@ -72,6 +72,11 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         if triton_names::is_known(name) {
             continue;
         }
+        // `tl.insert_slice = insert_slice` defines the name (a shim for a back
+        // end or another Triton version): an assignment, not a use.
+        if attr.parent().is_some_and(|p| p.kind() == "assignment" && field!(p, "left") == Some(*attr)) {
+            continue;
+        }
         let tl = field!(attr, "object").map(|o| model.text(o)).unwrap_or("tl");
         let fix =
             attr.parent().filter(|p| p.kind() == "call" && field!(p, "function") == Some(*attr)).and_then(|call| {

@@ -171,16 +171,23 @@ pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String
     Some((find("M")?, find("N")?, find("K")?))
 }
 
-/// Bytes per operand element: 1 for fp8, 2 for fp16/bf16, else 4.
+/// Bytes per operand element: 1 for fp8, 2 for fp16/bf16 (named in the
+/// kernel, or in every host function that launches it), else 4.
 pub(crate) fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
     let text = model.text(k.node);
     if text.contains("float8") {
-        1
-    } else if text.contains("float16") || text.contains("bfloat16") || text.contains("fp16") {
-        2
-    } else {
-        4
+        return 1;
     }
+    if text.contains("float16") || text.contains("bfloat16") || text.contains("fp16") {
+        return 2;
+    }
+    let half = |t: &str| t.contains("float16") || t.contains("bfloat16") || t.contains(".half()");
+    let launchers = model.launches.iter().filter(|l| l.kernel == k.name).map(|l| l.host_fn);
+    let mut launchers = launchers.peekable();
+    if launchers.peek().is_some() && launchers.all(|f| f > 0 && half(model.text(model.host_fns[f].node))) {
+        return 2;
+    }
+    4
 }
 
 /// One place a configuration is written, with the nodes holding each value.
@@ -193,6 +200,8 @@ pub(crate) struct Config<'a> {
     pub insert_at: usize,
     /// Value by name, with the integer literal that holds it when there is one.
     pub values: HashMap<String, (i64, Option<Node<'a>>)>,
+    /// An entry of `@triton.autotune(configs=[...])`.
+    pub from_autotune: bool,
 }
 
 /// The names of the block sizes of a `tl.dot` pipeline: (M, N, K).
@@ -280,6 +289,7 @@ pub(crate) fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str])
                 node: entry,
                 insert_at: closing_paren(entry),
                 values,
+                from_autotune: true,
             });
         }
     }
@@ -301,6 +311,7 @@ pub(crate) fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str])
             node: launch.node,
             insert_at: closing_paren(launch.node),
             values,
+            from_autotune: false,
         });
     }
     out
@@ -355,11 +366,15 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                     edits,
                 })
             });
-            out.push(
-                RULE.diagnostic(cfg.at, message)
-                    .with_fix(fix)
-                    .with_related(k.name_range, format!("kernel `{}`", k.name)),
-            );
+            let mut d = RULE.diagnostic(cfg.at, message);
+            // The autotuner skips a config that runs out of resources: worth knowing, not an error.
+            if cfg.from_autotune {
+                d.severity = Severity::Hint;
+                if let Some(stem) = d.message.strip_suffix(": the launch fails with OutOfResources") {
+                    d.message = format!("{stem}: the autotuner skips this config (it would fail with OutOfResources)");
+                }
+            }
+            out.push(d.with_fix(fix).with_related(k.name_range, format!("kernel `{}`", k.name)));
         }
     }
 }

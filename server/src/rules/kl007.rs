@@ -1,7 +1,7 @@
 //! KL007 tensor-indexed-by-tensor.
 
 use crate::analysis::field;
-use crate::analysis::model::{collect_identifiers, range_of, FileModel};
+use crate::analysis::model::{collect_identifiers, range_of, FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 
@@ -41,6 +41,18 @@ out = tl.load(table_ptr + idx, mask=idx < n)
 ```
 "#;
 
+/// The variable of a `tl.static_range` loop: a constexpr in each unrolled
+/// copy, so it may index a tuple (`ptrs[i]` over a tuple of pointers).
+fn unrolled_var(model: &FileModel, k: &Kernel, name: &str) -> bool {
+    k.loops.iter().any(|lp| {
+        lp.var.as_deref() == Some(name)
+            && lp.head.is_some_and(|h| {
+                let f = if h.kind() == "call" { field!(h, "function").unwrap_or(h) } else { h };
+                model.text(f).ends_with("static_range")
+            })
+    })
+}
+
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in model.checked_kernels() {
         for (sub, _) in &k.subscripts {
@@ -60,7 +72,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
                 let mut ids = Vec::new();
                 collect_identifiers(*idx, model.src, &mut ids);
-                ids.iter().any(|i| i != "None" && !k.is_constexpr(i))
+                ids.iter().any(|i| i != "None" && !k.is_constexpr(i) && !unrolled_var(model, k, i))
             });
             let Some(idx) = offending else { continue };
             let message = format!(

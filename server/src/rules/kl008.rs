@@ -1,6 +1,8 @@
 //! KL008 scalar-loop-no-dot.
 
-use crate::analysis::model::FileModel;
+use tree_sitter::Node;
+
+use crate::analysis::model::{collect_identifiers, FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 
@@ -46,6 +48,70 @@ convolution as an implicit GEMM: gather an input tile of shape
 (BLOCK_K, BLOCK_N) weight tile.
 "#;
 
+/// Whether a multiply-accumulate multiplies an input window by weights, as a
+/// direct convolution does: both factors are loaded from memory and vary with
+/// at least two element-by-element loops of the nest (`x[ic, oh + ky, ow + kx]`
+/// and `w[oc, ic, ky, kx]`). Norms, cross-entropy and variance walk tiles
+/// (`range(0, N, BLOCK)`) and multiply an input by itself or by a scale;
+/// interpolation multiplies by coefficients it computes: no product that
+/// belongs on tensor cores.
+fn is_window_times_weights(model: &FileModel, k: &Kernel, value: Node, loops: &[usize]) -> bool {
+    let src = model.src;
+    let Some(product) = find_product(value) else { return false };
+    let (Some(left), Some(right)) = (product.child_by_field_name("left"), product.child_by_field_name("right")) else {
+        return false;
+    };
+    let loop_vars: Vec<&str> =
+        loops.iter().filter(|&&l| !walks_tiles(model, k, l)).filter_map(|&l| k.loops[l].var.as_deref()).collect();
+    let varies = |n: Node| {
+        let deps = k.deps(n, src);
+        loop_vars.iter().filter(|v| deps.contains(**v)).count()
+    };
+    let loaded = |n: Node| {
+        let mut ids = Vec::new();
+        collect_identifiers(n, src, &mut ids);
+        model.text(n).contains("load(")
+            || ids.iter().any(|id| k.assigns.iter().any(|a| &a.target == id && model.text(a.value).contains("load(")))
+    };
+    varies(left) >= 2 && varies(right) >= 2 && loaded(left) && loaded(right)
+}
+
+/// A loop whose variable picks a block of elements: it steps by a block size,
+/// or it is combined with a `tl.arange` (`m * BLOCK_M + tl.arange(0, BLOCK_M)`).
+fn walks_tiles(model: &FileModel, k: &Kernel, l: usize) -> bool {
+    let lp = &k.loops[l];
+    if lp.step.is_some_and(|s| {
+        let mut ids = Vec::new();
+        collect_identifiers(s, model.src, &mut ids);
+        ids.iter().any(|i| k.is_constexpr(i))
+    }) {
+        return true;
+    }
+    let Some(var) = lp.var.as_deref() else { return false };
+    k.assigns.iter().filter(|a| a.loops.contains(&l)).any(|a| {
+        let t = model.text(a.value);
+        t.contains("arange(") && {
+            let mut ids = Vec::new();
+            collect_identifiers(a.value, model.src, &mut ids);
+            ids.iter().any(|i| i == var)
+        }
+    })
+}
+
+/// The first `a * b` in an expression (the multiply of `acc += a * b` or `acc = acc + a * b`).
+fn find_product(node: Node) -> Option<Node> {
+    let mut found = None;
+    crate::analysis::model::visit_nodes(node, &mut |n| {
+        if found.is_none()
+            && n.kind() == "binary_operator"
+            && n.child_by_field_name("operator").is_some_and(|o| o.kind() == "*")
+        {
+            found = Some(n);
+        }
+    });
+    found
+}
+
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in model.checked_kernels() {
         if k.tl_calls("dot").next().is_some() {
@@ -62,6 +128,9 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             let is_mac = (a.augmented && value.contains('*'))
                 || (!a.augmented && value.contains('*') && value.trim_start().starts_with(&format!("{target} +")));
             if !is_mac {
+                continue;
+            }
+            if !is_window_times_weights(model, k, a.value, &a.loops) {
                 continue;
             }
             let innermost = *a.loops.last().unwrap_or(&0);

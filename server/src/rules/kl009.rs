@@ -71,7 +71,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 .filter_map(|p| k.pointer_base(p, src))
                 .filter(|b| !stored.contains(b))
                 .collect();
-            if inputs.is_empty() {
+            if inputs.is_empty() || !k.is_recurrence(t, model) {
                 continue;
             }
             for call in k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum")) {

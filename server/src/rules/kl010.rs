@@ -50,7 +50,14 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         if !launches {
             continue;
         }
+        // One diagnostic a line: `int(a[i].item() - a[j].item())` is one wait to fix, not two.
+        let mut lines_seen: Vec<usize> = Vec::new();
         for sync in func.syncs.iter().filter(|s| !s.loops.is_empty()) {
+            let line_start = model.src[..sync.node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+            if lines_seen.contains(&line_start) {
+                continue;
+            }
+            lines_seen.push(line_start);
             let l = *sync.loops.last().unwrap_or(&0);
             let message = format!(
                 "`{}` inside a loop in `{}` waits for the GPU on every iteration: the GPU idles while Python prepares the next launch. Keep the check on the GPU or move it after the loop",
