@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Settings;
+use crate::config::{Settings, Tolerance};
 
 /// The harness, written to a cache directory at run time under a content-hashed name.
 pub const HARNESS_SOURCE: &str = include_str!("../../harness/harness.py");
@@ -290,7 +290,17 @@ fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
     if let Some(r) = &s.reference {
         argv.extend(["--config-reference".to_string(), config_relative(candidate, r).display().to_string()]);
     }
+    let profile = match s.bench.tolerance {
+        Tolerance::KernelBench => "kernelbench".to_string(),
+        Tolerance::Legacy => "legacy".to_string(),
+        Tolerance::Value(v) => {
+            argv.extend(["--tolerance".to_string(), v.to_string()]);
+            "custom".to_string()
+        }
+    };
     for (flag, value) in [
+        ("--profile", profile),
+        ("--precision", s.bench.precision.as_str().to_string()),
         ("--atol", s.atol.to_string()),
         ("--rtol", s.rtol.to_string()),
         ("--trials", s.bench.correctness_trials.to_string()),
