@@ -20,6 +20,7 @@ pub mod kl007;
 pub mod kl008;
 pub mod kl009;
 pub mod kl010;
+pub mod kl109;
 
 /// Static description of a rule.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +71,7 @@ pub static RULES: &[Rule] = &[
     kl008::RULE,
     kl009::RULE,
     kl010::RULE,
+    kl109::RULE,
 ];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {
@@ -91,7 +93,7 @@ pub enum Reach {
 
 pub fn reach(rule: &Rule) -> Reach {
     match rule.code {
-        "KL001" | "KL010" => Reach::Host,
+        "KL001" | "KL010" | "KL109" => Reach::Host,
         "KL005" => Reach::TlAttr,
         _ => Reach::Kernel,
     }
