@@ -694,6 +694,87 @@ def summarize_times(samples):
             "samples_ms": [round(t, 4) for t in samples]}
 
 
+# ---------------------------------------------------------------- rank
+
+
+def time_interleaved(models, inputs, args, gpu):
+    """Times several models in turn, one call each per round, under one clock:
+    CUDA events after a 256 MB flush on the GPU, host wall time under the CPU
+    interpreter (where it measures the interpreter, not a GPU)."""
+    import torch
+
+    rounds = max(3, args.repeats if gpu else 3)
+    samples = [[] for _ in models]
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda") if gpu else None
+    with torch.no_grad():
+        for model in models:
+            for _ in range(args.warmup if gpu else 1):
+                model(*inputs)
+        if gpu:
+            torch.cuda.synchronize()
+        for _ in range(rounds):
+            for model, out in zip(models, samples):
+                if gpu:
+                    flush.zero_()
+                    torch.cuda.synchronize()
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    model(*inputs)
+                    end.record()
+                    torch.cuda.synchronize()
+                    out.append(start.elapsed_time(end))
+                else:
+                    t0 = time.perf_counter()
+                    model(*inputs)
+                    out.append((time.perf_counter() - t0) * 1000)
+    return [summarize_times(t) for t in samples]
+
+
+def run_ranking(args, mode, result):
+    """The rewrite pipeline's final ranking: the reference, the current file
+    (--candidate) and each --rank file, built as the correctness check builds
+    them and timed interleaved in this one process, so every ratio compares
+    times taken side by side."""
+    import torch
+
+    device = "cuda" if mode == "gpu" else "cpu"
+    dtype = task_dtype(args)
+    overrides, used = parse_overrides(args.set), set()
+    candidate = os.path.abspath(args.candidate)
+    ref_path, how = find_reference(candidate, args.reference, args.config_reference)
+    ref_mod = load_module(ref_path or candidate, "kernel_lsp_reference", overrides, used, isolated=True)
+    entries = [{"file": candidate, "role": "current"}] + [{"file": os.path.abspath(f), "role": "candidate"}
+                                                           for f in args.rank]
+    models, timed = [], []
+    for entry in entries:
+        try:
+            mod = load_module(entry["file"], "kernel_lsp_ranked", overrides, used, isolated=True)
+            ref, new = build_models_kb(ref_mod, mod, device, dtype, args.seed)
+        except BenchFailure as f:
+            entry["error"] = f.info["message"]
+            continue
+        except Exception as e:
+            entry["error"] = "".join(traceback.format_exception_only(type(e), e)).strip()
+            continue
+        if not models:
+            models.append(ref)
+            timed.append({"file": ref_path or candidate, "role": "reference"})
+        models.append(new)
+        timed.append(entry)
+    entries.insert(0, timed[0] if timed and timed[0]["role"] == "reference" else
+                   {"file": ref_path or candidate, "role": "reference", "error": "no model could be built"})
+    if len(models) > 1:
+        inputs = task_inputs(ref_mod, ref_mod, device, dtype, args.seed)
+        progress("timing", f"{len(models)} models interleaved")
+        for entry, stats in zip(timed, time_interleaved(models, inputs, args, mode == "gpu")):
+            entry["ms"] = stats["p10_ms"]
+            entry["timing"] = stats
+    result["ranking"] = entries
+    result["ranking_clock"] = ("cuda events, interleaved, p10" if mode == "gpu"
+                               else "host wall time under the CPU interpreter, interleaved (not a GPU figure)")
+    return result
+
+
 # ---------------------------------------------------------------- count_launches
 
 
@@ -922,6 +1003,15 @@ def run_benchmark(args, mode):
     modules = []
     phase = Phases()
     result["phase_s"] = phase.seconds
+    if args.rank:
+        try:
+            return run_ranking(args, mode, result)
+        except BenchFailure as f:
+            result["error"] = f.info
+            return result
+        except Exception as e:
+            result["error"] = locate_error(e, candidate, modules).info
+            return result
     try:
         overrides = parse_overrides(args.set)
         used = set()
@@ -1025,6 +1115,8 @@ def parse_run_args(argv):
     p.add_argument("--rtol", type=float, default=1e-2, help="the legacy profile's rtol")
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--no-kernelbench-timing", action="store_true")
+    p.add_argument("--rank", action="append", default=[], metavar="FILE",
+                   help="time the current file (--candidate), the reference and these files interleaved; no checks")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--time-budget", type=float, default=10.0, help="seconds of timing per model at most")
