@@ -479,17 +479,29 @@ pub fn history_cli(args: HistoryArgs) -> i32 {
         println!("no benchmark runs recorded in {}", history::history_path(&root).display());
         return 0;
     }
-    let file_w = rows.iter().map(|r| r.file.len()).max().unwrap_or(4).max(4);
-    println!(
-        "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | problem |",
-        "time", "stage", "file", "hash", "score", "latency"
-    );
-    println!("|{:-<22}|{:-<7}|{:-<w$}|{:-<10}|{:-<21}|{:-<26}|---------|", "", "", "", "", "", "", w = file_w + 2);
-    for r in rows {
+    let (runs, setup): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| !r.setup_failure);
+    if !runs.is_empty() {
+        let file_w = runs.iter().map(|r| r.file.len()).max().unwrap_or(4).max(4);
         println!(
-            "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | {} |",
-            r.time, r.stage, r.file, r.hash, r.score, r.latency, r.problem
+            "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | problem |",
+            "time", "stage", "file", "hash", "score", "latency"
         );
+        println!("|{:-<22}|{:-<7}|{:-<w$}|{:-<10}|{:-<21}|{:-<26}|---------|", "", "", "", "", "", "", w = file_w + 2);
+        for r in &runs {
+            println!(
+                "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | {} |",
+                r.time, r.stage, r.file, r.hash, r.score, r.latency, r.problem
+            );
+        }
+    } else {
+        println!("no benchmark run reached the candidate's code");
+    }
+    if !setup.is_empty() {
+        let n = setup.len();
+        println!("\n{n} set-up {} (nothing of the file ran; not versions):", if n == 1 { "failure" } else { "failures" });
+        for r in &setup {
+            println!("  {}  {}  {}", r.time, r.file, r.problem);
+        }
     }
     0
 }

@@ -593,7 +593,10 @@ impl Ctx {
         let problem = match &result.error {
             Some(e) => format!("{}: {}", e.kind, self.clean(e.message.lines().last().unwrap_or_default())),
             None => {
-                result.launches_per_forward.map(|n| format!("ok, {n} launches/forward")).unwrap_or_else(|| "ok".into())
+                result
+                    .launches_per_forward
+                    .map(|n| format!("ok, {}", bench::history::launches_text(n)))
+                    .unwrap_or_else(|| "ok".into())
             }
         };
         let _ = tx.send(StageEvent {
