@@ -236,7 +236,9 @@ fn offset_fails_kernelbench_tolerance_and_passes_legacy() {
     assert!((diff - 5e-4).abs() < 2e-6, "{diff}");
     let message = run.json["error"]["message"].as_str().unwrap_or("");
     assert!(
-        message.starts_with("correct at 1e-2 (legacy); fails KernelBench's fp32 tolerance 1e-4: max abs diff 5e-4 at output["),
+        message.starts_with(
+            "correct at 1e-2 (legacy); fails KernelBench's fp32 tolerance 1e-4: max abs diff 5e-4 at output["
+        ),
         "{message}"
     );
 
@@ -246,7 +248,10 @@ fn offset_fails_kernelbench_tolerance_and_passes_legacy() {
     assert_eq!(legacy.json["tolerance"], 1e-2);
     assert!(legacy.json["verdict_note"].as_str().unwrap_or("").contains("fails KernelBench's fp32 tolerance 1e-4"));
     let text = text_run(&dir, "add_offset.py", &["--tolerance", "legacy"]);
-    assert!(text.contains("correct at legacy tolerance 1e-2") && text.contains("max abs diff 5e-4 at output["), "{text}");
+    assert!(
+        text.contains("correct at legacy tolerance 1e-2") && text.contains("max abs diff 5e-4 at output["),
+        "{text}"
+    );
     assert!(text.contains("profiles disagree"), "{text}");
 
     let custom = bench_json(&dir, "add_offset.py", &["--tolerance", "1e-3"]);
@@ -344,7 +349,9 @@ fn trial_seeds_follow_kernelbench_derivation_and_the_json_has_its_fields() {
         .output()
         .expect("python runs");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("{seeds:?}"));
-    for key in ["tolerance", "tolerance_profile", "precision", "max_abs_diff", "max_abs_diff_index", "verdicts", "trials"] {
+    for key in
+        ["tolerance", "tolerance_profile", "precision", "max_abs_diff", "max_abs_diff_index", "verdicts", "trials"]
+    {
         assert!(run.json.get(key).is_some(), "no `{key}` in {:#}", run.json);
     }
     assert_eq!(run.json["trials"], 5);

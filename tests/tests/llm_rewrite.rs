@@ -112,7 +112,11 @@ fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
     // candidate timed together in one harness process, time(current) / time(candidate).
     let ranking = o["ranking"]["ranking"].as_array().expect("the final ranking");
     let ms = |role: &str| -> f64 {
-        ranking.iter().find(|e| e["role"] == role).and_then(|e| e["ms"].as_f64()).unwrap_or_else(|| panic!("{role}: {o:#}"))
+        ranking
+            .iter()
+            .find(|e| e["role"] == role)
+            .and_then(|e| e["ms"].as_f64())
+            .unwrap_or_else(|| panic!("{role}: {o:#}"))
     };
     assert_eq!(ranking.len(), 3, "reference, current and one candidate: {ranking:?}");
     assert!(ms("reference") > 0.0);

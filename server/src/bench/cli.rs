@@ -498,7 +498,10 @@ pub fn history_cli(args: HistoryArgs) -> i32 {
     }
     if !setup.is_empty() {
         let n = setup.len();
-        println!("\n{n} set-up {} (nothing of the file ran; not versions):", if n == 1 { "failure" } else { "failures" });
+        println!(
+            "\n{n} set-up {} (nothing of the file ran; not versions):",
+            if n == 1 { "failure" } else { "failures" }
+        );
         for r in &setup {
             println!("  {}  {}  {}", r.time, r.file, r.problem);
         }

@@ -266,9 +266,12 @@ pub async fn rank(req: BenchRequest, files: &[PathBuf]) -> Result<BenchResult, B
 /// Milliseconds of one ranked file, by role and path, from a `rank` result.
 pub fn ranked_ms(result: &BenchResult, file: &Path) -> Option<f64> {
     let file = std::path::absolute(file).ok()?;
-    result.extra.get("ranking")?.as_array()?.iter().find_map(|e| {
-        (e.get("file")?.as_str()? == file.display().to_string()).then(|| e.get("ms")?.as_f64())?
-    })
+    result
+        .extra
+        .get("ranking")?
+        .as_array()?
+        .iter()
+        .find_map(|e| (e.get("file")?.as_str()? == file.display().to_string()).then(|| e.get("ms")?.as_f64())?)
 }
 
 fn profiled_launches() -> &'static std::sync::Mutex<std::collections::HashMap<String, u64>> {

@@ -126,7 +126,9 @@ pub async fn rewrite(
     if let Some(r) = &ranking {
         let problem = match (&r.result.error, r.result.extra.get("ranking_clock").and_then(|v| v.as_str())) {
             (Some(e), _) => format!("{}: {}", e.kind, ctx.clean(&e.message)),
-            (None, Some(clock)) => format!("current, reference and {} correct candidate(s) timed together: {clock}", r.ms.len()),
+            (None, Some(clock)) => {
+                format!("current, reference and {} correct candidate(s) timed together: {clock}", r.ms.len())
+            }
             _ => String::new(),
         };
         let record = ctx.record("rank", None, None, "-".into(), start.elapsed().as_millis() as u64, &problem, None);
@@ -592,12 +594,10 @@ impl Ctx {
         };
         let problem = match &result.error {
             Some(e) => format!("{}: {}", e.kind, self.clean(e.message.lines().last().unwrap_or_default())),
-            None => {
-                result
-                    .launches_per_forward
-                    .map(|n| format!("ok, {}", bench::history::launches_text(n)))
-                    .unwrap_or_else(|| "ok".into())
-            }
+            None => result
+                .launches_per_forward
+                .map(|n| format!("ok, {}", bench::history::launches_text(n)))
+                .unwrap_or_else(|| "ok".into()),
         };
         let _ = tx.send(StageEvent {
             finished: true,
@@ -738,7 +738,8 @@ fn pick(
             }
         }
         if let Some((i, ms)) = best {
-            let device = candidates[i].bench.as_ref().and_then(|b| b.device.clone()).unwrap_or_else(|| "the GPU".into());
+            let device =
+                candidates[i].bench.as_ref().and_then(|b| b.device.clone()).unwrap_or_else(|| "the GPU".into());
             title = match (current_ms, reference_ms) {
                 (Some(cur), _) => format!(
                     "{verb}: {:.2}x vs current (timed together with the current file and the reference on {device})",
@@ -776,7 +777,8 @@ fn pick(
             }
         }
         if let Some((i, s)) = best {
-            let device = candidates[i].bench.as_ref().and_then(|b| b.device.clone()).unwrap_or_else(|| "the GPU".into());
+            let device =
+                candidates[i].bench.as_ref().and_then(|b| b.device.clone()).unwrap_or_else(|| "the GPU".into());
             title = match base_speed {
                 Some(base) => format!(
                     "{verb}: {:.2}x vs current (ratio of two separate runs' speedups on {device}; the direct ranking failed: {why})",

@@ -58,6 +58,7 @@ Put the kernels and helpers the candidate needs in the candidate file itself.
 const ENVIRONMENT: &[&str] = &["torch", "triton", "numpy", "einops", "typing_extensions", "packaging"];
 
 /// `sys.stdlib_module_names` of CPython 3.11, public names only.
+#[rustfmt::skip]
 const STDLIB: &[&str] = &[
     "abc", "aifc", "antigravity", "argparse", "array", "ast", "asynchat", "asyncio", "asyncore", "atexit",
     "audioop", "base64", "bdb", "binascii", "bisect", "builtins", "bz2", "cProfile", "calendar", "cgi", "cgitb",
@@ -94,7 +95,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             "import_statement" => {
                 let mut c = node.walk();
                 for name in node.children_by_field_name("name", &mut c) {
-                    let dotted = if name.kind() == "aliased_import" { name.child_by_field_name("name") } else { Some(name) };
+                    let dotted =
+                        if name.kind() == "aliased_import" { name.child_by_field_name("name") } else { Some(name) };
                     if let Some(d) = dotted {
                         report(model, d, &model.src[d.byte_range()], false, out);
                     }
