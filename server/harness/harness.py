@@ -18,10 +18,12 @@ Modes:
       forks a fresh child per request before CUDA is touched, and writes
       {"type": "done", "pid": CHILD, "status": S} when the child has ended.
 
-Steps of one run, in order: find_reference, load_module (both, with --set
-overrides), build_models, check_correctness, check_determinism,
-time_models (interleaved), count_launches, kernel_stats; any exception is located in the
-candidate by locate_error.
+Steps of one run, in order: find_reference, load_module (both from their source
+alone, with --set overrides), build_models_kb, check_correctness_kb (KernelBench's
+protocol), check_determinism, time_models (interleaved), kernelbench_timing
+(KernelBench's cuda_event method, and the reference as a CUDA graph),
+count_launches, kernel_stats; any exception is located in the candidate by
+locate_error.
 """
 
 import argparse
@@ -198,7 +200,7 @@ def read_text(path):
 # ---------------------------------------------------------------- load_module
 
 
-def load_module(path, name, overrides, used):
+def load_module(path, name, overrides, used, isolated=False):
     """Executes a file as a module, replacing top-level `NAME = ...` assignments
     named in `overrides` (so derived constants follow); records which were used."""
     source = read_text(path)
@@ -210,6 +212,8 @@ def load_module(path, name, overrides, used):
                 if isinstance(t, ast.Name) and t.id in overrides:
                     node.value = ast.copy_location(ast.Constant(overrides[t.id]), node.value)
                     used.add(t.id)
+    if isolated:
+        return load_isolated(path, source, tree)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -218,6 +222,71 @@ def load_module(path, name, overrides, used):
         sys.path.insert(0, folder)
     exec(compile(tree, path, "exec"), module.__dict__)
     return module
+
+
+# Temporary copies of isolated candidates -> the file the user wrote, so errors
+# and kernel locations name the user's file.
+ALIASES = {}
+
+
+def real_path(path):
+    path = os.path.abspath(path)
+    return ALIASES.get(path, path)
+
+
+def load_isolated(path, source, tree):
+    """Loads a file the way KernelBench's evaluator loads a Triton candidate: its
+    text is written to a fresh temporary file and imported from there, alone. No
+    folder of the user's is on sys.path, so `from sibling import x` fails with the
+    ModuleNotFoundError KernelBench would record as a compilation failure."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="kernel-lsp-candidate-")
+    copy = os.path.join(folder, "candidate_module.py")
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(source)
+    ALIASES[os.path.abspath(copy)] = os.path.abspath(path)
+    for entry in (os.path.dirname(os.path.abspath(path)), ""):
+        while entry in sys.path:
+            sys.path.remove(entry)
+    spec = importlib.util.spec_from_file_location("candidate_module", copy)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        exec(compile(tree, copy, "exec"), module.__dict__)
+    except ModuleNotFoundError as e:
+        local = local_module(path, e.name)
+        if local is None:
+            raise
+        line, col = innermost_frame(e, os.path.abspath(path))
+        raise BenchFailure(
+            "local-import",
+            f"`{e.name}` is {os.path.basename(local)} beside {os.path.basename(path)}: KernelBench loads a "
+            f"candidate from its source alone (written to a temporary file), so this import fails there "
+            f"with ModuleNotFoundError and the candidate counts as a compilation failure. Put what it "
+            f"needs from {os.path.basename(local)} in this file.",
+            os.path.abspath(path), line, col) from e
+    return module
+
+
+def local_module(path, name):
+    """The file or package beside `path` that an import of `name` would have found."""
+    if not name:
+        return None
+    base = os.path.join(os.path.dirname(os.path.abspath(path)), *name.split(".")[:1])
+    for candidate in (base + ".py", os.path.join(base, "__init__.py"), base):
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def settable_names(paths):
+    """Top-level assigned names of the files, the ones --set can replace."""
+    names = []
+    for path in dict.fromkeys(paths):
+        for node in ast.parse(read_text(path)).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+    return names
 
 
 def parse_overrides(pairs):
@@ -231,33 +300,6 @@ def parse_overrides(pairs):
         except (ValueError, SyntaxError):
             out[name] = value
     return out
-
-
-# ---------------------------------------------------------------- build_models
-
-
-def build_models(ref_mod, new_mod, device, seed):
-    import torch
-
-    init = getattr(ref_mod, "get_init_inputs", None) or getattr(new_mod, "get_init_inputs", None)
-    init_args = list(init()) if init else []
-    if not hasattr(ref_mod, "Model"):
-        raise BenchFailure("no-reference", f"{ref_mod.__file__} defines no `class Model`", ref_mod.__file__, 1, 1)
-    if not hasattr(new_mod, "ModelNew"):
-        raise BenchFailure("exception", "the candidate defines no `class ModelNew`", new_mod.__file__, 1, 1)
-    torch.manual_seed(seed)
-    ref = ref_mod.Model(*init_args).to(device).eval()
-    torch.manual_seed(seed)
-    new = new_mod.ModelNew(*init_args).to(device).eval()
-    return ref, new
-
-
-def make_inputs(ref_mod, new_mod, device, seed):
-    import torch
-
-    torch.manual_seed(seed)
-    get = getattr(ref_mod, "get_inputs", None) or getattr(new_mod, "get_inputs")
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in get()]
 
 
 # ---------------------------------------------------------------- check_correctness
@@ -306,30 +348,272 @@ def compare(ref_out, new_out, atol, rtol):
     return None
 
 
-def max_diff(ref_out, new_out):
-    worst = 0.0
-    for r, n in zip(flatten(ref_out), flatten(new_out)):
-        if hasattr(r, "shape") and hasattr(n, "shape") and r.shape == n.shape and r.numel():
-            worst = max(worst, float((r.detach().double() - n.detach().double()).abs().max()))
-    return worst
+# ---------------------------------------------------------------- the KernelBench protocol
+
+# KernelBench main's tolerance by precision (atol = rtol), and the tolerance
+# its v0/v0.1 and kernel-lsp before it used for everything ("legacy").
+PRECISION_TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
+PRECISION_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+EXCESSIVE_SPEEDUP = 10.0
+KB_WARMUP, KB_TRIALS, KB_DISCARD = 3, 100, 1
 
 
-def check_correctness(ref, new, ref_mod, new_mod, device, args, where):
+def seed_everything(seed):
+    """KernelBench's set_seed: the CPU generator and the current CUDA device's."""
     import torch
 
-    worst = 0.0
-    for trial in range(args.trials):
-        progress("correctness", f"trial {trial + 1} of {args.trials}")
-        inputs = make_inputs(ref_mod, new_mod, device, args.seed + 1 + trial)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed(seed)
+
+
+def derive_trial_seeds(seed, n):
+    """One seed per correctness trial, drawn as KernelBench draws them: the CPU
+    generator seeded with `seed`, then one integer in [0, 2**32 - 1) per trial."""
+    import torch
+
+    torch.manual_seed(seed)
+    return [int(torch.randint(0, 2 ** 32 - 1, (1,)).item()) for _ in range(n)]
+
+
+def to_task(x, device, dtype):
+    """Tensors take the task's dtype, then move to the device; anything else stays."""
+    import torch
+
+    return x.to(dtype=dtype).to(device=device) if isinstance(x, torch.Tensor) else x
+
+
+def task_dtype(args):
+    import torch
+
+    return getattr(torch, PRECISION_DTYPE[args.precision])
+
+
+def build_models_kb(ref_mod, new_mod, device, dtype, seed):
+    """Init inputs under the seed, each model built right after re-seeding, then
+    both moved with `.to(device, dtype)`. Left in training mode, as KernelBench leaves them."""
+    import torch
+
+    if not hasattr(ref_mod, "Model"):
+        raise BenchFailure("no-reference", f"{ref_mod.__file__} defines no `class Model`", ref_mod.__file__, 1, 1)
+    if not hasattr(new_mod, "ModelNew"):
+        raise BenchFailure("exception", "the candidate defines no `class ModelNew`", None, 1, 1)
+    init = getattr(ref_mod, "get_init_inputs", None) or getattr(new_mod, "get_init_inputs", None)
+    seed_everything(seed)
+    init_args = [to_task(x, device, dtype) for x in (init() if init else [])]
+    with torch.no_grad():
+        seed_everything(seed)
+        ref = ref_mod.Model(*init_args)
+        seed_everything(seed)
+        new = new_mod.ModelNew(*init_args)
+        ref = ref.to(device=device, dtype=dtype)
+        new = new.to(device=device, dtype=dtype)
+    return ref, new
+
+
+def task_inputs(ref_mod, new_mod, device, dtype, seed):
+    get = getattr(ref_mod, "get_inputs", None) or getattr(new_mod, "get_inputs")
+    seed_everything(seed)
+    return [to_task(x, device, dtype) for x in get()]
+
+
+def tolerances(args):
+    """(name, atol, rtol) of the chosen profile, then of the other named profiles."""
+    kb = PRECISION_TOLERANCE[args.precision]
+    named = {"kernelbench": (kb, kb), "legacy": (args.atol, args.rtol)}
+    if args.profile == "custom":
+        chosen = ("custom", args.tolerance, args.tolerance)
+    else:
+        chosen = (args.profile, *named[args.profile])
+    return chosen, named
+
+
+def describe_index(index):
+    return "output[" + ", ".join(str(i) for i in index) + "]" if index else "output"
+
+
+def check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, info):
+    """KernelBench's correctness check: per-trial seeds, fresh inputs in the task
+    dtype, `torch.allclose(output, output_new, atol=tol, rtol=tol)`; every trial
+    must pass. Fills `info` with the tolerance, the worst difference and where it
+    is, and the verdict of each profile; raises BenchFailure when the chosen
+    profile fails."""
+    import torch
+
+    dtype = task_dtype(args)
+    (profile, atol, rtol), named = tolerances(args)
+    seeds = derive_trial_seeds(args.seed, args.trials)
+    info.update({"tolerance_profile": profile, "precision": args.precision, "tolerance": atol,
+                 "atol": atol, "rtol": rtol, "trial_seeds": seeds})
+    passed = {name: 0 for name in [profile, *named]}
+    checks = {profile: (atol, rtol), **named}
+    worst = None  # (abs diff, index, trial)
+    nan_at = None
+    for trial, seed in enumerate(seeds):
+        progress("correctness", f"trial {trial + 1} of {len(seeds)} (seed {seed})")
+        inputs = task_inputs(ref_mod, new_mod, device, dtype, seed)
         with torch.no_grad():
+            seed_everything(seed)
             expected = ref(*inputs)
+            seed_everything(seed)
             got = new(*inputs)
-        bad = compare(expected, got, args.atol, args.rtol)
-        if bad:
-            bad["trial"] = trial
-            raise BenchFailure("mismatch", bad.pop("message"), *where, **{"mismatch": bad})
-        worst = max(worst, max_diff(expected, got))
-    return worst
+        if not isinstance(expected, torch.Tensor):
+            raise BenchFailure(
+                "non-tensor-output",
+                f"the reference returns a {type(expected).__name__}, not a tensor: KernelBench compares one "
+                f"output tensor (`output.shape`), so it counts every candidate for this task as incorrect",
+                real_path(getattr(ref_mod, "__file__", "")), 1, 1, **info)
+        if not isinstance(got, torch.Tensor):
+            raise BenchFailure(
+                "non-tensor-output",
+                f"ModelNew returns a {type(got).__name__}, not a tensor: KernelBench reads `output_new.shape` "
+                f"and records the AttributeError as a runtime error (incorrect). Return the tensor the "
+                f"reference returns.", *where, **info)
+        if expected.shape != got.shape:
+            raise BenchFailure("mismatch", f"output shape {tuple(got.shape)}, expected {tuple(expected.shape)} "
+                               f"(trial {trial + 1})", *where, **info)
+        for name, (a, r) in checks.items():
+            try:
+                ok = torch.allclose(expected, got, atol=a, rtol=r)
+            except RuntimeError as e:
+                raise BenchFailure("mismatch", f"torch.allclose cannot compare the outputs: {e}", *where, **info)
+            passed[name] += int(bool(ok))
+        diff = (expected.detach().double() - got.detach().double()).abs()
+        if nan_at is None and bool(torch.isnan(diff).any()):
+            flat = int(torch.isnan(diff).reshape(-1).nonzero()[0].item())
+            nan_at = ([int(v) for v in torch.unravel_index(torch.tensor(flat), diff.shape)] if diff.dim() else [], trial)
+        finite = torch.nan_to_num(diff, nan=0.0)
+        if finite.numel():
+            flat = int(torch.argmax(finite).item())
+            value = float(finite.reshape(-1)[flat])
+            if worst is None or value > worst[0]:
+                index = [int(v) for v in torch.unravel_index(torch.tensor(flat), diff.shape)] if diff.dim() else []
+                worst = (value, index, trial)
+    trials = len(seeds)
+    verdicts = {name: {"atol": checks[name][0], "rtol": checks[name][1], "correct": passed[name] == trials,
+                       "trials_passed": passed[name]} for name in checks}
+    info["verdicts"] = verdicts
+    info["trials_passed"] = passed[profile]
+    info["trials"] = trials
+    if worst is not None:
+        info["max_abs_diff"], info["max_abs_diff_index"], info["max_abs_diff_trial"] = worst[0], worst[1], worst[2]
+    where_worst = f"max abs diff {short(worst[0])} at {describe_index(worst[1])}" if worst else "no elements"
+    if nan_at is not None:
+        info["nan_index"] = nan_at[0]
+        raise BenchFailure("mismatch", f"the candidate's output has NaN at {describe_index(nan_at[0])} (trial "
+                           f"{nan_at[1] + 1}); torch.allclose counts NaN as a mismatch, and so does KernelBench",
+                           *where, **info)
+    disagree = verdict_note(profile, verdicts, args.precision, where_worst)
+    if disagree:
+        info["verdict_note"] = disagree
+    if not verdicts[profile]["correct"]:
+        message = disagree or (f"{passed[profile]} of {trials} trials within atol={atol:g} rtol={rtol:g} "
+                               f"({describe_profile(profile, args.precision)}): {where_worst}")
+        raise BenchFailure("mismatch", message, *where, **info)
+    return worst[0] if worst else 0.0
+
+
+def describe_profile(name, precision):
+    return {"kernelbench": f"KernelBench's {precision} tolerance", "legacy": "legacy"}.get(name, "the set tolerance")
+
+
+def short(x):
+    """1e-4, 4.1e-4, 0.5 -> compact scientific form."""
+    if x == 0 or 1e-2 < abs(x) < 1e3:
+        return f"{x:.2g}"
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def verdict_note(profile, verdicts, precision, where_worst):
+    """One line naming each verdict when the profiles disagree:
+    "correct at 1e-2 (legacy); fails KernelBench's fp32 tolerance 1e-4: max abs diff ..."."""
+    if len({v["correct"] for v in verdicts.values()}) < 2:
+        return None
+    parts = []
+    for name in dict.fromkeys(["legacy", "kernelbench", profile]):
+        v = verdicts[name]
+        tol = short(v["atol"])
+        if name == "legacy":
+            parts.append(f"{'correct' if v['correct'] else 'fails'} at {tol} (legacy)")
+        elif name == "kernelbench":
+            parts.append(f"{'correct at' if v['correct'] else 'fails'} KernelBench's {precision} tolerance {tol}")
+        else:
+            parts.append(f"{'correct at' if v['correct'] else 'fails'} the set tolerance {tol}")
+    return "; ".join(parts) + ": " + where_worst
+
+
+def clear_l2():
+    """Fills 256 MB (more than any L2) right before a timed call, as KernelBench does."""
+    import torch
+
+    scratch = torch.empty((32, 1024, 1024), dtype=torch.int64, device="cuda")
+    scratch.fill_(42)
+    del scratch
+
+
+def time_cuda_event(fn, inputs):
+    """KernelBench's cuda_event method: synchronized warm-ups, then for each trial a
+    synchronize, the L2 clear, events around one call, a synchronize; the first
+    trial is dropped. Runs with autograd on, as KernelBench's timing does."""
+    import torch
+
+    for _ in range(KB_WARMUP):
+        fn(*inputs)
+        torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    times = []
+    for trial in range(KB_TRIALS + KB_DISCARD):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        clear_l2()
+        start.record()
+        fn(*inputs)
+        end.record()
+        torch.cuda.synchronize()
+        if trial >= KB_DISCARD:
+            times.append(start.elapsed_time(end))
+    return times
+
+
+def kernelbench_timing(ref, new, inputs, result):
+    """KernelBench's figure: mean of its cuda_event trials, the candidate first and
+    then the reference, as its evaluator orders them; then the reference replayed
+    as a CUDA graph when it can be captured (its launch-overhead-free time)."""
+    import torch
+
+    progress("timing", f"KernelBench's cuda_event method: {KB_TRIALS} trials each")
+    new_times = time_cuda_event(new, inputs)
+    ref_times = time_cuda_event(ref, inputs)
+    new_mean, ref_mean = sum(new_times) / len(new_times), sum(ref_times) / len(ref_times)
+    result["kernelbench_ref_ms"], result["kernelbench_new_ms"] = ref_mean, new_mean
+    result["kernelbench_speedup"] = ref_mean / new_mean if new_mean > 0 else None
+    result["kernelbench_timing"] = (f"cuda_event: {KB_WARMUP} warm-ups, {KB_TRIALS} trials, L2 cleared before "
+                                    f"each, mean")
+    if result["kernelbench_speedup"] is not None and result["kernelbench_speedup"] > EXCESSIVE_SPEEDUP:
+        result["excessive_speedup"] = True
+        result["excessive_speedup_note"] = (
+            f"over {EXCESSIVE_SPEEDUP:g}x: KernelBench flags this as `excessive_speedup` and asks for a check "
+            f"that the kernel does the reference's work (no skipped computation, no cached result)")
+    progress("timing", "capturing the reference in a CUDA graph")
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.no_grad(), torch.cuda.stream(side):
+            for _ in range(3):
+                ref(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.no_grad(), torch.cuda.graph(graph):
+            ref(*inputs)
+        graph_times = time_cuda_event(lambda *a: graph.replay(), inputs)
+    except Exception as e:  # not every reference can be captured (host syncs, dynamic shapes)
+        result["graph_speedup"] = None
+        result["graph_error"] = f"the reference cannot be captured in a CUDA graph: {str(e).strip()[:300]}"
+        torch.cuda.synchronize()
+        return
+    graph_mean = sum(graph_times) / len(graph_times)
+    result["graph_ref_ms"] = graph_mean
+    result["graph_speedup"] = graph_mean / new_mean if new_mean > 0 else None
 
 
 # ---------------------------------------------------------------- check_determinism
@@ -340,7 +624,7 @@ def check_determinism(new, ref_mod, new_mod, device, args, where):
     import torch
 
     progress("determinism", "running one input twice")
-    inputs = make_inputs(ref_mod, new_mod, device, args.seed + 1000)
+    inputs = task_inputs(ref_mod, new_mod, device, task_dtype(args), args.seed + 1000)
     with torch.no_grad():
         first = [t.clone() if isinstance(t, torch.Tensor) else t for t in flatten(new(*inputs))]
         second = flatten(new(*inputs))
@@ -408,6 +692,87 @@ def summarize_times(samples):
     return {"median_ms": median, "min_ms": times[0], "max_ms": times[-1],
             "p10_ms": times[n // 10], "p90_ms": times[(9 * n) // 10], "repeats": n,
             "samples_ms": [round(t, 4) for t in samples]}
+
+
+# ---------------------------------------------------------------- rank
+
+
+def time_interleaved(models, inputs, args, gpu):
+    """Times several models in turn, one call each per round, under one clock:
+    CUDA events after a 256 MB flush on the GPU, host wall time under the CPU
+    interpreter (where it measures the interpreter, not a GPU)."""
+    import torch
+
+    rounds = max(3, args.repeats if gpu else 3)
+    samples = [[] for _ in models]
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda") if gpu else None
+    with torch.no_grad():
+        for model in models:
+            for _ in range(args.warmup if gpu else 1):
+                model(*inputs)
+        if gpu:
+            torch.cuda.synchronize()
+        for _ in range(rounds):
+            for model, out in zip(models, samples):
+                if gpu:
+                    flush.zero_()
+                    torch.cuda.synchronize()
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    model(*inputs)
+                    end.record()
+                    torch.cuda.synchronize()
+                    out.append(start.elapsed_time(end))
+                else:
+                    t0 = time.perf_counter()
+                    model(*inputs)
+                    out.append((time.perf_counter() - t0) * 1000)
+    return [summarize_times(t) for t in samples]
+
+
+def run_ranking(args, mode, result):
+    """The rewrite pipeline's final ranking: the reference, the current file
+    (--candidate) and each --rank file, built as the correctness check builds
+    them and timed interleaved in this one process, so every ratio compares
+    times taken side by side."""
+    import torch
+
+    device = "cuda" if mode == "gpu" else "cpu"
+    dtype = task_dtype(args)
+    overrides, used = parse_overrides(args.set), set()
+    candidate = os.path.abspath(args.candidate)
+    ref_path, how = find_reference(candidate, args.reference, args.config_reference)
+    ref_mod = load_module(ref_path or candidate, "kernel_lsp_reference", overrides, used, isolated=True)
+    entries = [{"file": candidate, "role": "current"}] + [{"file": os.path.abspath(f), "role": "candidate"}
+                                                           for f in args.rank]
+    models, timed = [], []
+    for entry in entries:
+        try:
+            mod = load_module(entry["file"], "kernel_lsp_ranked", overrides, used, isolated=True)
+            ref, new = build_models_kb(ref_mod, mod, device, dtype, args.seed)
+        except BenchFailure as f:
+            entry["error"] = f.info["message"]
+            continue
+        except Exception as e:
+            entry["error"] = "".join(traceback.format_exception_only(type(e), e)).strip()
+            continue
+        if not models:
+            models.append(ref)
+            timed.append({"file": ref_path or candidate, "role": "reference"})
+        models.append(new)
+        timed.append(entry)
+    entries.insert(0, timed[0] if timed and timed[0]["role"] == "reference" else
+                   {"file": ref_path or candidate, "role": "reference", "error": "no model could be built"})
+    if len(models) > 1:
+        inputs = task_inputs(ref_mod, ref_mod, device, dtype, args.seed)
+        progress("timing", f"{len(models)} models interleaved")
+        for entry, stats in zip(timed, time_interleaved(models, inputs, args, mode == "gpu")):
+            entry["ms"] = stats["p10_ms"]
+            entry["timing"] = stats
+    result["ranking"] = entries
+    result["ranking_clock"] = ("cuda events, interleaved, p10" if mode == "gpu"
+                               else "host wall time under the CPU interpreter, interleaved (not a GPU figure)")
+    return result
 
 
 # ---------------------------------------------------------------- count_launches
@@ -493,8 +858,8 @@ def kernel_source(fn):
     lines, start = inspect.getsourcelines(inner)
     for i, text in enumerate(lines):
         if text.lstrip().startswith("def "):
-            return inspect.getsourcefile(inner), start + i, len(text) - len(text.lstrip())
-    return inspect.getsourcefile(inner), start, 0
+            return real_path(inspect.getsourcefile(inner)), start + i, len(text) - len(text.lstrip())
+    return real_path(inspect.getsourcefile(inner)), start, 0
 
 
 def kernel_stats(recorder):
@@ -530,7 +895,7 @@ def innermost_frame(exc, path):
     """(line, column) of the innermost traceback frame in `path`, 1-based."""
     best = None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.abspath(frame.filename) == path:
+        if real_path(frame.filename) == path:
             best = frame
     if best is None:
         return None, None
@@ -638,35 +1003,64 @@ def run_benchmark(args, mode):
     modules = []
     phase = Phases()
     result["phase_s"] = phase.seconds
+    if args.rank:
+        try:
+            return run_ranking(args, mode, result)
+        except BenchFailure as f:
+            result["error"] = f.info
+            return result
+        except Exception as e:
+            result["error"] = locate_error(e, candidate, modules).info
+            return result
     try:
         overrides = parse_overrides(args.set)
         used = set()
         progress("load", "finding the reference")
         ref_path, how = find_reference(candidate, args.reference, args.config_reference)
         result["reference"], result["reference_found_by"] = ref_path or candidate, how
-        new_mod = load_module(candidate, "kernel_lsp_candidate", overrides, used)
+        # Both profiles load the candidate as KernelBench does: from its source alone.
+        new_mod = load_module(candidate, "kernel_lsp_candidate", overrides, used, isolated=True)
         modules.append(new_mod)
-        ref_mod = new_mod if ref_path is None else load_module(ref_path, "kernel_lsp_reference", overrides, used)
+        ref_mod = new_mod if ref_path is None else load_module(ref_path, "kernel_lsp_reference", overrides, used,
+                                                               isolated=True)
         unused = sorted(set(overrides) - used)
         if unused:
             result["overrides_unused"] = unused
+            files = " or ".join(dict.fromkeys(os.path.basename(p) for p in (candidate, ref_path or candidate)))
+            raise BenchFailure(
+                "unknown-override",
+                f"--set {', '.join(unused)}: no top-level `NAME = ...` of that name in {files}; "
+                f"names it can set: {', '.join(settable_names([candidate, ref_path or candidate])) or 'none'}",
+                candidate, 1, 1)
         phase("load")
         progress("build", "building Model and ModelNew")
-        ref, new = build_models(ref_mod, new_mod, device, args.seed)
-        phase("build")
+        dtype = task_dtype(args)
         where = (candidate, model_new_line(candidate), 1)
-        result["max_abs_diff"] = check_correctness(ref, new, ref_mod, new_mod, device, args, where)
+        ref, new = build_models_kb(ref_mod, new_mod, device, dtype, args.seed)
+        phase("build")
+        check = {}
+        try:
+            result["max_abs_diff"] = check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, check)
+        finally:
+            result.update(check)
         phase("correctness")
+        (_, atol, rtol), _ = tolerances(args)
+        args.atol, args.rtol = atol, rtol
         result["bitwise_deterministic"] = check_determinism(new, ref_mod, new_mod, device, args, where)
         phase("determinism")
         result["correct"] = True
-        inputs = make_inputs(ref_mod, new_mod, device, args.seed + 2000)
+        inputs = task_inputs(ref_mod, new_mod, device, dtype, args.seed)
         with torch.no_grad():
             result["triton_launches_per_forward"] = recorder.record(lambda: new(*inputs))
         result["launches_per_forward"] = result["triton_launches_per_forward"]
         result["launch_count_source"] = "triton-hook"
         result["kernels"] = kernel_stats(recorder)
         phase("launches")
+        if mode != "gpu":
+            for key in ("kernelbench_speedup", "graph_speedup"):
+                result[key] = None
+            result["kernelbench_timing"] = ("not measured: the CPU interpreter has no CUDA events; "
+                                            "KernelBench times on a GPU")
         if mode == "gpu":
             # Time before profiling: once CUPTI is attached, every launch costs more,
             # which skews launch-bound models (a Python time loop, cuDNN's GRU).
@@ -680,6 +1074,8 @@ def run_benchmark(args, mode):
             result["ref_ms"], result["new_ms"] = t_ref["p10_ms"], t_new["p10_ms"]
             result["ref_timing"], result["new_timing"] = t_ref, t_new
             result["speedup"] = t_ref["p10_ms"] / t_new["p10_ms"] if t_new["p10_ms"] > 0 else None
+            if not args.no_kernelbench_timing:
+                kernelbench_timing(ref, new, inputs, result)
             phase("timing")
             if not args.no_profiler:
                 progress("launches", "counting kernel launches")
@@ -694,7 +1090,7 @@ def run_benchmark(args, mode):
     except BenchFailure as f:
         result["error"] = f.info
         result.update(f.extra)
-        if f.info["kind"] in ("mismatch", "nondeterministic"):
+        if f.info["kind"] in ("mismatch", "nondeterministic", "non-tensor-output", "local-import"):
             result["correct"] = False
     except Exception as e:
         f = locate_error(e, candidate, modules)
@@ -710,9 +1106,17 @@ def parse_run_args(argv):
     p.add_argument("--config-reference")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--cpu", action="store_true")
-    p.add_argument("--atol", type=float, default=1e-2)
-    p.add_argument("--rtol", type=float, default=1e-2)
-    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--profile", choices=["kernelbench", "legacy", "custom"], default="kernelbench",
+                   help="kernelbench: KernelBench main's tolerance for the precision; legacy: --atol/--rtol; "
+                        "custom: atol = rtol = --tolerance")
+    p.add_argument("--tolerance", type=float, default=None)
+    p.add_argument("--precision", choices=sorted(PRECISION_TOLERANCE), default="fp32")
+    p.add_argument("--atol", type=float, default=1e-2, help="the legacy profile's atol")
+    p.add_argument("--rtol", type=float, default=1e-2, help="the legacy profile's rtol")
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--no-kernelbench-timing", action="store_true")
+    p.add_argument("--rank", action="append", default=[], metavar="FILE",
+                   help="time the current file (--candidate), the reference and these files interleaved; no checks")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--time-budget", type=float, default=10.0, help="seconds of timing per model at most")

@@ -26,7 +26,7 @@ pub enum ConfigError {
 /// are validated below the rules layer. KL9xx diagnostics are not rules.
 pub const RULE_CODES: &[&str] = &[
     "KL001", "KL002", "KL003", "KL004", "KL005", "KL006", "KL007", "KL008", "KL009", "KL010", "KL101", "KL102", "KL103",
-    "KL104", "KL105", "KL106", "KL107", "KL108",
+    "KL104", "KL105", "KL106", "KL107", "KL108", "KL109",
 ];
 
 /// Checks `select`/`ignore` entries (ruff-style selectors: a rule code, a
@@ -70,8 +70,90 @@ pub struct BenchSettings {
     pub repeats: u32,
     /// Seconds before a benchmark run is killed.
     pub timeout: f64,
-    /// Fresh random inputs for the correctness check.
+    /// Fresh random inputs for the correctness check (KernelBench uses 5).
     pub correctness_trials: u32,
+    /// Which tolerance decides "correct": `"kernelbench"` (KernelBench main's
+    /// for the precision: 1e-4 for fp32, 1e-2 for fp16/bf16), `"legacy"` (the
+    /// `atol`/`rtol` settings, 1e-2), or a number (atol = rtol).
+    pub tolerance: Tolerance,
+    /// The task precision inputs, init inputs and models are cast to: `fp32`, `fp16` or `bf16`.
+    pub precision: Precision,
+}
+
+/// The profile that decides a benchmark's verdict (`bench.tolerance`, `--tolerance`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tolerance {
+    KernelBench,
+    Legacy,
+    /// atol = rtol = this value.
+    Value(f64),
+}
+
+impl std::str::FromStr for Tolerance {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Tolerance, String> {
+        match s.trim() {
+            "kernelbench" => Ok(Tolerance::KernelBench),
+            "legacy" => Ok(Tolerance::Legacy),
+            other => match other.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(Tolerance::Value(v)),
+                _ => Err(format!("expected `kernelbench`, `legacy` or a non-negative number, got `{other}`")),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tolerance::KernelBench => f.write_str("kernelbench"),
+            Tolerance::Legacy => f.write_str("legacy"),
+            Tolerance::Value(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+impl Serialize for Tolerance {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Tolerance::Value(v) => s.serialize_f64(*v),
+            named => s.serialize_str(&named.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Tolerance {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Tolerance, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Name(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(v) => Tolerance::Value(v).to_string().parse().map_err(serde::de::Error::custom),
+            Raw::Name(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Fp32,
+    Fp16,
+    Bf16,
+}
+
+impl Precision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Fp16 => "fp16",
+            Precision::Bf16 => "bf16",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,7 +199,14 @@ impl Default for Settings {
 
 impl Default for BenchSettings {
     fn default() -> Self {
-        BenchSettings { warmup: 10, repeats: 50, timeout: 300.0, correctness_trials: 3 }
+        BenchSettings {
+            warmup: 10,
+            repeats: 50,
+            timeout: 300.0,
+            correctness_trials: 5,
+            tolerance: Tolerance::KernelBench,
+            precision: Precision::Fp32,
+        }
     }
 }
 

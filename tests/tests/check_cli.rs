@@ -78,7 +78,7 @@ fn select_ignore_and_target_gpu() {
     let doc: Value = serde_json::from_slice(&only_kl006.stdout).unwrap();
     let codes: Vec<&str> = doc["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
     assert!(!codes.is_empty() && codes.iter().all(|c| *c == "KL006"), "{codes:?}");
-    let none = kernel_lsp(&["check", "--ignore", "KL0", "examples/"], repo());
+    let none = kernel_lsp(&["check", "--ignore", "KL0,KL1", "examples/"], repo());
     assert_eq!(none.status.code(), Some(0), "{}", String::from_utf8_lossy(&none.stdout));
     let bad_gpu = kernel_lsp(&["check", "--target-gpu", "gtx9000", "examples/"], repo());
     assert_eq!(bad_gpu.status.code(), Some(2));

@@ -100,6 +100,12 @@ fn fix(dir: &Path, file: &str, unsafe_fixes: bool) {
 fn bench(dir: &Path, file: &str, extra: &[&str]) -> (i32, Value) {
     let py = python();
     let mut args = vec!["bench", file, "--cpu", "--format", "json", "--python", py.as_str()];
+    // The fixes are proven against the 1e-2 these fixtures were written for:
+    // interpreter matmuls differ from torch's by ~1e-3 (KernelBench's fp32 1e-4
+    // is a separate question, see docs/kernelbench.md).
+    if !extra.contains(&"--tolerance") {
+        args.extend(["--tolerance", "legacy"]);
+    }
     if !extra.contains(&"--timeout") {
         args.extend(["--timeout", "120"]);
     }

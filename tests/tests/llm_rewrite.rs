@@ -108,6 +108,21 @@ fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
     assert_eq!(o["verified_mode"], "cpu-interpreter");
     assert_eq!(o["title"], "Make persistent: correct on the CPU interpreter; speed not measured");
     assert_eq!(o["speedup"], Value::Null, "no speedup is claimed without a GPU");
+    // "vs current" is measured directly: the current file, the reference and the
+    // candidate timed together in one harness process, time(current) / time(candidate).
+    let ranking = o["ranking"]["ranking"].as_array().expect("the final ranking");
+    let ms = |role: &str| -> f64 {
+        ranking
+            .iter()
+            .find(|e| e["role"] == role)
+            .and_then(|e| e["ms"].as_f64())
+            .unwrap_or_else(|| panic!("{role}: {o:#}"))
+    };
+    assert_eq!(ranking.len(), 3, "reference, current and one candidate: {ranking:?}");
+    assert!(ms("reference") > 0.0);
+    let ratio = o["candidates"][0]["speedup_vs_current"].as_f64().expect("a direct ratio");
+    assert!((ratio - ms("current") / ms("candidate")).abs() < 1e-9, "{ratio} vs {ranking:?}");
+    assert!(o["ranking"]["ranking_clock"].as_str().unwrap_or_default().contains("CPU interpreter"));
     assert_eq!(o["winner"], 1);
     assert_eq!(o["new_text"].as_str(), Some(fixture_code("answer_persistent.md").as_str()));
     let diff = o["diff"].as_str().expect("a diff");
@@ -146,7 +161,7 @@ fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("JSON line")["stage"].as_str().unwrap_or("").to_string())
         .collect();
-    assert_eq!(stages, ["sandbox", "baseline", "llm", "extract", "gate", "bench", "pick"]);
+    assert_eq!(stages, ["sandbox", "baseline", "llm", "extract", "gate", "bench", "rank", "pick"]);
 
     let table = Command::new(binary()).args(["timeline", FILE]).current_dir(&dir).output().expect("timeline runs");
     let table = String::from_utf8_lossy(&table.stdout);

@@ -49,7 +49,21 @@ fn project(name: &str) -> PathBuf {
 
 fn bench(dir: &Path, candidate: &str, sets: &[&str]) -> (i32, Value) {
     let py = python();
-    let mut args = vec!["bench", candidate, "--format", "json", "--cpu", "--timeout", "240", "--python", py.as_str()];
+    // The kernels' maths against nn.GRU/nn.LSTM at the 1e-2 they were written for;
+    // KernelBench's fp32 1e-4 is checked on the GPU (docs/kernelbench.md).
+    let mut args = vec![
+        "bench",
+        candidate,
+        "--format",
+        "json",
+        "--cpu",
+        "--timeout",
+        "240",
+        "--python",
+        py.as_str(),
+        "--tolerance",
+        "legacy",
+    ];
     for s in sets {
         args.extend(["--set", s]);
     }

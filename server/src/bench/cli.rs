@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{history, BenchErrorInfo, BenchRequest, BenchResult};
-use crate::config::Settings;
+use crate::config::{Precision, Settings, Tolerance};
 use crate::diagnostic::{apply_edits, Applicability, Fix};
 use crate::text::{ColumnUnit, LineIndex};
 
@@ -38,6 +38,14 @@ pub struct BenchArgs {
     /// Run under Triton's interpreter on the CPU (correctness only) even with a GPU.
     #[arg(long)]
     pub cpu: bool,
+    /// The tolerance that decides "correct": `kernelbench` (KernelBench main's for
+    /// the precision: 1e-4 fp32, 1e-2 fp16/bf16), `legacy` (1e-2), or a number
+    /// (atol = rtol). Default: the `bench.tolerance` setting, `kernelbench`.
+    #[arg(long, value_name = "kernelbench|legacy|FLOAT", value_parser = parse_tolerance)]
+    pub tolerance: Option<Tolerance>,
+    /// The task precision inputs and models are cast to (default: the `bench.precision` setting, fp32).
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
     /// Run N times through one warm worker (as the editor does) and report each
     /// run's turnaround; the last run's result is printed.
     #[arg(long, value_name = "N")]
@@ -69,14 +77,25 @@ pub fn parse_override(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `--tolerance kernelbench|legacy|FLOAT` (shared with `kernel-lsp rewrite`).
+pub fn parse_tolerance(s: &str) -> Result<Tolerance, String> {
+    s.parse()
+}
+
 pub fn run_cli(args: BenchArgs) -> i32 {
-    let settings = match Settings::discover(&args.candidate) {
+    let mut settings = match Settings::discover(&args.candidate) {
         Ok((s, _)) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
         }
     };
+    if let Some(t) = args.tolerance {
+        settings.bench.tolerance = t;
+    }
+    if let Some(p) = args.precision {
+        settings.bench.precision = p;
+    }
     let json = args.format == Format::Json;
     let threshold = if args.unsafe_fixes { Applicability::NeedsReview } else { Applicability::Safe };
     let req = BenchRequest {
@@ -276,7 +295,113 @@ fn ms(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".to_string())
 }
 
-/// The `bench` table.
+fn num(r: &BenchResult, key: &str) -> Option<f64> {
+    r.extra.get(key).and_then(|v| v.as_f64())
+}
+
+/// `4.1e-4`, `0.5`, `12`: a difference or tolerance, short.
+pub fn short_float(v: f64) -> String {
+    if v == 0.0 || (1e-2 < v.abs() && v.abs() < 1e3) {
+        return format!("{}", (v * 1000.0).round() / 1000.0);
+    }
+    let text = format!("{v:.1e}");
+    text.replace(".0e", "e")
+}
+
+/// `output[3, 7, 12]` from the JSON index.
+pub fn index_text(r: &BenchResult) -> Option<String> {
+    let index = r.extra.get("max_abs_diff_index")?.as_array()?;
+    let parts: Vec<String> = index.iter().map(|v| v.to_string()).collect();
+    Some(if parts.is_empty() { "output".to_string() } else { format!("output[{}]", parts.join(", ")) })
+}
+
+/// The correctness line: verdict, tolerance, worst difference and where.
+pub fn correctness_line(r: &BenchResult) -> Option<String> {
+    let tol = num(r, "tolerance")?;
+    let profile = r.extra.get("tolerance_profile").and_then(|v| v.as_str()).unwrap_or("-");
+    let precision = r.extra.get("precision").and_then(|v| v.as_str()).unwrap_or("fp32");
+    let label = match profile {
+        "kernelbench" => format!("KernelBench's {precision} tolerance {}", short_float(tol)),
+        "legacy" => format!("legacy tolerance {}", short_float(tol)),
+        _ => format!("tolerance {}", short_float(tol)),
+    };
+    let verdict = match r.correct {
+        Some(true) => "correct",
+        Some(false) => "INCORRECT",
+        None => "not decided",
+    };
+    let mut line = format!("{verdict} at {label} (atol = rtol, {} trials)", num(r, "trials").unwrap_or(0.0) as u64);
+    if let Some(d) = num(r, "max_abs_diff") {
+        line.push_str(&format!("; max abs diff {}", short_float(d)));
+        if let Some(at) = index_text(r) {
+            line.push_str(&format!(" at {at}"));
+        }
+    }
+    Some(line)
+}
+
+/// The figures of a run that happened: times, speedups, verdict.
+fn render_figures(r: &BenchResult) -> String {
+    let mut out = String::new();
+    let correct = match r.correct {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "-",
+    };
+    let x = |v: Option<f64>| v.map(|s| format!("{s:.3}x")).unwrap_or_else(|| "-".to_string());
+    out.push_str(&format!("{:>10} {:>10} {:>9} {:>8} {:>9}\n", "ref ms", "new ms", "speedup", "correct", "launches"));
+    out.push_str(&format!(
+        "{:>10} {:>10} {:>9} {:>8} {:>9}\n",
+        ms(r.ref_ms),
+        ms(r.new_ms),
+        x(r.speedup),
+        correct,
+        opt(r.launches_per_forward)
+    ));
+    if let Some(line) = correctness_line(r) {
+        out.push_str(&format!("{line}\n"));
+    }
+    let note = r.extra.get("verdict_note").and_then(|v| v.as_str());
+    if let Some(note) = note.filter(|n| r.error.as_ref().is_none_or(|e| e.message != *n)) {
+        out.push_str(&format!("profiles disagree: {note}\n"));
+    }
+    if r.mode == "gpu" && r.speedup.is_some() {
+        out.push_str(&format!("speedup (interleaved, p10)      {}\n", x(r.speedup)));
+    }
+    match num(r, "kernelbench_speedup") {
+        Some(kb) => {
+            out.push_str(&format!(
+                "speedup (KernelBench, mean)     {}   ref {} ms, new {} ms\n",
+                x(Some(kb)),
+                ms(num(r, "kernelbench_ref_ms")),
+                ms(num(r, "kernelbench_new_ms"))
+            ));
+            if let Some(note) = r.extra.get("excessive_speedup_note").and_then(|v| v.as_str()) {
+                out.push_str(&format!("excessive speedup: {note}\n"));
+            }
+        }
+        None => {
+            if let Some(why) = r.extra.get("kernelbench_timing").and_then(|v| v.as_str()) {
+                out.push_str(&format!("KernelBench speedup: {why}\n"));
+            }
+        }
+    }
+    match (num(r, "graph_speedup"), r.extra.get("graph_error").and_then(|v| v.as_str())) {
+        (Some(g), _) => out.push_str(&format!(
+            "speedup over the reference as a CUDA graph   {}   graph {} ms\n",
+            x(Some(g)),
+            ms(num(r, "graph_ref_ms"))
+        )),
+        (None, Some(why)) => out.push_str(&format!("CUDA-graph speedup: none ({why})\n")),
+        _ => {}
+    }
+    if r.mode == "cpu-interpreter" && r.error.is_none() {
+        out.push_str("(CPU interpreter: correctness only, no timing)\n");
+    }
+    out
+}
+
+/// The `bench` report.
 pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
     let mut out = String::new();
     let extra = |k: &str| r.extra.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_string();
@@ -291,23 +416,9 @@ pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
         extra("torch"),
         extra("triton")
     ));
-    let correct = match r.correct {
-        Some(true) => "yes",
-        Some(false) => "NO",
-        None => "-",
-    };
-    let speedup = r.speedup.map(|s| format!("{s:.3}x")).unwrap_or_else(|| "-".to_string());
-    out.push_str(&format!("{:>10} {:>10} {:>9} {:>8} {:>9}\n", "ref ms", "new ms", "speedup", "correct", "launches"));
-    out.push_str(&format!(
-        "{:>10} {:>10} {:>9} {:>8} {:>9}\n",
-        ms(r.ref_ms),
-        ms(r.new_ms),
-        speedup,
-        correct,
-        opt(r.launches_per_forward)
-    ));
-    if r.mode == "cpu-interpreter" && r.error.is_none() {
-        out.push_str("(CPU interpreter: correctness only, no timing)\n");
+    let ran = r.correct.is_some() || r.ref_ms.is_some();
+    if ran {
+        out.push_str(&render_figures(r));
     }
     if !r.kernels.is_empty() {
         out.push_str(&format!(
@@ -368,17 +479,32 @@ pub fn history_cli(args: HistoryArgs) -> i32 {
         println!("no benchmark runs recorded in {}", history::history_path(&root).display());
         return 0;
     }
-    let file_w = rows.iter().map(|r| r.file.len()).max().unwrap_or(4).max(4);
-    println!(
-        "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | problem |",
-        "time", "stage", "file", "hash", "score", "latency"
-    );
-    println!("|{:-<22}|{:-<7}|{:-<w$}|{:-<10}|{:-<21}|{:-<26}|---------|", "", "", "", "", "", "", w = file_w + 2);
-    for r in rows {
+    let (runs, setup): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| !r.setup_failure);
+    if !runs.is_empty() {
+        let file_w = runs.iter().map(|r| r.file.len()).max().unwrap_or(4).max(4);
         println!(
-            "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | {} |",
-            r.time, r.stage, r.file, r.hash, r.score, r.latency, r.problem
+            "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | problem |",
+            "time", "stage", "file", "hash", "score", "latency"
         );
+        println!("|{:-<22}|{:-<7}|{:-<w$}|{:-<10}|{:-<21}|{:-<26}|---------|", "", "", "", "", "", "", w = file_w + 2);
+        for r in &runs {
+            println!(
+                "| {:<20} | {:<5} | {:<file_w$} | {:<8} | {:<19} | {:<24} | {} |",
+                r.time, r.stage, r.file, r.hash, r.score, r.latency, r.problem
+            );
+        }
+    } else {
+        println!("no benchmark run reached the candidate's code");
+    }
+    if !setup.is_empty() {
+        let n = setup.len();
+        println!(
+            "\n{n} set-up {} (nothing of the file ran; not versions):",
+            if n == 1 { "failure" } else { "failures" }
+        );
+        for r in &setup {
+            println!("  {}  {}  {}", r.time, r.file, r.problem);
+        }
     }
     0
 }

@@ -36,6 +36,9 @@ pub struct TimelineRow {
     pub score: String,
     pub latency: String,
     pub problem: String,
+    /// The run never reached the candidate's code (no torch, no reference, ...):
+    /// listed apart, never counted as a version.
+    pub setup_failure: bool,
 }
 
 pub fn project_root(candidate: &Path) -> PathBuf {
@@ -109,6 +112,20 @@ pub fn timeline(entries: &[HistoryEntry], file: Option<&str>) -> Vec<TimelineRow
     let mut versions: Vec<(String, String)> = Vec::new();
     let mut rows = Vec::new();
     for e in entries.iter().filter(|e| file.is_none_or(|f| e.file == f)) {
+        if is_setup_failure(&e.result) {
+            // Nothing of the file ran: not a version of it, and said apart.
+            rows.push(TimelineRow {
+                time: e.time.replace('T', " "),
+                stage: "setup".to_string(),
+                file: e.file.clone(),
+                hash: e.hash.chars().take(8).collect(),
+                score: "not run".to_string(),
+                latency: "-".to_string(),
+                problem: problem(&e.result),
+                setup_failure: true,
+            });
+            continue;
+        }
         let n = match versions.iter().filter(|(f, _)| *f == e.file).position(|(_, h)| *h == e.hash) {
             Some(i) => i + 1,
             None => {
@@ -124,9 +141,37 @@ pub fn timeline(entries: &[HistoryEntry], file: Option<&str>) -> Vec<TimelineRow
             score: score(&e.result),
             latency: latency(&e.result),
             problem: problem(&e.result),
+            setup_failure: false,
         });
     }
     rows
+}
+
+/// A run that never got to the candidate's code: no Python with torch, no
+/// reference, a bad `--set`, the harness itself broken.
+pub fn is_setup_failure(r: &BenchResult) -> bool {
+    r.mode == "none"
+        || r.error.as_ref().is_some_and(|e| {
+            matches!(e.kind.as_str(), "missing-dependency" | "harness" | "no-reference" | "unknown-override")
+        })
+}
+
+/// "1 launch/forward", "3 launches/forward".
+pub fn launches_text(n: u64) -> String {
+    format!("{n} {}/forward", if n == 1 { "launch" } else { "launches" })
+}
+
+/// At most `max` characters, cut at a word boundary, with "…" when cut.
+pub fn clip_words(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max.saturating_sub(1)).collect();
+    let cut = match head.rfind(char::is_whitespace) {
+        Some(i) if i > 0 => head[..i].trim_end().to_string(),
+        _ => head,
+    };
+    format!("{cut}…")
 }
 
 fn score(r: &BenchResult) -> String {
@@ -150,12 +195,12 @@ fn problem(r: &BenchResult) -> String {
     match &r.error {
         Some(e) => {
             let first = e.message.lines().next().unwrap_or_default();
-            let short: String = first.chars().take(70).collect();
+            let short = clip_words(first, 70);
             let at = e.line.map(|l| format!(" (line {l})")).unwrap_or_default();
             format!("{}{at}: {short}", e.kind)
         }
         None => match r.launches_per_forward {
-            Some(n) => format!("ok, {n} launches/forward"),
+            Some(n) => format!("ok, {}", launches_text(n)),
             None => "ok".to_string(),
         },
     }
@@ -185,5 +230,20 @@ mod tests {
         assert_eq!(super::utc_time(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::utc_time(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(super::utc_time(1_766_469_602), "2025-12-23T06:00:02Z");
+    }
+
+    #[test]
+    fn launches_are_counted_in_words() {
+        assert_eq!(super::launches_text(1), "1 launch/forward");
+        assert_eq!(super::launches_text(0), "0 launches/forward");
+        assert_eq!(super::launches_text(6240), "6240 launches/forward");
+    }
+
+    #[test]
+    fn clipping_keeps_whole_words() {
+        assert_eq!(super::clip_words("short", 70), "short");
+        let clipped = super::clip_words("mismatch: correct at 1e-2 (legacy); fails KernelBench's", 30);
+        assert_eq!(clipped, "mismatch: correct at 1e-2…");
+        assert!(clipped.chars().count() <= 30);
     }
 }

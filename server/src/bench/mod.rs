@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Settings;
+use crate::config::{Settings, Tolerance};
 
 /// The harness, written to a cache directory at run time under a content-hashed name.
 pub const HARNESS_SOURCE: &str = include_str!("../../harness/harness.py");
@@ -240,6 +240,40 @@ async fn run_with(
     Ok(result)
 }
 
+/// The rewrite pipeline's final ranking: the reference, `req.candidate` (the
+/// current file) and each of `files`, built as the correctness check builds
+/// them and timed interleaved in one fresh harness process, so that their
+/// ratios compare times taken side by side. No correctness check: the files
+/// were checked before. The result's `ranking` lists each with `role`, `file`
+/// and `ms` (or `error`); `ranking_clock` says what was measured.
+pub async fn rank(req: BenchRequest, files: &[PathBuf]) -> Result<BenchResult, BenchError> {
+    let candidate = std::path::absolute(&req.candidate)?;
+    let mut argv = harness_args(&req, &candidate);
+    for f in files {
+        argv.extend(["--rank".to_string(), std::path::absolute(f)?.display().to_string()]);
+    }
+    let plan = process::Plan {
+        python: resolve_python(&req),
+        harness: write_harness()?,
+        argv,
+        cpu: req.cpu,
+        timeout: std::time::Duration::from_secs_f64(req.timeout.unwrap_or(req.settings.bench.timeout).max(0.1)),
+        candidate: candidate.clone(),
+    };
+    process::run_cold(&plan, |_| {}).await
+}
+
+/// Milliseconds of one ranked file, by role and path, from a `rank` result.
+pub fn ranked_ms(result: &BenchResult, file: &Path) -> Option<f64> {
+    let file = std::path::absolute(file).ok()?;
+    result
+        .extra
+        .get("ranking")?
+        .as_array()?
+        .iter()
+        .find_map(|e| (e.get("file")?.as_str()? == file.display().to_string()).then(|| e.get("ms")?.as_f64())?)
+}
+
 fn profiled_launches() -> &'static std::sync::Mutex<std::collections::HashMap<String, u64>> {
     static COUNTS: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<String, u64>>> =
         std::sync::OnceLock::new();
@@ -290,7 +324,17 @@ fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
     if let Some(r) = &s.reference {
         argv.extend(["--config-reference".to_string(), config_relative(candidate, r).display().to_string()]);
     }
+    let profile = match s.bench.tolerance {
+        Tolerance::KernelBench => "kernelbench".to_string(),
+        Tolerance::Legacy => "legacy".to_string(),
+        Tolerance::Value(v) => {
+            argv.extend(["--tolerance".to_string(), v.to_string()]);
+            "custom".to_string()
+        }
+    };
     for (flag, value) in [
+        ("--profile", profile),
+        ("--precision", s.bench.precision.as_str().to_string()),
         ("--atol", s.atol.to_string()),
         ("--rtol", s.rtol.to_string()),
         ("--trials", s.bench.correctness_trials.to_string()),

@@ -176,7 +176,8 @@ pub struct CandidateOutcome {
     /// The candidate file of its last attempt.
     pub text: Option<String>,
     pub tokens: Usage,
-    /// Measured speedup over the current file (GPU only).
+    /// time(current) / time(candidate), timed together in the final ranking;
+    /// under the CPU interpreter that is interpreter wall time, not a GPU figure.
     pub speedup_vs_current: Option<f64>,
 }
 
@@ -199,6 +200,10 @@ pub struct RewriteOutcome {
     /// 1-based index of the winner.
     pub winner: Option<u32>,
     pub baseline: Option<BenchResult>,
+    /// The final ranking: the current file, the reference and every correct
+    /// candidate timed interleaved in one process (`bench::rank`); `None`
+    /// when no candidate was correct.
+    pub ranking: Option<BenchResult>,
     pub candidates: Vec<CandidateOutcome>,
     pub timeline: Vec<StageRecord>,
     pub tokens: Usage,

@@ -82,6 +82,30 @@ pub static BENCH_CODES: &[BenchCode] = &[
         doc: "## What it means\nThe Python interpreter (`python` setting) lacks torch or triton.",
     },
     BenchCode {
+        kind: "non-tensor-output",
+        code: "KL910",
+        name: "non-tensor-output",
+        severity: Severity::Error,
+        doc: "## What it means\n`ModelNew.forward` returns something other than one tensor (a tuple, a list). \
+              KernelBench compares one output tensor and counts this as incorrect. Return what the reference returns.",
+    },
+    BenchCode {
+        kind: "local-import",
+        code: "KL911",
+        name: "local-import",
+        severity: Severity::Error,
+        doc: "## What it means\nThe candidate imports a module beside it. KernelBench loads a candidate from its \
+              source alone (a temporary file), so the import fails there and the candidate counts as a compilation \
+              failure; kernel-lsp loads it the same way. Put what it needs in the candidate file (see KL109).",
+    },
+    BenchCode {
+        kind: "unknown-override",
+        code: "KL912",
+        name: "unknown-override",
+        severity: Severity::Warning,
+        doc: "## What it means\nA `--set NAME=VALUE` names no top-level assignment of the candidate or the reference.",
+    },
+    BenchCode {
         kind: "harness",
         code: "KL909",
         name: "harness-error",
@@ -109,8 +133,20 @@ pub fn lens_title(r: &BenchResult) -> String {
         return format!("{correct} (CPU interpreter, no timing)");
     }
     let mut parts = Vec::new();
+    let extra = |k: &str| r.extra.get(k).and_then(|v| v.as_f64());
     if let Some(s) = r.speedup {
         parts.push(format!("{s:.2}x vs PyTorch"));
+    }
+    if let Some(kb) = extra("kernelbench_speedup") {
+        let flag = if r.extra.get("excessive_speedup").and_then(|v| v.as_bool()) == Some(true) {
+            " ⚠ over 10x, KernelBench flags it"
+        } else {
+            ""
+        };
+        parts.push(format!("KernelBench {kb:.2}x (mean){flag}"));
+    }
+    if let Some(g) = extra("graph_speedup") {
+        parts.push(format!("{g:.2}x vs CUDA graph"));
     }
     if let (Some(new), Some(old)) = (r.new_ms, r.ref_ms) {
         parts.push(format!("{new:.1} ms vs {old:.1} ms"));
@@ -224,6 +260,15 @@ mod tests {
     fn lens_titles() {
         assert_eq!(lens_title(&result("gpu")), "1.62x vs PyTorch · 29.9 ms vs 48.4 ms · correct · 6 launches");
         assert_eq!(lens_title(&result("cpu-interpreter")), "correct (CPU interpreter, no timing)");
+        let mut kb = result("gpu");
+        kb.extra.insert("kernelbench_speedup".into(), 28.86.into());
+        kb.extra.insert("excessive_speedup".into(), true.into());
+        kb.extra.insert("graph_speedup".into(), 4.06.into());
+        assert_eq!(
+            lens_title(&kb),
+            "1.62x vs PyTorch · KernelBench 28.86x (mean) ⚠ over 10x, KernelBench flags it · 4.06x vs CUDA graph · \
+             29.9 ms vs 48.4 ms · correct · 6 launches"
+        );
     }
 
     #[test]

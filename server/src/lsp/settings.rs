@@ -88,6 +88,25 @@ mod tests {
     }
 
     #[test]
+    fn bench_tolerance_is_a_profile_name_or_a_number() {
+        use crate::config::{Precision, Tolerance};
+        let (s, _) = for_file(&editor_settings(&json!({"bench": {"tolerance": "legacy"}})).unwrap(), None);
+        assert_eq!(s.bench.tolerance, Tolerance::Legacy);
+        let (s, _) =
+            for_file(&editor_settings(&json!({"bench": {"tolerance": 0.001, "precision": "bf16"}})).unwrap(), None);
+        assert_eq!((s.bench.tolerance, s.bench.precision), (Tolerance::Value(0.001), Precision::Bf16));
+        let (s, _) = for_file(&json!({}), None);
+        assert_eq!(
+            (s.bench.tolerance, s.bench.correctness_trials),
+            (Tolerance::KernelBench, 5),
+            "KernelBench's by default"
+        );
+        let err = editor_settings(&json!({"bench": {"tolerance": "tight"}})).unwrap_err();
+        assert!(err.contains("expected `kernelbench`, `legacy` or a non-negative number"), "{err}");
+        assert!(editor_settings(&json!({"bench": {"precision": "fp8"}})).is_err());
+    }
+
+    #[test]
     fn invalid_editor_settings_are_refused() {
         assert!(editor_settings(&json!({"target-gpu": "voodoo3"})).is_err());
         assert!(editor_settings(&json!({"no-such-key": 1})).is_err());

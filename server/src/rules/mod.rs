@@ -28,6 +28,7 @@ pub mod kl105;
 pub mod kl106;
 pub mod kl107;
 pub mod kl108;
+pub mod kl109;
 
 pub mod hygiene;
 
@@ -88,6 +89,7 @@ pub static RULES: &[Rule] = &[
     kl106::RULE,
     kl107::RULE,
     kl108::RULE,
+    kl109::RULE,
 ];
 
 pub fn by_code(code: &str) -> Option<&'static Rule> {

@@ -1,0 +1,2 @@
+# The constant relu_sibling.py imports.
+OFFSET = 0.0
