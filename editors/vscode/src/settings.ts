@@ -29,6 +29,8 @@ export const SERVER_SETTINGS: readonly SettingSpec[] = [
     { key: 'bench.repeats', kind: 'count' },
     { key: 'bench.timeout', kind: 'positive' },
     { key: 'bench.correctnessTrials', kind: 'count' },
+    { key: 'bench.tolerance', kind: 'string' },
+    { key: 'bench.precision', kind: 'string' },
     { key: 'llm.baseUrl', kind: 'string' },
     { key: 'llm.model', kind: 'string' },
     { key: 'llm.apiKeyEnv', kind: 'string' },

@@ -161,6 +161,60 @@ pub fn lens_title(r: &BenchResult) -> String {
     parts.join(" · ")
 }
 
+/// Markdown for the hover over `ModelNew` once it was benchmarked: every
+/// figure with what it is, so the robust number and KernelBench's are never
+/// confused.
+pub fn hover_section(r: &BenchResult) -> String {
+    let extra = |k: &str| r.extra.get(k).and_then(|v| v.as_f64());
+    let text = |k: &str| r.extra.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let mut lines = vec![format!("**Benchmark** ({})", if r.mode == "gpu" { "GPU" } else { r.mode.as_str() })];
+    let verdict = match r.correct {
+        Some(true) => "correct",
+        Some(false) => "incorrect",
+        None => "correctness unknown",
+    };
+    let mut v = format!("- {verdict}");
+    if let Some(t) = extra("tolerance") {
+        let profile = text("tolerance_profile").unwrap_or_else(|| "custom".into());
+        v.push_str(&format!(" at atol = rtol = {t:e} ({profile})"));
+    }
+    if let Some(d) = extra("max_abs_diff") {
+        v.push_str(&format!("; max abs diff {d:.2e}"));
+        if let Some(idx) = r.extra.get("max_abs_diff_index").and_then(|v| v.as_array()) {
+            let idx: Vec<String> = idx.iter().map(|i| i.to_string()).collect();
+            v.push_str(&format!(" at output[{}]", idx.join(", ")));
+        }
+    }
+    lines.push(v);
+    if let Some(note) = text("verdict_note") {
+        lines.push(format!("- {note}"));
+    }
+    if r.mode == "cpu-interpreter" {
+        lines.push("- no timing: Triton's CPU interpreter says nothing about GPU speed".into());
+    }
+    if let Some(s) = r.speedup {
+        let stat = text("timing_statistic").unwrap_or_else(|| "p10".into());
+        lines.push(format!("- {s:.2}x vs PyTorch: robust figure, interleaved runs, {stat} of each side"));
+    }
+    if let Some(kb) = extra("kernelbench_speedup") {
+        lines.push(format!("- {kb:.2}x KernelBench's speedup: mean of its CUDA-event trials, L2 cleared before each"));
+        if r.extra.get("excessive_speedup").and_then(|v| v.as_bool()) == Some(true) {
+            let note = text("excessive_speedup_note").unwrap_or_else(|| "over 10x: KernelBench flags it".into());
+            lines.push(format!("- ⚠ {note}"));
+        }
+    }
+    if let Some(g) = extra("graph_speedup") {
+        lines.push(format!("- {g:.2}x vs the reference captured in a CUDA graph (no launch overhead)"));
+    }
+    if let (Some(new), Some(old)) = (r.new_ms, r.ref_ms) {
+        lines.push(format!("- {new:.3} ms vs {old:.3} ms per forward"));
+    }
+    if let Some(e) = &r.error {
+        lines.push(format!("- {}: {}", e.kind, e.message));
+    }
+    lines.join("\n")
+}
+
 /// The inlay-hint label for one compiled kernel.
 pub fn kernel_hint(k: &KernelStats) -> Option<String> {
     let mut parts = Vec::new();
@@ -254,6 +308,26 @@ mod tests {
             error: None,
             extra: Default::default(),
         }
+    }
+
+    #[test]
+    fn hover_names_every_figure() {
+        let mut kb = result("gpu");
+        kb.extra.insert("kernelbench_speedup".into(), 28.86.into());
+        kb.extra.insert("excessive_speedup".into(), true.into());
+        kb.extra.insert("graph_speedup".into(), 4.06.into());
+        kb.extra.insert("tolerance".into(), 1e-4.into());
+        kb.extra.insert("tolerance_profile".into(), "kernelbench".into());
+        kb.extra.insert("max_abs_diff".into(), 7.6e-5.into());
+        kb.extra.insert("max_abs_diff_index".into(), serde_json::json!([3, 7, 12]));
+        let h = hover_section(&kb);
+        assert!(h.contains("correct at atol = rtol = 1e-4 (kernelbench); max abs diff 7.60e-5 at output[3, 7, 12]"), "{h}");
+        assert!(h.contains("1.62x vs PyTorch: robust figure"), "{h}");
+        assert!(h.contains("28.86x KernelBench's speedup: mean"), "{h}");
+        assert!(h.contains("⚠ over 10x"), "{h}");
+        assert!(h.contains("4.06x vs the reference captured in a CUDA graph"), "{h}");
+        let cpu = hover_section(&result("cpu-interpreter"));
+        assert!(cpu.contains("no timing") && !cpu.contains("KernelBench's speedup"), "{cpu}");
     }
 
     #[test]

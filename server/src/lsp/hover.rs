@@ -1,15 +1,23 @@
-//! Hover: the rule's documentation over a diagnostic's range, and over a
-//! `tl.NAME` whether `triton.language` has NAME.
+//! Hover: the rule's documentation over a diagnostic's range, over a
+//! `tl.NAME` whether `triton.language` has NAME, and over `ModelNew` the
+//! figures of its last benchmark.
 
 use crate::analysis::triton_names;
 use crate::rules;
 
 use super::bench_view;
 use super::document::Document;
+use super::state::BenchState;
 
 /// Markdown for the hover at byte `offset`, if any.
-pub fn hover_markdown(doc: &Document, offset: usize) -> Option<String> {
+pub fn hover_markdown(doc: &Document, offset: usize, bench: Option<&BenchState>) -> Option<String> {
     let mut sections = Vec::new();
+    if let Some(r) = bench.and_then(|b| b.result.as_ref()) {
+        let on_model = doc.result.classes.iter().any(|c| c.name == "ModelNew" && c.range.contains(offset));
+        if on_model {
+            sections.push(bench_view::hover_section(r));
+        }
+    }
     for d in doc.result.diagnostics.iter().filter(|d| d.range.contains(offset) || d.range.start == offset) {
         let mut s = format!("**{}** `{}`: {}\n\n", d.code, d.name, d.message);
         if let Some(doc) = rule_doc(&d.code) {
@@ -124,9 +132,28 @@ mod tests {
     #[test]
     fn hover_tells_known_from_unknown_names() {
         let doc = Document::new("y = tl.tanh(x)\nz = tl.sigmoid(x)\n", 0, Arc::new(Settings::default()));
-        let unknown = hover_markdown(&doc, 8).unwrap();
+        let unknown = hover_markdown(&doc, 8, None).unwrap();
         assert!(unknown.contains("has no `tanh`"), "{unknown}");
-        let known = hover_markdown(&doc, doc.text().find("sigmoid").unwrap()).unwrap();
+        let known = hover_markdown(&doc, doc.text().find("sigmoid").unwrap(), None).unwrap();
         assert!(known.contains("exists"), "{known}");
+    }
+
+    #[test]
+    fn hover_over_model_new_shows_its_last_benchmark() {
+        let text = "import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    pass\n";
+        let doc = Document::new(text, 0, Arc::new(Settings::default()));
+        let at = text.find("ModelNew").unwrap() + 2;
+        let mut result = crate::bench::BenchResult::failed("timeout", "x", None, None);
+        result.error = None;
+        result.mode = "gpu".into();
+        result.correct = Some(true);
+        result.speedup = Some(3.0);
+        result.extra.insert("kernelbench_speedup".into(), 3.2.into());
+        let bench = BenchState { result: Some(result), ..Default::default() };
+        let h = hover_markdown(&doc, at, Some(&bench)).expect("a hover over ModelNew");
+        assert!(h.contains("**Benchmark** (GPU)") && h.contains("3.20x KernelBench's speedup"), "{h}");
+        // Not elsewhere, and not without a result.
+        assert!(hover_markdown(&doc, text.find("pass").unwrap(), Some(&bench)).is_none());
+        assert!(hover_markdown(&doc, at, Some(&BenchState::default())).is_none());
     }
 }

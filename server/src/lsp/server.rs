@@ -946,7 +946,7 @@ impl LanguageServer for Server {
             return Ok(None);
         };
         let offset = doc.offset(p.position, st.encoding);
-        Ok(hover::hover_markdown(doc, offset).map(|value| Hover {
+        Ok(hover::hover_markdown(doc, offset, st.bench.get(&p.text_document.uri)).map(|value| Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
             range: None,
         }))
