@@ -35,6 +35,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # candidate in examples/recurrent -> KernelBench level-3 task it targets
 RECURRENT_TASKS = {
     "lstm_wavefront.py": "35_LSTM.py",
+    "lstm_hn_wavefront.py": "36_LSTMHn.py",
+    "lstm_cn_wavefront.py": "37_LSTMCn.py",
+    "lstm_bidir_persistent.py": "38_LSTMBidirectional.py",
     "gru_wavefront.py": "39_GRU.py",
     "gru_hidden_wavefront.py": "40_GRUHidden.py",
     "gru_bidir_persistent.py": "41_GRUBidirectional.py",
