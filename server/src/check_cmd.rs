@@ -5,16 +5,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kernel_lsp::analysis::{self, CheckResult};
 use kernel_lsp::analysis::triton_names;
+use kernel_lsp::analysis::{self, CheckResult};
 use kernel_lsp::config::{validate_selectors, Settings, TritonNames};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 use kernel_lsp::diagnostic::{apply_edits, Applicability, Diagnostic};
 use kernel_lsp::rules::{self, RULES};
 use kernel_lsp::text::{ColumnUnit, LineIndex};
 use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 /// Files larger than this are refused with a clear error rather than analysed.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;

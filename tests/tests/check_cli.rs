@@ -360,14 +360,19 @@ const KL005_KERNEL: &str = "import triton\nimport triton.language as tl\n\n\n@tr
 #[test]
 fn kl005_checks_against_the_configured_pythons_triton() {
     let python = test_python();
-    let version = Command::new(&python).args(["-c", "import triton; print(triton.__version__)"]).output().expect("python runs");
+    let version =
+        Command::new(&python).args(["-c", "import triton; print(triton.__version__)"]).output().expect("python runs");
     let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
     assert!(!version.is_empty(), "{python} has no triton");
     let dir = common::temp_workspace("check-kl005-python");
     std::fs::create_dir_all(dir.join("site")).unwrap();
     std::fs::write(dir.join("site/sitecustomize.py"), "import triton.language as tl\ntl.fork_exp = tl.exp\n").unwrap();
     let wrapper = dir.join("python.sh");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nPYTHONPATH='{}' exec '{python}' \"$@\"\n", dir.join("site").display())).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nPYTHONPATH='{}' exec '{python}' \"$@\"\n", dir.join("site").display()),
+    )
+    .unwrap();
     std::process::Command::new("chmod").arg("+x").arg(&wrapper).status().unwrap();
     std::fs::write(dir.join("k.py"), KL005_KERNEL).unwrap();
 
@@ -404,5 +409,8 @@ fn kl005_falls_back_to_the_bundled_list_when_the_python_is_missing() {
         "{stdout}"
     );
     assert!(stdout.contains("has no `fork_exp`"), "{stdout}");
-    assert!(stderr.contains("KL005 checks against the bundled list") && stderr.contains("/nonexistent/bin/python3"), "{stderr}");
+    assert!(
+        stderr.contains("KL005 checks against the bundled list") && stderr.contains("/nonexistent/bin/python3"),
+        "{stderr}"
+    );
 }
