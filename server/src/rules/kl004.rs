@@ -29,6 +29,12 @@ or a `tl.constexpr` parameter (directly or through an alias such as
 `H = HIDDEN`), and `end - start` must be a power of two, also for the values
 passed at launch sites and as defaults.
 
+In a `@triton.jit` helper, a parameter that bounds an arange is what the
+callers pass: it is constexpr when every call site in the file passes one (a
+caller's `tl.constexpr` parameter, a literal, a module constant). When a
+caller passes a runtime value, the rule fires on the helper's bound, naming
+the caller and pointing at the call site.
+
 ## Why is this bad?
 Triton needs the shape of every block at compile time. A runtime bound fails
 to compile with `arange's arguments must be of type tl.constexpr`, reported
