@@ -5,12 +5,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use kernel_lsp::analysis::triton_names;
 use kernel_lsp::analysis::{self, CheckResult};
-use kernel_lsp::config::{validate_selectors, Settings};
+use kernel_lsp::config::{validate_selectors, Settings, TritonNames};
 use kernel_lsp::diagnostic::{apply_edits, Applicability, Diagnostic};
 use kernel_lsp::rules::{self, RULES};
 use kernel_lsp::text::{ColumnUnit, LineIndex};
 use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 /// Files larger than this are refused with a clear error rather than analysed.
 const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
@@ -155,7 +159,33 @@ fn settings_for(path: &Path, args: &CheckArgs) -> Result<Settings, String> {
     if let Some(gpu) = &args.target_gpu {
         settings.target_gpu = gpu.clone();
     }
+    if let Some(python) = settings.python.clone() {
+        match triton_names_of(&python) {
+            Ok(names) => settings.triton_names = Some(names),
+            Err(why) => settings.triton_names_fallback = Some(why),
+        }
+    }
     Ok(settings)
+}
+
+/// The `triton.language` names of `python`'s Triton, asked once per
+/// interpreter for the whole run (a fixed script of ours, no user code);
+/// on failure KL005 uses the bundled list, and stderr says why, once.
+fn triton_names_of(python: &str) -> Result<Arc<TritonNames>, String> {
+    type Cache = Mutex<HashMap<String, Result<Arc<TritonNames>, String>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry(python.to_string())
+        .or_insert_with(|| {
+            let loaded = triton_names::load(python, Duration::from_secs(30)).map(Arc::new);
+            if let Err(why) = &loaded {
+                eprintln!("kernel-lsp: KL005 checks against the bundled list of `triton.language` names: {why}");
+            }
+            loaded
+        })
+        .clone()
 }
 
 fn absolute(path: &Path) -> PathBuf {

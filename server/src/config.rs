@@ -61,6 +61,24 @@ pub struct Settings {
     pub llm: LlmSettings,
     /// Directory with prompt templates that override the embedded ones.
     pub prompts_dir: Option<String>,
+    /// The public names of `triton.language` in the Triton of `python`, read
+    /// at the edge (the CLI's start, the server's background task) and never
+    /// by a rule; `None`: KL005 uses the bundled list.
+    #[serde(skip)]
+    pub triton_names: Option<std::sync::Arc<TritonNames>>,
+    /// Why the bundled list is used although `python` is set (it could not be asked).
+    #[serde(skip)]
+    pub triton_names_fallback: Option<String>,
+}
+
+/// The public names of one installed `triton.language`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TritonNames {
+    /// `triton.__version__`.
+    pub version: String,
+    /// The interpreter asked.
+    pub python: String,
+    pub names: std::collections::HashSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -193,6 +211,8 @@ impl Default for Settings {
             bench: BenchSettings::default(),
             llm: LlmSettings::default(),
             prompts_dir: None,
+            triton_names: None,
+            triton_names_fallback: None,
         }
     }
 }

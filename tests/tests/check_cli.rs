@@ -345,3 +345,72 @@ fn a_directory_checked_in_parallel_prints_what_a_sequential_run_prints() {
     assert!(diagnostics.len() > 100, "{} diagnostics", diagnostics.len());
     assert_eq!(diagnostics, &one_by_one);
 }
+
+fn test_python() -> String {
+    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
+}
+
+const KL005_KERNEL: &str = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n    x = tl.load(x_ptr + offs)\n    tl.store(x_ptr + offs, tl.fork_exp(x) + tl.tanh(x))\n";
+
+/// KL005 asks the configured Python's Triton (a fixed script of ours, no user
+/// code): a name that Triton has but the bundled list lacks is accepted, and
+/// the message names the installed version. The bundled list matches this
+/// Triton (3.9), so the interpreter is the real one with a `sitecustomize`
+/// that adds `tl.fork_exp`, as a fork or a newer release would.
+#[test]
+fn kl005_checks_against_the_configured_pythons_triton() {
+    let python = test_python();
+    let version =
+        Command::new(&python).args(["-c", "import triton; print(triton.__version__)"]).output().expect("python runs");
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    assert!(!version.is_empty(), "{python} has no triton");
+    let dir = common::temp_workspace("check-kl005-python");
+    std::fs::create_dir_all(dir.join("site")).unwrap();
+    std::fs::write(dir.join("site/sitecustomize.py"), "import triton.language as tl\ntl.fork_exp = tl.exp\n").unwrap();
+    let wrapper = dir.join("python.sh");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nPYTHONPATH='{}' exec '{python}' \"$@\"\n", dir.join("site").display()),
+    )
+    .unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&wrapper).status().unwrap();
+    std::fs::write(dir.join("k.py"), KL005_KERNEL).unwrap();
+
+    // Without a Python: the bundled list, which lacks `fork_exp`.
+    let out = kernel_lsp(&["check", "--select", "KL005", "k.py"], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(stdout.contains("has no `fork_exp` (checked against the bundled list, Triton"), "{stdout}");
+    assert!(stdout.contains("has no `tanh` (checked against the bundled list, Triton"), "{stdout}");
+
+    // With it: `fork_exp` is known, `tanh` is still missing, and the message names the installed version.
+    std::fs::write(dir.join("kernel-lsp.toml"), format!("python = '{}'\n", wrapper.display())).unwrap();
+    let out = kernel_lsp(&["check", "--select", "KL005", "k.py"], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!stdout.contains("fork_exp"), "{stdout}");
+    let expected = format!("`triton.language` {version} has no `tanh` (the Triton of `{}`)", wrapper.display());
+    assert!(stdout.contains(&expected), "{expected} missing from:\n{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+}
+
+/// A configured Python that cannot be asked: the bundled list, and both the
+/// message and stderr say so.
+#[test]
+fn kl005_falls_back_to_the_bundled_list_when_the_python_is_missing() {
+    let dir = common::temp_workspace("check-kl005-missing-python");
+    std::fs::write(dir.join("k.py"), KL005_KERNEL).unwrap();
+    std::fs::write(dir.join("kernel-lsp.toml"), "python = '/nonexistent/bin/python3'\n").unwrap();
+    let out = kernel_lsp(&["check", "--select", "KL005", "k.py"], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("has no `tanh` (checked against the bundled list, Triton")
+            && stdout.contains("`/nonexistent/bin/python3` could not be started"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("has no `fork_exp`"), "{stdout}");
+    assert!(
+        stderr.contains("KL005 checks against the bundled list") && stderr.contains("/nonexistent/bin/python3"),
+        "{stderr}"
+    );
+}

@@ -438,3 +438,81 @@ fn requests_before_initialize_are_refused() {
     c.initialize(&["utf-16"]);
     assert!(c.shutdown().success());
 }
+
+/// The server asks the configured Python for its `triton.language` names in a
+/// background task: the document is published at once against the bundled
+/// list, then again against the installed Triton when the answer comes. The
+/// interpreter is the real one (`KERNEL_LSP_TEST_PYTHON`) with a
+/// `sitecustomize` that adds `tl.fork_exp`, a name the bundled list lacks.
+#[test]
+fn kl005_uses_the_configured_pythons_triton_once_it_answers() {
+    let python = std::env::var("KERNEL_LSP_TEST_PYTHON")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../.venv/bin/python").to_string());
+    let ws = temp_workspace("kl005-python");
+    std::fs::create_dir_all(ws.join("site")).unwrap();
+    std::fs::write(ws.join("site/sitecustomize.py"), "import triton.language as tl\ntl.fork_exp = tl.exp\n").unwrap();
+    let wrapper = ws.join("python.sh");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nPYTHONPATH='{}' exec '{python}' \"$@\"\n", ws.join("site").display()))
+        .unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&wrapper).status().unwrap();
+    std::fs::write(ws.join("kernel-lsp.toml"), format!("python = '{}'\n", wrapper.display())).unwrap();
+    let text = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n    x = tl.load(x_ptr + offs)\n    tl.store(x_ptr + offs, tl.fork_exp(x) + tl.tanh(x))\n";
+    let uri = file_uri(&ws.join("k.py"));
+    let mut c = LspClient::start();
+    c.initialize_with(LspClient::capabilities(&["utf-16"]), Value::Null, Some(&ws));
+    c.open(&uri, text);
+    let messages = |diags: &[Value]| -> Vec<String> {
+        diags.iter().filter(|d| d["code"] == "KL005").map(|d| d["message"].as_str().unwrap_or("").to_string()).collect()
+    };
+    let first = messages(&c.diagnostics(&uri, 1));
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.iter().all(|m| m.contains("checked against the bundled list")), "{first:?}");
+    let later = c.wait_for(
+        |m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["uri"] == uri.as_str()
+                && m["params"]["diagnostics"].as_array().is_some_and(|d| {
+                    d.iter().any(|d| d["message"].as_str().is_some_and(|s| s.contains("(the Triton of")))
+                })
+        },
+        "diagnostics against the installed Triton",
+    );
+    let later = messages(later["params"]["diagnostics"].as_array().unwrap());
+    assert_eq!(later.len(), 1, "{later:?}");
+    assert!(
+        later[0].contains("has no `tanh` (the Triton of") && later[0].contains(&wrapper.display().to_string()),
+        "{later:?}"
+    );
+    assert!(c.shutdown().success());
+    let _ = std::fs::remove_dir_all(&ws);
+}
+
+/// A configured Python that cannot be asked: KL005 stays on the bundled list,
+/// and the republished message says why.
+#[test]
+fn kl005_falls_back_to_the_bundled_list_when_the_servers_python_is_missing() {
+    let ws = temp_workspace("kl005-missing-python");
+    std::fs::write(ws.join("kernel-lsp.toml"), "python = '/nonexistent/bin/python3'\n").unwrap();
+    let uri = file_uri(&ws.join("k.py"));
+    let mut c = LspClient::start();
+    c.initialize_with(LspClient::capabilities(&["utf-16"]), Value::Null, Some(&ws));
+    c.open(&uri, FIXTURE);
+    assert_eq!(codes(&c.diagnostics(&uri, 1)), vec!["KL005", "KL004"]);
+    let later = c.wait_for(
+        |m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["diagnostics"].as_array().is_some_and(|d| {
+                    d.iter().any(|d| d["message"].as_str().is_some_and(|s| s.contains("could not be started")))
+                })
+        },
+        "KL005 saying the Python could not be asked",
+    );
+    let kl005 = find(later["params"]["diagnostics"].as_array().unwrap(), "KL005");
+    let message = kl005["message"].as_str().unwrap();
+    assert!(
+        message.contains("checked against the bundled list, Triton") && message.contains("/nonexistent/bin/python3"),
+        "{message}"
+    );
+    assert!(c.shutdown().success());
+    let _ = std::fs::remove_dir_all(&ws);
+}

@@ -370,14 +370,55 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     let old_names: Vec<&str> =
         changed_old.iter().flat_map(|&o| prev.units[o].facts.kernels.iter().map(|k| k.name.as_str())).collect();
 
-    // Re-checked: the changed statements and those whose kernels call a changed kernel.
+    // Re-checked: the changed statements, those whose kernels call a changed
+    // kernel, and the helpers the changed kernels call, directly or through
+    // other helpers (KL004 reads what a helper's callers pass).
     let changed_names: HashSet<&str> = old_names.iter().copied().collect();
+    let mut called: HashSet<&str> =
+        changed_old.iter().flat_map(|&o| prev.units[o].facts.helper_callees.iter().map(String::as_str)).collect();
+    loop {
+        let more: Vec<&str> = prev
+            .units
+            .iter()
+            .filter(|u| u.facts.kernels.iter().any(|k| called.contains(k.name.as_str())))
+            .flat_map(|u| u.facts.helper_callees.iter().map(String::as_str))
+            .filter(|c| !called.contains(c))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        called.extend(more);
+    }
     let recheck: Vec<usize> = (0..new_len)
         .filter(|&i| match matched[i] {
             None => true,
-            Some(o) => prev.units[o].facts.helper_callees.iter().any(|c| changed_names.contains(c.as_str())),
+            Some(o) => {
+                let u = &prev.units[o].facts;
+                u.helper_callees.iter().any(|c| changed_names.contains(c.as_str()))
+                    || u.kernels.iter().any(|k| called.contains(k.name.as_str()))
+            }
         })
         .collect();
+    // The kernels that call a re-checked kernel, directly or through helpers, are read too.
+    let mut callers: HashSet<&str> = changed_names.clone();
+    for &i in &recheck {
+        if let Some(o) = matched[i] {
+            callers.extend(prev.units[o].facts.kernels.iter().map(|k| k.name.as_str()));
+        }
+    }
+    loop {
+        let more: Vec<&str> = prev
+            .units
+            .iter()
+            .filter(|u| u.facts.helper_callees.iter().any(|c| callers.contains(c.as_str())))
+            .flat_map(|u| u.facts.kernels.iter().map(|k| k.name.as_str()))
+            .filter(|k| !callers.contains(k))
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        callers.extend(more);
+    }
     // What their kernel rules read: helpers, launch sites, module-level assignments.
     // The changed statements must keep their kernel names (checked below), so
     // those are known; their helpers are taken from before and checked after.
@@ -401,6 +442,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
                     let u = &prev.units[o].facts;
                     recheck.binary_search(&i).is_ok()
                         || u.module_assigns
+                        || u.kernels.iter().any(|k| callers.contains(k.name.as_str()))
                         || u.kernels.iter().any(|k| helpers.contains(&k.name))
                         || u.launched.iter().any(|k| names.contains(k.as_str()))
                 }
@@ -436,6 +478,25 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     };
     if !loose.is_empty() {
         return Err("a diagnostic outside every statement");
+    }
+    // A changed kernel that now calls a helper it did not call before changes
+    // what that helper's callers pass: the helper must have been re-checked.
+    let rechecked: HashSet<&str> = recheck
+        .iter()
+        .filter_map(|&i| matched[i])
+        .flat_map(|o| prev.units[o].facts.kernels.iter().map(|k| k.name.as_str()))
+        .collect();
+    let new_callees = recheck
+        .iter()
+        .zip(&fresh)
+        .filter(|(i, _)| matched[**i].is_none())
+        .flat_map(|(_, (f, _))| f.helper_callees.iter());
+    for c in new_callees {
+        let defined_elsewhere =
+            (0..new_len).any(|i| matched[i].is_some_and(|o| prev.units[o].facts.kernels.iter().any(|k| &k.name == c)));
+        if defined_elsewhere && !rechecked.contains(c.as_str()) {
+            return Err("a changed kernel calls a helper it did not call");
+        }
     }
 
     // Everything else moves with its statement.

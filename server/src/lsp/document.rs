@@ -256,7 +256,14 @@ fn changed_span(old: &str, new: &str) -> (usize, usize, usize) {
 
 /// Replaces the bytes `start..end` of `text` with `new_text`, keeping the line
 /// index and (when kept) the tree in step.
-fn apply_bytes(text: &mut String, index: &mut LineIndex, tree: Option<&mut Tree>, start: usize, end: usize, new_text: &str) {
+fn apply_bytes(
+    text: &mut String,
+    index: &mut LineIndex,
+    tree: Option<&mut Tree>,
+    start: usize,
+    end: usize,
+    new_text: &str,
+) {
     let start_position = point_of(index, start);
     let old_end_position = point_of(index, end);
     text.replace_range(start..end, new_text);
@@ -615,6 +622,65 @@ class ModelNew(torch.nn.Module):
         assert!(!edit_and_check(&mut doc, 7, "def run_step", "range(steps)", "range(h.size(0))"));
         assert!(!edit_and_check(&mut doc, 8, "def mm_kernel", "mm_kernel", "mm2_kernel"));
         assert!(!edit_and_check(&mut doc, 9, "import triton.language", "as tl", "as tk"));
+    }
+
+    /// A helper whose arange bound is a parameter, called from a kernel and
+    /// through another helper: KL004 on the helper depends on what the callers pass.
+    const HELPERS: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def _tile(ptr, LEN):
+    offs = tl.arange(0, LEN)
+    return tl.load(ptr + offs)
+
+
+@triton.jit
+def _through(ptr, LEN):
+    return _tile(ptr, LEN) * 2.0
+
+
+@triton.jit
+def caller(x_ptr, y_ptr, n, B: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, B), _tile(x_ptr, B))
+
+
+@triton.jit
+def other(x_ptr, y_ptr, n, B: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, B), _through(x_ptr, B))
+
+
+def run(x, y):
+    caller[(1,)](x, y, x.numel(), B=64)
+    other[(1,)](x, y, x.numel(), B=64)
+"#;
+
+    const HELPER_SNIPPETS: &[&str] = &["n", "B", "64", "_tile(x_ptr, n)", "_through(ptr, 8)", "\n    ", "(", ""];
+
+    /// Editing a caller re-checks the helpers it calls (directly and through
+    /// another helper): KL004 on `_tile` appears and goes as the caller passes
+    /// a runtime value or a constexpr, incrementally and exactly.
+    #[test]
+    fn editing_a_caller_rechecks_its_helpers() {
+        let kl004 = |doc: &Document| doc.result.diagnostics.iter().filter(|d| d.code == "KL004").count();
+        let mut doc = Document::new(HELPERS, 0, Arc::new(Settings::default()));
+        assert_eq!(kl004(&doc), 0);
+        assert!(edit_and_check(&mut doc, 1, "def caller", "_tile(x_ptr, B)", "_tile(x_ptr, n)"));
+        assert_eq!(kl004(&doc), 1, "{:?}", doc.result.diagnostics);
+        assert!(edit_and_check(&mut doc, 2, "def caller", "_tile(x_ptr, n)", "_tile(x_ptr, B)"));
+        assert_eq!(kl004(&doc), 0);
+        // Through `_through`: `other` is two calls away from `_tile`'s arange.
+        assert!(edit_and_check(&mut doc, 3, "def other", "_through(x_ptr, B)", "_through(x_ptr, n)"));
+        assert_eq!(kl004(&doc), 1, "{:?}", doc.result.diagnostics);
+        assert!(edit_and_check(&mut doc, 4, "def other", "_through(x_ptr, n)", "_through(x_ptr, B)"));
+        assert_eq!(kl004(&doc), 0);
+    }
+
+    #[test]
+    fn random_edits_of_helpers_and_callers_match_a_fresh_analysis() {
+        let incremental = random_edits(HELPERS, HELPER_SNIPPETS, 40, 30);
+        assert!(incremental > 0, "no analysis took the incremental path");
     }
 
     #[test]

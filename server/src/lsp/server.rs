@@ -9,6 +9,7 @@
 //! through `$/progress` and stops when cancelled. Diagnostics are pushed by a
 //! single publisher task, in the order documents changed.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,7 +21,9 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 use tracing::{info, warn};
 
+use crate::analysis::triton_names;
 use crate::bench::{self, BenchRequest};
+use crate::config::{Settings, TritonNames};
 use crate::text::TextRange;
 
 use super::actions::{self, EXPLAIN_KIND, FIX_ALL_KIND, SUPPRESS_KIND};
@@ -50,6 +53,42 @@ pub struct Server {
     next_token: AtomicU64,
     /// An invalid-settings message from `initialize`, shown once the client can receive it.
     init_error: Mutex<Option<String>>,
+    triton_names: NamesCache,
+}
+
+/// The `triton.language` names of each configured interpreter, for KL005:
+/// `None` while it is being asked (the bundled list meanwhile).
+type NamesCache = Arc<Mutex<HashMap<String, Option<std::result::Result<Arc<TritonNames>, String>>>>>;
+
+/// How long the configured interpreter may take to import Triton and list its names.
+const TRITON_NAMES_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `settings` with the names of its interpreter's Triton where they are known;
+/// and the interpreter to ask, the first time it is seen.
+fn with_triton_names(cache: &NamesCache, settings: Arc<Settings>) -> (Arc<Settings>, Option<String>) {
+    let Some(python) = settings.python.clone() else { return (settings, None) };
+    let mut cache = lock_any(cache);
+    match cache.get(&python) {
+        None => {
+            cache.insert(python.clone(), None);
+            (settings, Some(python))
+        }
+        Some(None) => (settings, None),
+        Some(Some(Ok(names))) => {
+            let mut s = (*settings).clone();
+            s.triton_names = Some(names.clone());
+            (Arc::new(s), None)
+        }
+        Some(Some(Err(why))) => {
+            let mut s = (*settings).clone();
+            s.triton_names_fallback = Some(why.clone());
+            (Arc::new(s), None)
+        }
+    }
+}
+
+fn lock_any<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -92,6 +131,7 @@ impl Server {
             publish_tx,
             next_token: AtomicU64::new(1),
             init_error: Mutex::new(None),
+            triton_names: Arc::default(),
         }
     }
 
@@ -138,14 +178,63 @@ impl Server {
         }
     }
 
+    /// Asks `python` for its `triton.language` names in a background task (a
+    /// fixed script of ours, no user code; never on the edit path), then
+    /// re-analyses the open documents configured with it. On failure KL005
+    /// keeps the bundled list and the log says why.
+    fn ask_triton_names(&self, python: String) {
+        let (cache, state, tx, client) =
+            (self.triton_names.clone(), self.state.clone(), self.publish_tx.clone(), self.client.clone());
+        tokio::spawn(async move {
+            let asked = python.clone();
+            let loaded = tokio::task::spawn_blocking(move || triton_names::load(&asked, TRITON_NAMES_TIMEOUT))
+                .await
+                .unwrap_or_else(|e| Err(format!("the task asking it failed: {e}")));
+            match &loaded {
+                Ok(n) => info!("KL005 checks against triton {} of `{python}`", n.version),
+                Err(why) => warn!("KL005 checks against the bundled list of triton.language names: {why}"),
+            }
+            lock_any(&cache).insert(python.clone(), Some(loaded.map(Arc::new)));
+            let caps = {
+                let mut st = lock(&state);
+                let uris: Vec<Uri> = st.docs.keys().cloned().collect();
+                for uri in uris {
+                    let (settings, _) = st.settings_for(&uri);
+                    if settings.python.as_deref() != Some(python.as_str()) {
+                        continue;
+                    }
+                    let (settings, _) = with_triton_names(&cache, settings);
+                    let Some(doc) = st.docs.get_mut(&uri) else { continue };
+                    if *doc.settings == *settings {
+                        continue;
+                    }
+                    doc.settings = settings;
+                    doc.reanalyze();
+                    if !st.caps.pull_diagnostics {
+                        if let Some(p) = st.publish(&uri) {
+                            let _ = tx.send(p);
+                        }
+                    }
+                }
+                st.caps
+            };
+            if caps.pull_diagnostics && caps.diagnostic_refresh {
+                spawn_client_request(async move { client.workspace_diagnostic_refresh().await });
+            }
+        });
+    }
+
     /// Re-reads every open document's settings and re-analyses it.
     async fn reload_settings(&self) {
+        let mut ask = Vec::new();
         let (uris, errors) = {
             let mut st = self.state();
             let uris: Vec<Uri> = st.docs.keys().cloned().collect();
             let mut errors = Vec::new();
             for uri in &uris {
                 let (settings, error) = st.settings_for(uri);
+                let (settings, python) = with_triton_names(&self.triton_names, settings);
+                ask.extend(python);
                 errors.extend(error);
                 if let Some(doc) = st.docs.get_mut(uri) {
                     if *doc.settings != *settings {
@@ -158,6 +247,9 @@ impl Server {
             errors.dedup();
             (uris, errors)
         };
+        for python in ask {
+            self.ask_triton_names(python);
+        }
         for e in errors {
             self.client.show_message(MessageType::ERROR, format!("kernel-lsp: {e}")).await;
         }
@@ -762,9 +854,13 @@ impl LanguageServer for Server {
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let item = params.text_document;
         let evicted;
+        let ask;
         let error = {
             let mut st = self.state();
             let (settings, error) = st.settings_for(&item.uri);
+            let settings = with_triton_names(&self.triton_names, settings);
+            ask = settings.1;
+            let settings = settings.0;
             st.docs.insert(item.uri.clone(), Document::new(&item.text, item.version, settings));
             evicted = st.touch(&item.uri);
             if let Some(b) = st.bench.get_mut(&item.uri) {
@@ -774,6 +870,9 @@ impl LanguageServer for Server {
             error
         };
         drop(evicted);
+        if let Some(python) = ask {
+            self.ask_triton_names(python);
+        }
         if let Some(e) = error {
             self.client.show_message(MessageType::ERROR, format!("kernel-lsp: {e}")).await;
         }

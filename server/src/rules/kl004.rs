@@ -29,6 +29,12 @@ or a `tl.constexpr` parameter (directly or through an alias such as
 `H = HIDDEN`), and `end - start` must be a power of two, also for the values
 passed at launch sites and as defaults.
 
+In a `@triton.jit` helper, a parameter that bounds an arange is what the
+callers pass: it is constexpr when every call site in the file passes one (a
+caller's `tl.constexpr` parameter, a literal, a module constant). When a
+caller passes a runtime value, the rule fires on the helper's bound, naming
+the caller and pointing at the call site.
+
 ## Why is this bad?
 Triton needs the shape of every block at compile time. A runtime bound fails
 to compile with `arange's arguments must be of type tl.constexpr`, reported
@@ -139,6 +145,69 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
     }
 }
 
+/// What the call sites of a `@triton.jit` helper give for one of its parameters.
+enum Callers<'a> {
+    /// Launched from host code, or called nowhere in the file: the parameter
+    /// is what a launch passes, a runtime value unless annotated.
+    NotCalled,
+    /// Every call site passes a constexpr: a caller's `tl.constexpr`
+    /// parameter, a literal, a module constant, or arithmetic of those.
+    Constexpr,
+    /// A call site passes a runtime value: the calling kernel and the argument.
+    Runtime(String, Node<'a>),
+    /// Some call site passes something that cannot be followed.
+    Unknown,
+}
+
+/// What the kernels of this file that call helper `k` pass for `param`,
+/// followed through callers that are helpers themselves.
+fn callers<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, depth: usize) -> Callers<'a> {
+    let Some(index) = k.params.iter().position(|p| p.name == param) else { return Callers::Unknown };
+    if model.launches.iter().any(|l| l.kernel == k.name) {
+        return Callers::NotCalled;
+    }
+    let mut verdict = Callers::NotCalled;
+    for caller in model.kernels.iter().filter(|c| c.name != k.name) {
+        for call in caller.calls.iter().filter(|c| c.tl_name.is_none() && c.callee == k.name) {
+            let here = match call.arg(index, param) {
+                None => Callers::Unknown,
+                Some(arg) => match classify(caller, model, arg, 0) {
+                    Bound::Const(_) | Bound::ConstexprParam(_) | Bound::ConstexprExpr => Callers::Constexpr,
+                    Bound::Runtime(q) if depth < 4 => match callers(model, caller, &q, depth + 1) {
+                        Callers::Constexpr => Callers::Constexpr,
+                        Callers::Unknown => Callers::Unknown,
+                        Callers::NotCalled | Callers::Runtime(..) => Callers::Runtime(caller.name.clone(), arg),
+                    },
+                    Bound::Runtime(_) => Callers::Unknown,
+                    Bound::Unknown if module_constant(model, arg) => Callers::Constexpr,
+                    Bound::Unknown => Callers::Unknown,
+                },
+            };
+            verdict = match (verdict, here) {
+                (Callers::Runtime(c, a), _) | (_, Callers::Runtime(c, a)) => Callers::Runtime(c, a),
+                (Callers::Unknown, _) | (_, Callers::Unknown) => Callers::Unknown,
+                _ => Callers::Constexpr,
+            };
+        }
+    }
+    verdict
+}
+
+/// A module-level name bound once to an integer constant or `tl.constexpr(...)`.
+fn module_constant(model: &FileModel, node: Node) -> bool {
+    if node.kind() != "identifier" {
+        return false;
+    }
+    if model.eval_int(0, node, 0).is_some() {
+        return true;
+    }
+    let name = model.text(node);
+    let assigns: Vec<_> = model.host_fns[0].assigns.iter().filter(|a| a.target == name).collect();
+    matches!(assigns.as_slice(), [one] if !one.augmented
+        && one.value.kind() == "call"
+        && field!(one.value, "function").is_some_and(|f| model.text(f).ends_with("constexpr")))
+}
+
 fn is_pow2(v: i64) -> bool {
     v > 0 && (v & (v - 1)) == 0
 }
@@ -187,7 +256,22 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
             }
             if let Some((node, param)) = runtime {
-                runtime_bounds.push((node, param, call));
+                match callers(model, k, &param, 0) {
+                    Callers::NotCalled => runtime_bounds.push((node, param, call)),
+                    // Every caller gives a constexpr, or one cannot be followed: not this rule's to say.
+                    Callers::Constexpr | Callers::Unknown => {}
+                    Callers::Runtime(caller, arg) => {
+                        let text = model.text(node).trim();
+                        let message = format!(
+                            "`tl.arange` bound `{text}` is not a `tl.constexpr` here: the caller `{caller}` passes `{}`, a runtime value, for `{param}` of this `@triton.jit` helper: compilation fails with \"arange's arguments must be of type tl.constexpr\". Pass a constexpr from `{caller}` (a `tl.constexpr` parameter or a literal power of two)",
+                            model.text(arg).trim()
+                        );
+                        out.push(
+                            RULE.diagnostic(range_of(node), message)
+                                .with_related(range_of(arg), format!("`{caller}` passes a runtime `{param}` here")),
+                        );
+                    }
+                }
                 continue;
             }
             match (&sb, &eb) {
