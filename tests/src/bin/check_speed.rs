@@ -16,11 +16,11 @@
 //! target/release/check_speed --keep DIR --runs 1   # leaves the inputs in DIR, for profilers
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use kernel_lsp_tests::{generate, generate_sized, Size};
+use kernel_lsp_tests::{default_kernel_lsp, default_ruff, generate, generate_sized, Size};
 
 /// One run's wall time, CPU time (user + system, all threads) and peak resident set.
 struct Sample {
@@ -70,21 +70,6 @@ fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "n/a".into())
-}
-
-fn default_kernel_lsp() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(|d| root.join(d)).unwrap_or_else(|| root.join("target"));
-    target.join("release").join("kernel-lsp")
-}
-
-fn default_ruff() -> String {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/ruff");
-    if venv.is_file() {
-        venv.display().to_string()
-    } else {
-        "ruff".to_string()
-    }
 }
 
 fn main() {

@@ -16,12 +16,12 @@
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use kernel_lsp_tests::{generate, Generated};
+use kernel_lsp_tests::{default_kernel_lsp, default_ruff, generate, Generated};
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -272,21 +272,6 @@ fn percentiles(m: &Measurement) -> (f64, f64) {
 
 fn mb(kb: Option<u64>) -> String {
     kb.map(|kb| format!("{:.1} MB", kb as f64 / 1024.0)).unwrap_or_else(|| "n/a".into())
-}
-
-fn default_kernel_lsp() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(|d| root.join(d)).unwrap_or_else(|| root.join("target"));
-    target.join("release").join("kernel-lsp")
-}
-
-fn default_ruff() -> String {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/ruff");
-    if venv.is_file() {
-        venv.display().to_string()
-    } else {
-        "ruff".to_string()
-    }
 }
 
 fn main() {
