@@ -40,7 +40,7 @@ import triton.language as tl
 # Hidden units per program, warps per program (tuned on an H100); tl.dot
 # operands ("fp16" or "tf32", both rounded to nearest); whether the input
 # GEMM rounds its operands to TF32 as cuDNN does.
-BLOCK_N = 32
+BLOCK_N = 8
 NUM_WARPS = 4
 OPERANDS = "fp16"
 ROUND_INPUT_GEMM = True
@@ -74,16 +74,6 @@ def as_operand(x, OPERANDS: tl.constexpr):
 
 
 @triton.jit
-def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K, OPERANDS: tl.constexpr):
-    # Rows gate * H + offs_n of W (gate-major, K columns), transposed to a
-    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice.
-    rows = gate * H + offs_n
-    w = tl.load(w_ptr + rows[None, :] * K + offs_k[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-    b = tl.load(b_ptr + rows, mask=mask_n, other=0.0)
-    return as_operand(w, OPERANDS), b
-
-
-@triton.jit
 def gru_bidir_layer_kernel(
     gx_ptr,      # (T, B, 6H): input gates, forward direction in [:3H], reverse in [3H:]
     w_hh_ptr,    # (2, 3H, H)
@@ -109,9 +99,18 @@ def gru_bidir_layer_kernel(
 
     w_hh = w_hh_ptr + d * 3 * H * H
     b_hh = b_hh_ptr + d * 3 * H
-    w_r, b_r = load_gate(w_hh, b_hh, 0, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
-    w_z, b_z = load_gate(w_hh, b_hh, 1, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
-    w_n, b_n = load_gate(w_hh, b_hh, 2, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
+    # All three gates in one (H_PAD, 4 * BLOCK_N) tile, gate-interleaved: column
+    # 4 * n + g is gate g (r, z, n; g = 3 is zero padding, tl.arange needs a
+    # power of two) of unit n, so one tl.dot a step makes every gate and a
+    # reshape with two splits takes them apart.
+    offs_j = tl.arange(0, 4 * BLOCK_N)
+    unit_j = (pid % n_tiles) * BLOCK_N + offs_j // 4
+    gate_j = offs_j % 4
+    rows_j = gate_j * H + unit_j
+    mask_j = (unit_j < H) & (gate_j < 3)
+    w_all = tl.load(w_hh + rows_j[None, :] * H + offs_k[:, None], mask=mask_k[:, None] & mask_j[None, :], other=0.0)
+    w_all = as_operand(w_all, OPERANDS)
+    b_all = tl.load(b_hh + rows_j, mask=mask_j, other=0.0)
 
     # The input gates of a step do not depend on the recurrence: each step's
     # are loaded one step ahead, before the barrier, so their latency (they
@@ -132,9 +131,10 @@ def gru_bidir_layer_kernel(
                         cache_modifier=".cg"), OPERANDS)
         h_own = tl.load(prev + offs_b[:, None] * stride + offs_n[None, :], mask=mask_bn, other=0.0,
                         cache_modifier=".cg")
-        gh_r = tl.dot(h_all, w_r, input_precision="tf32") + b_r[None, :]
-        gh_z = tl.dot(h_all, w_z, input_precision="tf32") + b_z[None, :]
-        gh_n = tl.dot(h_all, w_n, input_precision="tf32") + b_n[None, :]
+        acc = tl.dot(h_all, w_all, input_precision="tf32") + b_all[None, :]
+        even, odd = tl.split(tl.reshape(acc, (BLOCK_B, BLOCK_N, 2, 2)))
+        gh_r, gh_n = tl.split(even)
+        gh_z, _pad = tl.split(odd)
         r = tl.sigmoid(x_r + gh_r)
         z = tl.sigmoid(x_z + gh_z)
         n = 2.0 * tl.sigmoid(2.0 * (x_n + r * gh_n)) - 1.0  # tanh

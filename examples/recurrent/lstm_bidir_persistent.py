@@ -26,8 +26,7 @@
 #   the input GEMM takes TF32-rounded operands (tf32_rounded), the recurrent
 #   tl.dots fp16 operands (round to nearest, the same 10-bit mantissa as
 #   TF32) with fp32 accumulation, state and gate math in fp32. OPERANDS =
-#   "tf32" rounds them to TF32 instead (as close, slower; the LSTM then needs
-#   BLOCK_N = 16 to fit its weights in shared memory).
+#   "tf32" rounds them to TF32 instead (as close, slower).
 #
 # Under the Triton interpreter it runs only when each direction is one program
 # (hidden_size <= BLOCK_N): the interpreter runs programs one at a time.
@@ -41,7 +40,7 @@ import triton.language as tl
 # Hidden units per program, warps per program (tuned on an H100); tl.dot
 # operands ("fp16" or "tf32", both rounded to nearest); whether the input
 # GEMM rounds its operands to TF32 as cuDNN does.
-BLOCK_N = 32
+BLOCK_N = 8
 NUM_WARPS = 4
 OPERANDS = "fp16"
 ROUND_INPUT_GEMM = True
@@ -75,16 +74,6 @@ def as_operand(x, OPERANDS: tl.constexpr):
 
 
 @triton.jit
-def load_gate(w_ptr, b_ptr, gate, offs_k, offs_n, mask_k, mask_n, H, K, OPERANDS: tl.constexpr):
-    # Rows gate * H + offs_n of W (gate-major, K columns), transposed to a
-    # (K_PAD, BLOCK_N) tile for tl.dot, and the matching bias slice.
-    rows = gate * H + offs_n
-    w = tl.load(w_ptr + rows[None, :] * K + offs_k[:, None], mask=mask_k[:, None] & mask_n[None, :], other=0.0)
-    b = tl.load(b_ptr + rows, mask=mask_n, other=0.0)
-    return as_operand(w, OPERANDS), b
-
-
-@triton.jit
 def lstm_bidir_layer_kernel(
     gx_ptr,      # (T, B, 8H): input gates, forward direction in [:4H], reverse in [4H:]
     w_hh_ptr,    # (2, 4H, H)
@@ -111,10 +100,16 @@ def lstm_bidir_layer_kernel(
     # Weight slices (gates i, f, g, o) on chip for the whole sequence.
     w_hh = w_hh_ptr + d * 4 * H * H
     b_hh = b_hh_ptr + d * 4 * H
-    w_i, b_i = load_gate(w_hh, b_hh, 0, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
-    w_f, b_f = load_gate(w_hh, b_hh, 1, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
-    w_g, b_g = load_gate(w_hh, b_hh, 2, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
-    w_o, b_o = load_gate(w_hh, b_hh, 3, offs_k, offs_n, mask_k, mask_n, H, H, OPERANDS)
+    # All four gates in one (H_PAD, 4 * BLOCK_N) tile, gate-interleaved: column
+    # 4 * n + g is gate g (i, f, g, o) of unit n, so one tl.dot a step makes every
+    # gate and a reshape with two splits takes them apart.
+    offs_j = tl.arange(0, 4 * BLOCK_N)
+    unit_j = (pid % n_tiles) * BLOCK_N + offs_j // 4
+    rows_j = (offs_j % 4) * H + unit_j
+    mask_j = unit_j < H
+    w_all = tl.load(w_hh + rows_j[None, :] * H + offs_k[:, None], mask=mask_k[:, None] & mask_j[None, :], other=0.0)
+    w_all = as_operand(w_all, OPERANDS)
+    b_all = tl.load(b_hh + rows_j, mask=mask_j, other=0.0)
     c = tl.load(c0_ptr + d * B * H + offs_b[:, None] * H + offs_n[None, :], mask=mask_bn, other=0.0)
 
     # The input gates of a step do not depend on the recurrence: each step's
@@ -135,10 +130,14 @@ def lstm_bidir_layer_kernel(
             stride = H
         h_all = as_operand(tl.load(prev + offs_b[:, None] * stride + offs_k[None, :], mask=mask_bk, other=0.0,
                         cache_modifier=".cg"), OPERANDS)
-        a_i = tl.dot(h_all, w_i, input_precision="tf32") + b_i[None, :] + x_i
-        a_f = tl.dot(h_all, w_f, input_precision="tf32") + b_f[None, :] + x_f
-        a_g = tl.dot(h_all, w_g, input_precision="tf32") + b_g[None, :] + x_g
-        a_o = tl.dot(h_all, w_o, input_precision="tf32") + b_o[None, :] + x_o
+        acc = tl.dot(h_all, w_all, input_precision="tf32") + b_all[None, :]
+        even, odd = tl.split(tl.reshape(acc, (BLOCK_B, BLOCK_N, 2, 2)))
+        a_i, a_g = tl.split(even)
+        a_f, a_o = tl.split(odd)
+        a_i = a_i + x_i
+        a_f = a_f + x_f
+        a_g = a_g + x_g
+        a_o = a_o + x_o
         g = 2.0 * tl.sigmoid(2.0 * a_g) - 1.0  # tanh
         c = tl.sigmoid(a_f) * c + tl.sigmoid(a_i) * g
         h_new = tl.sigmoid(a_o) * (2.0 * tl.sigmoid(2.0 * c) - 1.0)

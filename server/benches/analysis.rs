@@ -10,8 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use kernel_lsp::analysis::{check, parse};
+use kernel_lsp::checker::check;
 use kernel_lsp::config::Settings;
+use kernel_lsp::model::parse;
 
 /// Builds a file of at least `lines` lines from the rule fixtures, renaming
 /// kernels so every copy is a distinct kernel with its own launches.
@@ -52,7 +53,7 @@ fn main() {
     if std::env::var_os("KL_BENCH_MODEL_ONLY").is_some() {
         let tree = parse(&text, None);
         for _ in 0..200 {
-            std::hint::black_box(kernel_lsp::analysis::FileModel::build(&text, &tree));
+            std::hint::black_box(kernel_lsp::model::FileModel::build(&text, &tree));
         }
         return;
     }
@@ -119,11 +120,11 @@ fn main() {
     let mut build = Vec::new();
     for _ in 0..20 {
         let t0 = Instant::now();
-        std::hint::black_box(kernel_lsp::analysis::FileModel::build(&text, &tree));
+        std::hint::black_box(kernel_lsp::model::FileModel::build(&text, &tree));
         build.push(t0.elapsed());
     }
     report("  model build", build);
-    let model = kernel_lsp::analysis::FileModel::build(&text, &tree);
+    let model = kernel_lsp::model::FileModel::build(&text, &tree);
     for rule in kernel_lsp::rules::RULES {
         let mut v = Vec::new();
         for _ in 0..20 {
@@ -162,7 +163,7 @@ fn typing(text: String, settings: &Settings) {
         body + text[body..].find('\n').expect("a body line")
     };
     let mut tree = parse(&text, None);
-    let (_, mut snapshot) = kernel_lsp::analysis::incremental::analyze(&text, &tree, &settings, &index, None);
+    let (_, mut snapshot) = kernel_lsp::checker::incremental::analyze(&text, &tree, &settings, &index, None);
     let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
     let rounds = if std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() { 400 } else { 10 };
     for round in 0..rounds {
@@ -193,7 +194,7 @@ fn typing(text: String, settings: &Settings) {
             tree = parse(&text, Some(&tree));
             let t1 = Instant::now();
             let (result, next) =
-                kernel_lsp::analysis::incremental::analyze(&text, &tree, &settings, &index, Some(&snapshot));
+                kernel_lsp::checker::incremental::analyze(&text, &tree, &settings, &index, Some(&snapshot));
             let t2 = Instant::now();
             incremental_runs += usize::from(next.is_incremental());
             snapshot = next;

@@ -5,10 +5,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kernel_lsp::analysis::triton_names;
-use kernel_lsp::analysis::{self, CheckResult};
+use kernel_lsp::checker::{self, CheckResult};
 use kernel_lsp::config::{validate_selectors, Settings, TritonNames};
 use kernel_lsp::diagnostic::{apply_edits, Applicability, Diagnostic};
+use kernel_lsp::model;
+use kernel_lsp::model::triton_names;
 use kernel_lsp::rules::{self, RULES};
 use kernel_lsp::text::{ColumnUnit, LineIndex};
 use serde_json::json;
@@ -252,7 +253,7 @@ fn check_file(path: &Path, args: &CheckArgs, last: bool) -> Result<FileReport, S
         let threshold = if args.unsafe_fixes { Applicability::NeedsReview } else { Applicability::Safe };
         // Fixes can uncover or overlap each other: apply non-overlapping ones, re-check, repeat.
         for _ in 0..10 {
-            let result = analysis::check_text(&text, &settings);
+            let result = checker::check_text(&text, &settings);
             let (new_text, n) = apply_fixes(&text, &result.diagnostics, threshold);
             if n == 0 {
                 break;
@@ -264,8 +265,8 @@ fn check_file(path: &Path, args: &CheckArgs, last: bool) -> Result<FileReport, S
             std::fs::write(path, &text).map_err(|e| e.to_string())?;
         }
     }
-    let tree = analysis::parse(&text, None);
-    let result = analysis::check(&text, &tree, &settings);
+    let tree = model::parse(&text, None);
+    let result = checker::check(&text, &tree, &settings);
     if last {
         std::mem::forget(tree);
     }

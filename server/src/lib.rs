@@ -1,21 +1,25 @@
 //! kernel-lsp: a language server for Triton GPU kernels.
 //!
 //! Layers, and the direction dependencies may point (see ARCHITECTURE.md):
-//! `text`/`diagnostic`/`config` (plain data) <- `analysis` (tree-sitter ->
-//! file model) <- `rules` (model -> diagnostics) <- `fix` (edits) <- `lsp`,
-//! `bench`, `llm`. Nothing below `lsp` knows about the protocol.
+//! `text`/`diagnostic`/`config` (plain data) <- `model` (tree-sitter -> file
+//! model: facts) <- `fix` (edits built on the model) <- `rules` (model ->
+//! diagnostics, with fixes) <- `checker` (runs the rules, full or
+//! incremental) <- `lsp`, `bench`, `llm`. Nothing below `lsp` knows about the
+//! protocol; `server/tests/layers.rs` keeps the arrows pointing one way.
 
-pub mod analysis;
 pub mod bench;
+pub mod checker;
 pub mod config;
 pub mod diagnostic;
 pub mod fix;
 pub mod llm;
 pub mod lsp;
+pub mod model;
 pub mod rules;
 pub mod text;
 
-pub use analysis::{check, parse, CheckResult, KernelSummary};
+pub use checker::{check, CheckResult, KernelSummary};
 pub use config::Settings;
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Related, Severity};
+pub use model::parse;
 pub use text::{LineIndex, TextRange};

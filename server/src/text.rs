@@ -131,6 +131,23 @@ fn clamp_to_char_boundary(text: &str, mut offset: usize) -> usize {
     offset
 }
 
+/// 232448 -> "232,448": byte counts in messages.
+pub fn group(v: i64) -> String {
+    let s = v.abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if v < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kernel_lsp::analysis::check_text;
+use kernel_lsp::checker::check_text;
 use kernel_lsp::config::Settings;
 use kernel_lsp::text::{ColumnUnit, LineIndex};
 

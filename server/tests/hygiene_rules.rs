@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kernel_lsp::analysis::check_text;
+use kernel_lsp::checker::check_text;
 use kernel_lsp::config::Settings;
 
 fn root() -> PathBuf {
@@ -69,8 +69,8 @@ fn prompt_examples_pass_the_strict_import_check() {
     python_files(&root().join("prompts/examples"), &mut files);
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        let tree = kernel_lsp::analysis::parse(&text, None);
-        let model = kernel_lsp::analysis::FileModel::build(&text, &tree);
+        let tree = kernel_lsp::model::parse(&text, None);
+        let model = kernel_lsp::model::FileModel::build(&text, &tree);
         let found = kernel_lsp::rules::kl108::findings(&model, true);
         assert!(found.is_empty(), "{}: {found:?}", f.display());
     }

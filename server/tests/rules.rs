@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kernel_lsp::analysis::check_text;
+use kernel_lsp::checker::check_text;
 use kernel_lsp::config::Settings;
 use kernel_lsp::diagnostic::{apply_edits, Applicability, Diagnostic};
 use kernel_lsp::rules::RULES;
@@ -85,7 +85,7 @@ fn fixed_fixtures_lose_the_fixed_diagnostics() {
             rule.code,
             render(&fixed, &after)
         );
-        let tree = kernel_lsp::analysis::parse(&fixed, None);
+        let tree = kernel_lsp::model::parse(&fixed, None);
         assert!(!tree.root_node().has_error(), "{}: the fix broke the syntax:\n{fixed}", rule.code);
     }
 }

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use kernel_lsp::analysis::{check_text, parse, FileModel};
+use kernel_lsp::checker::check_text;
 use kernel_lsp::config::Settings;
+use kernel_lsp::model::{parse, FileModel};
 use kernel_lsp::rules::RULES;
 
 fn steps(text: &str) -> usize {

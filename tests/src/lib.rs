@@ -132,6 +132,24 @@ fn newlines(s: &str) -> usize {
     s.bytes().filter(|&b| b == b'\n').count()
 }
 
+/// The release build of the server the benchmarks measure: `target/release/kernel-lsp`
+/// (under `CARGO_TARGET_DIR` when set).
+pub fn default_kernel_lsp() -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(|d| root.join(d)).unwrap_or_else(|| root.join("target"));
+    target.join("release").join("kernel-lsp")
+}
+
+/// The ruff the benchmarks compare against: the project's `.venv` one, else `ruff` on PATH.
+pub fn default_ruff() -> String {
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/ruff");
+    if venv.is_file() {
+        venv.display().to_string()
+    } else {
+        "ruff".to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,23 +178,5 @@ mod tests {
         let blocks = g.kernel_lines.len();
         assert!(g.text.contains(&format!("def cell_{}(", blocks - 1)));
         assert!(!g.text.contains(&format!("def cell_{}(", blocks)));
-    }
-}
-
-/// The release build of the server the benchmarks measure: `target/release/kernel-lsp`
-/// (under `CARGO_TARGET_DIR` when set).
-pub fn default_kernel_lsp() -> std::path::PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(|d| root.join(d)).unwrap_or_else(|| root.join("target"));
-    target.join("release").join("kernel-lsp")
-}
-
-/// The ruff the benchmarks compare against: the project's `.venv` one, else `ruff` on PATH.
-pub fn default_ruff() -> String {
-    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/ruff");
-    if venv.is_file() {
-        venv.display().to_string()
-    } else {
-        "ruff".to_string()
     }
 }

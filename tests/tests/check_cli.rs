@@ -126,7 +126,7 @@ fn unknown_rule_codes_on_the_command_line_are_an_error_that_lists_the_valid_ones
         let out = kernel_lsp(args, repo());
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stdout_of(&out));
         let stderr = stderr_of(&out);
-        let bad = args[2].split(',').last().unwrap();
+        let bad = args[2].split(',').next_back().unwrap();
         let key = args[1];
         assert!(stderr.contains(&format!("unknown rule selector `{bad}` in `{key}`")), "{args:?}: {stderr}");
         assert!(stderr.contains("KL001, KL002, KL003, KL004, KL005, KL006, KL007, KL008, KL009, KL010"), "{stderr}");

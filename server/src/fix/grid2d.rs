@@ -15,9 +15,9 @@
 
 use tree_sitter::Node;
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, FileModel, Kernel, LoopKind};
 use crate::diagnostic::{Applicability, Edit, Fix};
+use crate::model::field;
+use crate::model::{range_of, FileModel, Kernel, LoopKind};
 use crate::text::TextRange;
 
 /// Output tile width after the rewrite: narrower tiles, more programs.
@@ -26,7 +26,7 @@ const OUTPUT_TILE: i64 = 32;
 const REDUCTION_TILE: i64 = 128;
 
 /// The fix for the serialized tile loop `l` of kernel `k`, if it can be built.
-pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
+pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
     let src = model.src;
     let lp = &k.loops[l];
     let var = lp.var.as_deref()?;
@@ -163,13 +163,13 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
             };
             let guard = [
                 format!("kl_barrier = torch.zeros(1, dtype=torch.int32, device={device_of}.device)"),
-                format!("kl_programs = 1"),
+                "kl_programs = 1".to_string(),
                 format!("for kl_dim in {grid_expr}:"),
-                format!("    kl_programs *= kl_dim"),
+                "    kl_programs *= kl_dim".to_string(),
                 format!("if not {device_of}.is_cuda:"),
                 format!("    raise RuntimeError(\"`{}` waits on a grid-wide barrier: it needs a GPU (under the interpreter programs run one at a time and the barrier never completes)\")", k.name),
                 format!("kl_sms = torch.cuda.get_device_properties({device_of}.device).multi_processor_count"),
-                format!("if kl_programs > kl_sms:"),
+                "if kl_programs > kl_sms:".to_string(),
                 format!("    raise RuntimeError(f\"`{}` waits on a grid-wide barrier, so all {{kl_programs}} programs must be resident at once, but the GPU has {{kl_sms}} SMs: use larger blocks\")", k.name),
             ];
             let text: String = guard.iter().map(|l| format!("{l}\n{ind}")).collect();
@@ -198,7 +198,7 @@ pub fn fix(model: &FileModel, k: &Kernel, l: usize) -> Option<Fix> {
             }
             let Some(value) = launch.kwarg(&name) else { continue };
             let Some(literal) = model.int_literal_node(launch.host_fn, value) else { continue };
-            let Some(current) = crate::analysis::model::parse_int(model.text(literal).trim()) else { continue };
+            let Some(current) = crate::model::parse_int(model.text(literal).trim()) else { continue };
             let better = if smaller { current > want } else { current < want };
             if better && !edits.iter().any(|e: &Edit| e.range == range_of(literal)) {
                 edits.push(Edit { range: range_of(literal), new_text: want.to_string() });
@@ -246,7 +246,7 @@ fn is_within(k: &Kernel, inner: usize, outer: usize) -> bool {
 }
 
 /// The `var = value` statement right before `stmt` in the same block.
-fn init_before<'a>(model: &FileModel<'a>, stmt: Node<'a>, var: &str) -> Option<crate::analysis::model::Assign<'a>> {
+fn init_before<'a>(model: &FileModel<'a>, stmt: Node<'a>, var: &str) -> Option<crate::model::Assign<'a>> {
     let mut prev = stmt.prev_named_sibling();
     while let Some(p) = prev {
         if p.kind() == "comment" {
@@ -261,7 +261,7 @@ fn init_before<'a>(model: &FileModel<'a>, stmt: Node<'a>, var: &str) -> Option<c
         if model.text(left).trim() != var {
             return None;
         }
-        return Some(crate::analysis::model::Assign {
+        return Some(crate::model::Assign {
             target: var.to_string(),
             value: field!(a, "right")?,
             augmented: false,
@@ -336,7 +336,7 @@ fn grid_tuple<'a>(model: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<(No
 
 /// `def grid(meta): return (...)`, nested in the launching function or at module level.
 fn grid_function<'a>(model: &FileModel<'a>, f: usize, at: Node<'a>, name: &str) -> Option<(Node<'a>, Option<String>)> {
-    let call = crate::analysis::model::HCall { node: at, callee: name.to_string(), loops: Vec::new() };
+    let call = crate::model::HCall { node: at, callee: name.to_string(), loops: Vec::new() };
     let g = *model.callees(f, &call).first()?;
     let def = model.host_fns[g].node;
     let meta = model.host_fns[g].params.first().cloned();

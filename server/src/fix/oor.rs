@@ -3,7 +3,7 @@
 //! Triton says how much shared memory the failing kernel needed and how much
 //! the GPU has: `out of resource: shared memory, Required: 262144, Hardware
 //! limit: 232448. Reducing block sizes or `num_stages` may help.` The fix is
-//! KL006's shrink (`kl006::shrink_to_fit`), with two corrections from the
+//! KL006's shrink (`fix::shrink::shrink_to_fit`), with two corrections from the
 //! measurement: the hardware limit in the message replaces the configured
 //! GPU's, and where the run needed more than the calibrated estimate of the
 //! failing configuration, every estimate is scaled up by that ratio (the
@@ -17,10 +17,12 @@
 
 use tree_sitter::Node;
 
-use crate::analysis::{self, FileModel};
 use crate::config::{Settings, GPUS};
 use crate::diagnostic::{apply_edits, Applicability, Edit, Fix};
-use crate::rules::kl006::{self, group, Config, Dims, Tile};
+use crate::fix::shrink::{shrink_applicability, shrink_to_fit};
+use crate::model::smem::{self, Config, Dims, Tile};
+use crate::model::{self, FileModel};
+use crate::text::group;
 
 /// What `OutOfResources` says about shared memory, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +51,7 @@ pub fn parse_message(message: &str) -> Option<SmemOverflow> {
 pub fn fix(text: &str, settings: &Settings, message: &str, line: Option<u32>) -> Result<Fix, String> {
     let overflow =
         parse_message(message).ok_or_else(|| "the message is not Triton's shared-memory OutOfResources".to_string())?;
-    let tree = analysis::parse(text, None);
+    let tree = model::parse(text, None);
     if tree.root_node().has_error() {
         return Err("the file does not parse".to_string());
     }
@@ -60,7 +62,7 @@ pub fn fix(text: &str, settings: &Settings, message: &str, line: Option<u32>) ->
 
     // Verify: the edited text parses, and every configuration that was over is now under.
     let fixed = apply_edits(text, &plan.edits).map_err(|e| format!("the edits do not apply: {e}"))?;
-    let tree = analysis::parse(&fixed, None);
+    let tree = model::parse(&fixed, None);
     if tree.root_node().has_error() {
         return Err("the edited file would not parse".to_string());
     }
@@ -69,7 +71,7 @@ pub fn fix(text: &str, settings: &Settings, message: &str, line: Option<u32>) ->
     for (i, budget) in &plan.checked {
         let cfg = after.configs.get(*i).ok_or("the edited file lost a configuration")?;
         let tile = cfg.tile(&after.dims).ok_or("the edited configuration has no known tile")?;
-        if kl006::estimate(tile, after.bytes, sm) > *budget {
+        if smem::estimate(tile, after.bytes, sm) > *budget {
             return Err(format!("the shrunk {} still does not fit", cfg.label.trim_start_matches("this ")));
         }
     }
@@ -113,7 +115,7 @@ impl<'a> Target<'a> {
                 let mut with_dot: Vec<&str> = model
                     .kernels
                     .iter()
-                    .filter(|k| kl006::dot_dims(k, model).is_some())
+                    .filter(|k| smem::dot_dims(k, model).is_some())
                     .map(|k| k.name.as_str())
                     .collect();
                 with_dot.dedup();
@@ -141,12 +143,12 @@ impl<'a> Target<'a> {
 
     fn find_kernel(model: &FileModel<'a>, name: &str) -> Result<Self, String> {
         let k = model.kernels.iter().find(|k| k.name == name).ok_or_else(|| format!("no kernel `{name}` here"))?;
-        let dims = kl006::dot_dims(k, model)
+        let dims = smem::dot_dims(k, model)
             .ok_or_else(|| format!("`{name}` has no `tl.dot` whose block sizes can be read off its parameters"))?;
         let names = [dims.0.as_str(), dims.1.as_str(), dims.2.as_str()];
-        let configs = kl006::configs(k, model, &names);
+        let configs = smem::configs(k, model, &names);
         let ran = (0..configs.len()).collect();
-        Ok(Target { kernel: name.to_string(), bytes: kl006::elem_bytes(k, model), dims, configs, ran })
+        Ok(Target { kernel: name.to_string(), bytes: smem::elem_bytes(k, model), dims, configs, ran })
     }
 }
 
@@ -168,13 +170,13 @@ fn plan(target: &Target, overflow: SmemOverflow, sm: u32) -> Result<Plan, String
         ));
     }
     // The configuration that failed: the one whose estimate is nearest the measurement.
-    let distance = |t: &Tile| (kl006::estimate(*t, target.bytes, sm) as f64 / overflow.required as f64).ln().abs();
+    let distance = |t: &Tile| (smem::estimate(*t, target.bytes, sm) as f64 / overflow.required as f64).ln().abs();
     let failed = tiles
         .iter()
         .min_by(|a, b| distance(&a.1).total_cmp(&distance(&b.1)))
         .map(|(_, t)| *t)
         .ok_or("no configuration")?;
-    let estimated = kl006::estimate(failed, target.bytes, sm);
+    let estimated = smem::estimate(failed, target.bytes, sm);
     // Scale estimates up when the run needed more than estimated; never down.
     let budget = if overflow.required > estimated {
         (overflow.limit as i128 * estimated as i128 / overflow.required as i128) as i64
@@ -186,11 +188,11 @@ fn plan(target: &Target, overflow: SmemOverflow, sm: u32) -> Result<Plan, String
     let mut changes = Vec::new();
     let mut applicability = Applicability::Safe;
     for (i, tile) in tiles {
-        if kl006::estimate(tile, target.bytes, sm) <= budget {
+        if smem::estimate(tile, target.bytes, sm) <= budget {
             continue;
         }
         let cfg = &target.configs[i];
-        let new = kl006::shrink_to_fit(tile, target.bytes, sm, budget).ok_or_else(|| {
+        let new = shrink_to_fit(tile, target.bytes, sm, budget).ok_or_else(|| {
             format!("no tile of `{name}` with powers of two of at least 16 fits in {} B", group(overflow.limit))
         })?;
         let (cfg_edits, changed) = cfg
@@ -203,9 +205,9 @@ fn plan(target: &Target, overflow: SmemOverflow, sm: u32) -> Result<Plan, String
                 None => edits.push(e),
             }
         }
-        applicability = applicability.max(kl006::shrink_applicability(tile, new));
+        applicability = applicability.max(shrink_applicability(tile, new));
         checked.push((i, budget));
-        let about = group(kl006::estimate(new, target.bytes, sm) * overflow.required.max(estimated) / estimated);
+        let about = group(smem::estimate(new, target.bytes, sm) * overflow.required.max(estimated) / estimated);
         changes.push(format!("{} (about {about} B)", changed.join(", ")));
     }
     if edits.is_empty() {
@@ -257,17 +259,14 @@ mod tests {
         assert_eq!(fix.applicability, Applicability::NeedsReview);
         let fixed = apply_edits(&text, &fix.edits).expect("edits apply");
         // The measurement equals the estimate: the same shrink as KL006 on an H100.
-        let kl006 = crate::analysis::check_text(&text, &Settings::default())
+        let kl006 = crate::checker::check_text(&text, &Settings::default())
             .diagnostics
             .into_iter()
             .find(|d| d.code == "KL006")
             .and_then(|d| d.fix)
             .expect("KL006 fix");
         assert_eq!(apply_edits(&text, &kl006.edits).expect("kl006 edits"), fixed);
-        assert!(crate::analysis::check_text(&fixed, &Settings::default())
-            .diagnostics
-            .iter()
-            .all(|d| d.code != "KL006"));
+        assert!(crate::checker::check_text(&fixed, &Settings::default()).diagnostics.iter().all(|d| d.code != "KL006"));
     }
 
     #[test]
@@ -278,7 +277,7 @@ mod tests {
         let fix = fix(&text, &Settings::default(), msg, Some(line)).expect("a fix");
         let fixed = apply_edits(&text, &fix.edits).expect("edits apply");
         let l4 = Settings { target_gpu: "l4".into(), ..Settings::default() };
-        assert!(crate::analysis::check_text(&fixed, &l4).diagnostics.iter().all(|d| d.code != "KL006"), "{fixed}");
+        assert!(crate::checker::check_text(&fixed, &l4).diagnostics.iter().all(|d| d.code != "KL006"), "{fixed}");
         assert!(fix.title.contains("101,376 B"), "{}", fix.title);
     }
 
@@ -290,11 +289,11 @@ mod tests {
         let msg = "out of resource: shared memory, Required: 2097152, Hardware limit: 232448.";
         let fix = fix(&text, &Settings::default(), msg, Some(line)).expect("a fix");
         let fixed = apply_edits(&text, &fix.edits).expect("edits apply");
-        let tree = analysis::parse(&fixed, None);
+        let tree = model::parse(&fixed, None);
         let model = FileModel::build(&fixed, &tree);
         let t = Target::find(&model, Some(line)).expect("target");
         let tile = t.configs[t.ran[0]].tile(&t.dims).expect("tile");
-        assert!(kl006::estimate(tile, t.bytes, 90) <= 232_448 / 2, "{tile:?}");
+        assert!(smem::estimate(tile, t.bytes, 90) <= 232_448 / 2, "{tile:?}");
     }
 
     #[test]
@@ -306,10 +305,7 @@ mod tests {
         let fix = fix(&text, &Settings::default(), H100_AUTOTUNE, line).expect("a fix");
         let fixed = apply_edits(&text, &fix.edits).expect("edits apply");
         assert_eq!(fixed.matches("triton.Config(").count(), 3);
-        assert!(crate::analysis::check_text(&fixed, &Settings::default())
-            .diagnostics
-            .iter()
-            .all(|d| d.code != "KL006"));
+        assert!(crate::checker::check_text(&fixed, &Settings::default()).diagnostics.iter().all(|d| d.code != "KL006"));
     }
 
     #[test]

@@ -16,10 +16,10 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, FileModel, KCall, Kernel};
-use crate::analysis::{self};
 use crate::diagnostic::{apply_edits, Applicability, Edit, Fix};
+use crate::model;
+use crate::model::field;
+use crate::model::{range_of, FileModel, KCall, Kernel};
 use crate::text::TextRange;
 
 /// What the padded lanes of a value hold.
@@ -38,7 +38,7 @@ enum Pad {
 const OTHERS: [f64; 3] = [0.0, f64::NEG_INFINITY, f64::INFINITY];
 
 /// The fix for the runtime parameter `param` of `k`, bounding the aranges `aranges`.
-pub fn fix(model: &FileModel, k: &Kernel, param: &str, aranges: &[&KCall]) -> Option<Fix> {
+pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&KCall]) -> Option<Fix> {
     let src = model.src;
     let tl = model.tl_aliases.first()?.as_str();
     let triton = model.triton_aliases.first()?.as_str();
@@ -139,7 +139,7 @@ pub fn fix(model: &FileModel, k: &Kernel, param: &str, aranges: &[&KCall]) -> Op
 
     // Verify: the result parses, and every arange that had the runtime bound now has the constexpr one.
     let fixed = apply_edits(src, &edits).ok()?;
-    let tree = analysis::parse(&fixed, None);
+    let tree = model::parse(&fixed, None);
     if tree.root_node().has_error() {
         return None;
     }
@@ -169,9 +169,9 @@ pub fn fix(model: &FileModel, k: &Kernel, param: &str, aranges: &[&KCall]) -> Op
 }
 
 /// An `other=` per load (the given one where there is one) under which no padded lane changes a reduction.
-fn choose_others(
-    model: &FileModel,
-    k: &Kernel,
+fn choose_others<'a>(
+    model: &FileModel<'a>,
+    k: &Kernel<'a>,
     padded: &[(String, String, Node)],
     arange_ids: &[usize],
     accesses: &[(&KCall, Vec<usize>)],
@@ -406,7 +406,7 @@ impl Eval<'_, '_> {
             _ => {
                 // Anything else (tuples, lambdas, ...) must not touch a padded value.
                 let mut ids = Vec::new();
-                crate::analysis::model::collect_identifiers(n, self.model.src, &mut ids);
+                crate::model::collect_identifiers(n, self.model.src, &mut ids);
                 if ids.iter().any(|i| !matches!(self.env.get(i.as_str()), None | Some(Pad::Clean(_)))) {
                     return Err(());
                 }
@@ -559,7 +559,7 @@ fn binary(op: &str, l: Pad, r: Pad) -> Pad {
 
 #[cfg(test)]
 mod tests {
-    use crate::analysis::check_text;
+    use crate::checker::check_text;
     use crate::config::Settings;
     use crate::diagnostic::apply_edits;
 

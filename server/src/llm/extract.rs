@@ -82,7 +82,7 @@ fn is_whole_file(code: &str) -> bool {
 
 /// `Err` with the first syntax error's line when `text` does not parse.
 pub fn check_syntax(text: &str) -> Result<(), ExtractError> {
-    let tree = crate::analysis::parse(text, None);
+    let tree = crate::model::parse(text, None);
     let root = tree.root_node();
     if !root.has_error() {
         return Ok(());
@@ -111,7 +111,7 @@ struct Item {
 }
 
 fn items(text: &str) -> (Vec<Item>, bool) {
-    let tree = crate::analysis::parse(text, None);
+    let tree = crate::model::parse(text, None);
     let root = tree.root_node();
     let mut out = Vec::new();
     let mut cursor = root.walk();

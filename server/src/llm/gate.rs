@@ -10,8 +10,8 @@
 
 use std::path::Path;
 
-use crate::analysis::{parse, FileModel};
 use crate::config::Settings;
+use crate::model::{parse, FileModel};
 use crate::rules;
 
 /// Rules whose diagnostics refuse an answer.

@@ -17,7 +17,7 @@
 //! never written here. Cancellation is dropping the future: candidate tasks
 //! are aborted and running benchmarks killed.
 //!
-//! May depend on `analysis`, `config`, `bench`, `text`, `diagnostic`; nothing
+//! May depend on `model`, `rules`, `checker`, `config`, `bench`, `text`, `diagnostic`; nothing
 //! here knows about the LSP.
 
 pub mod cli;

@@ -275,7 +275,7 @@ fn repair_template(kind: &str) -> &'static str {
 
 /// `line L: CODE name: message` per diagnostic (only `codes` when given).
 fn diagnostics_text(text: &str, settings: &crate::config::Settings, codes: Option<&[&str]>) -> String {
-    let result = crate::analysis::check_text(text, settings);
+    let result = crate::checker::check_text(text, settings);
     let index = crate::text::LineIndex::new(text);
     let lines: Vec<String> = result
         .diagnostics
@@ -483,7 +483,7 @@ fn gate(action: Action, text: &str, settings: &crate::config::Settings) -> Optio
         select: guarded_rules(action).iter().map(|c| c.to_string()).collect(),
         ..settings.clone()
     };
-    let result = crate::analysis::check_text(text, &only_guards);
+    let result = crate::checker::check_text(text, &only_guards);
     let mut reasons: Vec<String> = Vec::new();
     if !text.lines().any(|l| l.starts_with("class ModelNew")) {
         reasons.push("- the file defines no `class ModelNew`".to_string());
@@ -946,7 +946,7 @@ class ModelNew:
         layer[(1,)](x, w, h, out, x.size(0), x.stride(0), H=64)
         return out
 "#;
-        let all = crate::analysis::check_text(text, &Default::default());
+        let all = crate::checker::check_text(text, &Default::default());
         assert!(all.diagnostics.iter().any(|d| d.code == "KL008"), "{:?}", all.diagnostics);
         assert_eq!(super::gate(super::Action::Persistent, text, &Default::default()), None);
         let reason = super::gate(super::Action::Grid2d, "import torch\n", &Default::default()).unwrap();

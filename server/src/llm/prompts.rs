@@ -142,7 +142,7 @@ mod tests {
         assert_eq!(files, embedded);
         let settings = crate::config::Settings::default();
         for (name, _, text) in super::EXAMPLES {
-            let result = crate::analysis::check_text(text, &settings);
+            let result = crate::checker::check_text(text, &settings);
             assert!(result.diagnostics.is_empty(), "{name}: {:?}", result.diagnostics);
             assert!(text.contains("grid_barrier(") && text.contains("check_residency("), "{name}");
         }

@@ -58,7 +58,7 @@ pub fn code_actions(
             }
         }
         // A syntax error is not a rule: no comment hides it and there is no rule doc to show.
-        let is_rule = code != crate::analysis::syntax::CODE;
+        let is_rule = code != crate::model::syntax::CODE;
         if is_rule && wanted(only, SUPPRESS_KIND) {
             if let Some(e) = suppression_edit(doc, d.range.start.line as usize, code, encoding) {
                 out.push(CodeActionOrCommand::CodeAction(CodeAction {

@@ -321,7 +321,10 @@ mod tests {
         kb.extra.insert("max_abs_diff".into(), 7.6e-5.into());
         kb.extra.insert("max_abs_diff_index".into(), serde_json::json!([3, 7, 12]));
         let h = hover_section(&kb);
-        assert!(h.contains("correct at atol = rtol = 1e-4 (kernelbench); max abs diff 7.60e-5 at output[3, 7, 12]"), "{h}");
+        assert!(
+            h.contains("correct at atol = rtol = 1e-4 (kernelbench); max abs diff 7.60e-5 at output[3, 7, 12]"),
+            "{h}"
+        );
         assert!(h.contains("1.62x vs PyTorch: robust figure"), "{h}");
         assert!(h.contains("28.86x KernelBench's speedup: mean"), "{h}");
         assert!(h.contains("⚠ over 10x"), "{h}");

@@ -6,7 +6,7 @@
 //! `InputEdit` and applied to the old tree, and the file is reparsed once with
 //! that tree, so tree-sitter reuses what the edits did not touch. The
 //! analysis then starts from the snapshot of the previous one and re-reads
-//! only the top-level statements that changed (`analysis::incremental`).
+//! only the top-level statements that changed (`checker::incremental`).
 //! Positions are clamped, never trusted: a client with a bad range gets a
 //! warning in the log, not a dead server.
 
@@ -15,9 +15,10 @@ use std::sync::Arc;
 use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
 use tree_sitter::{InputEdit, Point, Tree};
 
-use crate::analysis::incremental::{self, Snapshot};
-use crate::analysis::{self, CheckResult};
+use crate::checker::incremental::{self, Snapshot};
+use crate::checker::CheckResult;
 use crate::config::Settings;
+use crate::model;
 use crate::text::{LineIndex, TextRange};
 
 use super::convert::Encoding;
@@ -75,11 +76,11 @@ impl AnalysisJob {
 
 impl Document {
     pub fn new(text: &str, version: i32, settings: Arc<Settings>) -> Self {
-        let tree = analysis::parse(text, None);
+        let tree = model::parse(text, None);
         // The first incremental reparse of a freshly parsed tree costs several
         // times a later one (5 ms against 1 ms for a 5,000-line file): pay it
         // here, with a reparse that changes nothing, not on the first keystroke.
-        let tree = analysis::parse(text, Some(&tree));
+        let tree = model::parse(text, Some(&tree));
         let line_index = LineIndex::new(text);
         let text: Arc<str> = Arc::from(text);
         let (result, snapshot) = incremental::analyze(&text, &tree, &settings, &line_index, None);
@@ -144,7 +145,7 @@ impl Document {
         self.text = Arc::from(text);
         let old = if full_reparse { None } else { self.tree.as_ref() };
         self.reparsed_incrementally = old.is_some();
-        let tree = analysis::parse(&self.text, old);
+        let tree = model::parse(&self.text, old);
         self.tree = Some(tree);
         warnings
     }
@@ -161,7 +162,7 @@ impl Document {
             version: self.version,
             text: self.text.clone(),
             line_index: self.line_index.clone(),
-            tree: self.tree.clone().unwrap_or_else(|| analysis::parse(&self.text, None)),
+            tree: self.tree.clone().unwrap_or_else(|| model::parse(&self.text, None)),
             settings: self.settings.clone(),
             previous: self.snapshot.clone(),
         }
@@ -185,7 +186,7 @@ impl Document {
 
     /// Re-runs the analysis on the current text from scratch (after a settings change).
     pub fn reanalyze(&mut self) {
-        let tree = self.tree.take().unwrap_or_else(|| analysis::parse(&self.text, None));
+        let tree = self.tree.take().unwrap_or_else(|| model::parse(&self.text, None));
         let (result, snapshot) = incremental::analyze(&self.text, &tree, &self.settings, &self.line_index, None);
         self.result = result;
         self.analyzed = self.version;
@@ -310,6 +311,7 @@ fn point_of(index: &LineIndex, byte: usize) -> Point {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checker;
 
     const FIXTURE: &str = r#"import triton
 import triton.language as tl
@@ -537,20 +539,20 @@ class ModelNew(torch.nn.Module):
                 // reparse recovers differently from a fresh parse of the same
                 // text; the trees meet again once the errors are gone.)
                 let tree = doc.tree.as_ref().expect("tree kept");
-                let full = analysis::check(&expected, tree, &settings);
+                let full = checker::check(&expected, tree, &settings);
                 assert_eq!(doc.result, full, "seed {seed} version {version}\n{expected}");
-                let fresh_tree = analysis::parse(&expected, None);
+                let fresh_tree = model::parse(&expected, None);
                 if tree.root_node().to_sexp() == fresh_tree.root_node().to_sexp() {
-                    assert_eq!(doc.result, analysis::check(&expected, &fresh_tree, &settings), "seed {seed}");
+                    assert_eq!(doc.result, checker::check(&expected, &fresh_tree, &settings), "seed {seed}");
                 }
             }
-            let fresh_tree = analysis::parse(&expected, None);
+            let fresh_tree = model::parse(&expected, None);
             assert_eq!(
                 doc.tree.as_ref().expect("tree kept").root_node().to_sexp(),
                 fresh_tree.root_node().to_sexp(),
                 "seed {seed}"
             );
-            let fresh = analysis::check(&expected, &fresh_tree, &settings);
+            let fresh = checker::check(&expected, &fresh_tree, &settings);
             assert_eq!(doc.result, fresh, "seed {seed}");
         }
         // The edits break the syntax often: KL900 must have been compared too.
@@ -591,7 +593,7 @@ class ModelNew(torch.nn.Module):
         let analysis = doc.analysis_job().run();
         let incremental = analysis.snapshot.is_incremental();
         doc.install(version, analysis);
-        let fresh = analysis::check(doc.text(), &analysis::parse(doc.text(), None), &Settings::default());
+        let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
         assert_eq!(doc.result, fresh, "after replacing {old:?} with {new:?} at {anchor:?}");
         incremental
     }
@@ -707,7 +709,7 @@ def run(x, y):
             let analysis = doc.analysis_job().run();
             let incremental = analysis.snapshot.is_incremental();
             doc.install(version, analysis);
-            let fresh = analysis::check(doc.text(), &analysis::parse(doc.text(), None), &Settings::default());
+            let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
             assert_eq!(doc.result, fresh, "version {version}");
             incremental
         };

@@ -2,7 +2,7 @@
 //! `tl.NAME` whether `triton.language` has NAME, and over `ModelNew` the
 //! figures of its last benchmark.
 
-use crate::analysis::triton_names;
+use crate::model::triton_names;
 use crate::rules;
 
 use super::bench_view;

@@ -21,9 +21,9 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 use tracing::{info, warn};
 
-use crate::analysis::triton_names;
 use crate::bench::{self, BenchRequest};
 use crate::config::{Settings, TritonNames};
+use crate::model::triton_names;
 use crate::text::TextRange;
 
 use super::actions::{self, EXPLAIN_KIND, FIX_ALL_KIND, SUPPRESS_KIND};
@@ -1063,7 +1063,7 @@ impl LanguageServer for Server {
         if !partial.ends_with("tl.") {
             return Ok(None);
         }
-        let items = crate::analysis::triton_names::all()
+        let items = crate::model::triton_names::all()
             .map(|name| CompletionItem {
                 label: name.to_string(),
                 kind: Some(CompletionItemKind::FUNCTION),

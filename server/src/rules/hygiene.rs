@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use crate::analysis::field;
-use crate::analysis::model::{visit_nodes, FileModel};
+use crate::model::field;
+use crate::model::{inside, FileModel};
 
 /// Deeper data flow than this is not followed.
 const MAX_TRACE: usize = 12;
@@ -41,18 +41,15 @@ pub fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
             next.extend(model.callees(f, call));
         }
         // `GruFunction.apply(x, ...)` runs the class's static `forward`.
-        visit_nodes(model.host_fns[f].node, &mut |n| {
-            if n.kind() != "call" {
-                return;
-            }
-            let Some(func) = field!(n, "function") else { return };
+        for n in inside(&model.nodes().calls, model.host_fns[f].node) {
+            let Some(func) = field!(n, "function") else { continue };
             let text = model.text(func);
             if let Some(class) = text.strip_suffix(".apply") {
                 if let Some(m) = method(model, class, "forward") {
                     next.push(m);
                 }
             }
-        });
+        }
         for n in next {
             if !seen.contains(&n) {
                 seen.push(n);
@@ -84,39 +81,47 @@ pub struct Imports {
     pub bound: Vec<(String, String)>,
     /// Every imported module or `from` module, with its statement.
     pub modules: Vec<(String, tree_sitter::Range)>,
+    /// Local name -> its last entry in `bound` (a later import rebinds it):
+    /// one lookup per name asked, however many imports the file has.
+    last: std::collections::HashMap<String, usize>,
 }
 
 pub fn imports(model: &FileModel) -> Imports {
     let mut out = Imports::default();
     let src = model.src;
-    visit_nodes(model.tree.root_node(), &mut |n| match n.kind() {
-        "import_statement" => {
-            let mut cursor = n.walk();
-            for name in n.children_by_field_name("name", &mut cursor) {
-                let (dotted, alias) = split_alias(name, src);
-                out.modules.push((dotted.clone(), name.range()));
-                match alias {
-                    Some(a) => out.bound.push((a, dotted)),
-                    None => {
-                        let head = dotted.split('.').next().unwrap_or_default().to_string();
-                        out.bound.push((head.clone(), head));
+    for &n in &model.nodes().imports {
+        match n.kind() {
+            "import_statement" => {
+                let mut cursor = n.walk();
+                for name in n.children_by_field_name("name", &mut cursor) {
+                    let (dotted, alias) = split_alias(name, src);
+                    out.modules.push((dotted.clone(), name.range()));
+                    match alias {
+                        Some(a) => out.bound.push((a, dotted)),
+                        None => {
+                            let head = dotted.split('.').next().unwrap_or_default().to_string();
+                            out.bound.push((head.clone(), head));
+                        }
                     }
                 }
             }
-        }
-        "import_from_statement" => {
-            let Some(module) = field!(n, "module_name") else { return };
-            let module_text: String = src[module.byte_range()].split_whitespace().collect();
-            out.modules.push((module_text.clone(), module.range()));
-            let mut cursor = n.walk();
-            for name in n.children_by_field_name("name", &mut cursor) {
-                let (dotted, alias) = split_alias(name, src);
-                let local = alias.unwrap_or_else(|| dotted.clone());
-                out.bound.push((local, format!("{module_text}.{dotted}")));
+            "import_from_statement" => {
+                let Some(module) = field!(n, "module_name") else { continue };
+                let module_text: String = src[module.byte_range()].split_whitespace().collect();
+                out.modules.push((module_text.clone(), module.range()));
+                let mut cursor = n.walk();
+                for name in n.children_by_field_name("name", &mut cursor) {
+                    let (dotted, alias) = split_alias(name, src);
+                    let local = alias.unwrap_or_else(|| dotted.clone());
+                    out.bound.push((local, format!("{module_text}.{dotted}")));
+                }
             }
+            _ => {}
         }
-        _ => {}
-    });
+    }
+    for (i, (local, _)) in out.bound.iter().enumerate() {
+        out.last.insert(local.clone(), i);
+    }
     out
 }
 
@@ -130,6 +135,11 @@ fn split_alias(name: Node, src: &str) -> (String, Option<String>) {
 }
 
 impl Imports {
+    /// What the last import binding `local` names (`F` -> `torch.nn.functional`).
+    pub fn full_name(&self, local: &str) -> Option<&str> {
+        self.last.get(local).map(|&i| self.bound[i].1.as_str())
+    }
+
     /// `F.relu` -> `torch.nn.functional.relu`; a chain whose head is not
     /// imported is returned as written. `None` for anything but a dotted name.
     pub fn qualify(&self, node: Node, src: &str) -> Option<String> {
@@ -144,12 +154,21 @@ impl Imports {
             Some((h, r)) => (h, Some(r)),
             None => (text.as_str(), None),
         };
-        let base = self.bound.iter().rev().find(|(local, _)| local == head).map(|(_, full)| full.as_str());
+        let base = self.full_name(head);
         Some(match (base, rest) {
             (Some(b), Some(r)) => format!("{b}.{r}"),
             (Some(b), None) => b.to_string(),
             (None, _) => text,
         })
+    }
+
+    /// Whether [`Self::qualify`] of `node` may be `module` or inside it: a
+    /// check of the chain's head, without building the qualified name.
+    pub fn may_name_module(&self, node: Node, src: &str, module: &str) -> bool {
+        let text = src.get(node.byte_range()).unwrap_or_default();
+        let head: String = text.split('.').next().unwrap_or_default().split_whitespace().collect();
+        let base = self.full_name(&head).unwrap_or(head.as_str());
+        base.strip_prefix(module).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
     }
 
     /// The qualified callee of a call node.
@@ -243,19 +262,16 @@ pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(
     let mut out = Vec::new();
     let Some(class_node) = class_node(model, class) else { return out };
     let src = model.src;
-    visit_nodes(class_node, &mut |n| {
-        if n.kind() != "assignment" {
-            return;
-        }
-        let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
-        let Some(attr) = self_attr(left, src) else { return };
+    for n in inside(&model.nodes().assignments, class_node).filter(|n| n.kind() == "assignment") {
+        let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { continue };
+        let Some(attr) = self_attr(left, src) else { continue };
         if right.kind() != "call" {
-            return;
+            continue;
         }
-        let Some(q) = imports.callee(right, src) else { return };
-        let Some(ty) = q.strip_prefix("torch.nn.") else { return };
+        let Some(q) = imports.callee(right, src) else { continue };
+        let Some(ty) = q.strip_prefix("torch.nn.") else { continue };
         if ty.contains('.') {
-            return;
+            continue;
         }
         let container = matches!(
             ty,
@@ -271,7 +287,7 @@ pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(
         if !container {
             out.push((attr.to_string(), ty.to_string()));
         }
-    });
+    }
     out
 }
 
@@ -353,15 +369,15 @@ fn trace<'a>(
         "identifier" => {
             let name = &src[expr.byte_range()];
             let mut values = Vec::new();
-            visit_nodes(func, &mut |n| {
+            for n in inside(&model.nodes().assignments, func) {
                 if n.kind() != "assignment" || n.start_byte() >= before {
-                    return;
+                    continue;
                 }
-                let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
+                let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { continue };
                 if binds(left, name, src) {
                     values.push(right);
                 }
-            });
+            }
             for v in values {
                 trace(model, func, v, before, depth + 1, seen, out);
             }

@@ -1,8 +1,8 @@
 //! KL002 serialized-tile-loop.
 
-use crate::analysis::model::{collect_identifiers, FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::{collect_identifiers, FileModel, Kernel};
 
 use super::Rule;
 
@@ -68,7 +68,7 @@ fn carries_state(model: &FileModel, k: &Kernel, l: usize) -> bool {
     let lp = &k.loops[l];
     let (start, end) = (lp.body.start_byte(), lp.body.end_byte());
     let var = lp.var.as_deref();
-    let in_body = |a: &&crate::analysis::model::Assign| a.node.start_byte() >= start && a.node.end_byte() <= end;
+    let in_body = |a: &&crate::model::Assign| a.node.start_byte() >= start && a.node.end_byte() <= end;
     k.assigns.iter().filter(in_body).any(|a| {
         // Counters of this loop and of loops nested in it step themselves.
         if Some(a.target.as_str()) == var
@@ -85,14 +85,14 @@ fn carries_state(model: &FileModel, k: &Kernel, l: usize) -> bool {
         }
         let mut ids = Vec::new();
         collect_identifiers(first.value, model.src, &mut ids);
-        ids.iter().any(|i| *i == a.target) || reads_before(model, lp.body, &a.target, first.node.start_byte())
+        ids.contains(&a.target) || reads_before(model, lp.body, &a.target, first.node.start_byte())
     })
 }
 
 /// Whether `name` is read inside `body` before byte `at`.
 fn reads_before(model: &FileModel, body: tree_sitter::Node, name: &str, at: usize) -> bool {
     let mut found = false;
-    crate::analysis::model::visit_nodes(body, &mut |n| {
+    crate::model::visit_nodes(body, &mut |n| {
         if !found && n.kind() == "identifier" && n.start_byte() < at && model.text(n) == name {
             found = true;
         }

@@ -1,13 +1,13 @@
 //! KL004 arange-non-constexpr.
 
-use crate::analysis::field;
+use crate::model::field;
 use tree_sitter::Node;
 
 use std::collections::HashMap;
 
-use crate::analysis::model::{collect_identifiers, parse_int, range_of, FileModel, KCall, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
+use crate::model::{collect_identifiers, parse_int, range_of, FileModel, KCall, Kernel};
 use crate::text::TextRange;
 
 use super::Rule;
@@ -163,32 +163,35 @@ enum Callers<'a> {
 /// followed through callers that are helpers themselves.
 fn callers<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, depth: usize) -> Callers<'a> {
     let Some(index) = k.params.iter().position(|p| p.name == param) else { return Callers::Unknown };
-    if model.launches.iter().any(|l| l.kernel == k.name) {
+    if model.launches_of_kernel(k).next().is_some() {
         return Callers::NotCalled;
     }
     let mut verdict = Callers::NotCalled;
-    for caller in model.kernels.iter().filter(|c| c.name != k.name) {
-        for call in caller.calls.iter().filter(|c| c.tl_name.is_none() && c.callee == k.name) {
-            let here = match call.arg(index, param) {
-                None => Callers::Unknown,
-                Some(arg) => match classify(caller, model, arg, 0) {
-                    Bound::Const(_) | Bound::ConstexprParam(_) | Bound::ConstexprExpr => Callers::Constexpr,
-                    Bound::Runtime(q) if depth < 4 => match callers(model, caller, &q, depth + 1) {
-                        Callers::Constexpr => Callers::Constexpr,
-                        Callers::Unknown => Callers::Unknown,
-                        Callers::NotCalled | Callers::Runtime(..) => Callers::Runtime(caller.name.clone(), arg),
-                    },
-                    Bound::Runtime(_) => Callers::Unknown,
-                    Bound::Unknown if module_constant(model, arg) => Callers::Constexpr,
-                    Bound::Unknown => Callers::Unknown,
-                },
-            };
-            verdict = match (verdict, here) {
-                (Callers::Runtime(c, a), _) | (_, Callers::Runtime(c, a)) => Callers::Runtime(c, a),
-                (Callers::Unknown, _) | (_, Callers::Unknown) => Callers::Unknown,
-                _ => Callers::Constexpr,
-            };
+    for &(ci, c) in model.kernel_calls_to(k) {
+        let caller = &model.kernels[ci];
+        if caller.name == k.name {
+            continue;
         }
+        let call = &caller.calls[c];
+        let here = match call.arg(index, param) {
+            None => Callers::Unknown,
+            Some(arg) => match classify(caller, model, arg, 0) {
+                Bound::Const(_) | Bound::ConstexprParam(_) | Bound::ConstexprExpr => Callers::Constexpr,
+                Bound::Runtime(q) if depth < 4 => match callers(model, caller, &q, depth + 1) {
+                    Callers::Constexpr => Callers::Constexpr,
+                    Callers::Unknown => Callers::Unknown,
+                    Callers::NotCalled | Callers::Runtime(..) => Callers::Runtime(caller.name.clone(), arg),
+                },
+                Bound::Runtime(_) => Callers::Unknown,
+                Bound::Unknown if module_constant(model, arg) => Callers::Constexpr,
+                Bound::Unknown => Callers::Unknown,
+            },
+        };
+        verdict = match (verdict, here) {
+            (Callers::Runtime(c, a), _) | (_, Callers::Runtime(c, a)) => Callers::Runtime(c, a),
+            (Callers::Unknown, _) | (_, Callers::Unknown) => Callers::Unknown,
+            _ => Callers::Constexpr,
+        };
     }
     verdict
 }
@@ -320,7 +323,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     );
                 }
             }
-            for launch in model.launches.iter().filter(|l| l.kernel == k.name) {
+            for launch in model.launches_of_kernel(k) {
                 let Some(value) = launch.kwarg(&param) else { continue };
                 if let Some(v) = model.eval_int(launch.host_fn, value, 0).filter(|v| !is_pow2(*v)) {
                     let literal = model.int_literal_node(launch.host_fn, value);

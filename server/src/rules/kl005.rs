@@ -1,10 +1,10 @@
 //! KL005 unknown-triton-function.
 
-use crate::analysis::field;
-use crate::analysis::model::{call_arguments, range_of, FileModel};
-use crate::analysis::triton_names;
 use crate::config::Settings;
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
+use crate::model::field;
+use crate::model::triton_names;
+use crate::model::{call_arguments, range_of, FileModel};
 
 use super::Rule;
 

@@ -1,9 +1,9 @@
 //! KL007 tensor-indexed-by-tensor.
 
-use crate::analysis::field;
-use crate::analysis::model::{collect_identifiers, range_of, FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
 use super::Rule;
 

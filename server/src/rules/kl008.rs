@@ -2,9 +2,9 @@
 
 use tree_sitter::Node;
 
-use crate::analysis::model::{collect_identifiers, FileModel, Kernel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::{collect_identifiers, FileModel, Kernel};
 
 use super::Rule;
 
@@ -101,7 +101,7 @@ fn walks_tiles(model: &FileModel, k: &Kernel, l: usize) -> bool {
 /// The first `a * b` in an expression (the multiply of `acc += a * b` or `acc = acc + a * b`).
 fn find_product(node: Node) -> Option<Node> {
     let mut found = None;
-    crate::analysis::model::visit_nodes(node, &mut |n| {
+    crate::model::visit_nodes(node, &mut |n| {
         if found.is_none()
             && n.kind() == "binary_operator"
             && n.child_by_field_name("operator").is_some_and(|o| o.kind() == "*")

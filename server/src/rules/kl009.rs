@@ -2,9 +2,9 @@
 
 use std::collections::HashSet;
 
-use crate::analysis::model::{range_of, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::{range_of, FileModel};
 
 use super::Rule;
 

@@ -1,8 +1,8 @@
 //! KL010 host-sync-in-loop.
 
-use crate::analysis::model::{range_of, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::{range_of, FileModel};
 
 use super::Rule;
 

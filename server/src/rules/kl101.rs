@@ -1,9 +1,9 @@
 //! KL101 pytorch-fallback.
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, visit_nodes, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{inside, range_of, visit_nodes, FileModel};
 use crate::text::TextRange;
 
 use super::hygiene::{self, Imports};
@@ -65,12 +65,9 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let modules = hygiene::torch_modules(model, &imports, "ModelNew");
     let src = model.src;
     for scope in hygiene::candidate_host_nodes(model) {
-        visit_nodes(scope, &mut |n| {
-            if n.kind() != "try_statement" {
-                return;
-            }
-            let Some(body) = field!(n, "body") else { return };
-            let Some(launch) = launch_in(model, range_of(body)) else { return };
+        for n in inside(&model.nodes().tries, scope) {
+            let Some(body) = field!(n, "body") else { continue };
+            let Some(launch) = launch_in(model, range_of(body)) else { continue };
             let mut cursor = n.walk();
             for handler in n.named_children(&mut cursor).filter(|c| c.kind() == "except_clause") {
                 let Some(torch) = torch_compute(handler, &imports, &modules, src) else { continue };
@@ -87,7 +84,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                         .with_related(range_of(torch), "PyTorch computes here"),
                 );
             }
-        });
+        }
     }
 }
 

@@ -1,9 +1,9 @@
 //! KL102 torch-computes-the-task.
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, visit_nodes, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{inside, range_of, FileModel};
 
 use super::hygiene::{self, Imports};
 use super::Rule;
@@ -189,15 +189,13 @@ fn task_ops(model: &FileModel, imports: &Imports) -> Vec<String> {
     };
     let modules = hygiene::torch_modules(model, imports, "Model");
     let mut ops: Vec<String> = Vec::new();
-    visit_nodes(model.host_fns[forward].node, &mut |n| {
-        if n.kind() == "call" {
-            if let Some(op) = op_key(n, imports, &modules, model.src) {
-                if !ops.contains(&op) {
-                    ops.push(op);
-                }
+    for n in inside(&model.nodes().calls, model.host_fns[forward].node) {
+        if let Some(op) = op_key(n, imports, &modules, model.src) {
+            if !ops.contains(&op) {
+                ops.push(op);
             }
         }
-    });
+    }
     if ops.iter().any(|o| HEAVY.contains(&o.as_str())) {
         ops.retain(|o| HEAVY.contains(&o.as_str()));
     }

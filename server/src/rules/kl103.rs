@@ -1,8 +1,8 @@
 //! KL103 kernel-never-launched.
 
-use crate::analysis::model::{range_of, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::{range_of, FileModel};
 
 use super::hygiene;
 use super::Rule;

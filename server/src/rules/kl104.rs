@@ -1,9 +1,9 @@
 //! KL104 output-reused-across-calls.
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, visit_nodes, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{inside, range_of, FileModel};
 use crate::text::TextRange;
 
 use super::hygiene;
@@ -68,16 +68,13 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for f in (1..model.host_fns.len())
         .filter(|&f| model.host_fns[f].class.as_deref() == Some("ModelNew") && model.host_fns[f].name != "__init__")
     {
-        visit_nodes(model.host_fns[f].node, &mut |n| {
-            if !matches!(n.kind(), "assignment" | "augmented_assignment") {
-                return;
-            }
-            let Some(left) = field!(n, "left") else { return };
+        for n in inside(&model.nodes().assignments, model.host_fns[f].node) {
+            let Some(left) = field!(n, "left") else { continue };
             let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
             if let Some(attr) = target.and_then(|t| hygiene::self_attr(t, src)) {
                 stored.push((attr.to_string(), range_of(n)));
             }
-        });
+        }
     }
     if stored.is_empty() {
         return;

@@ -1,9 +1,9 @@
 //! KL105 side-stream-or-thread.
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, visit_nodes, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{inside, range_of, FileModel};
 
 use super::hygiene;
 use super::Rule;
@@ -70,11 +70,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let imports = hygiene::imports(model);
     let src = model.src;
     for scope in hygiene::candidate_host_nodes(model) {
-        visit_nodes(scope, &mut |n| {
-            if n.kind() != "call" {
-                return;
-            }
-            let Some(callee) = imports.callee(n, src) else { return };
+        for n in inside(&model.nodes().calls, scope) {
+            let Some(callee) = imports.callee(n, src) else { continue };
             if matches!(callee.as_str(), "torch.cuda.stream" | "torch.cuda.set_stream" | "torch.cuda.StreamContext") {
                 let arg = field!(n, "arguments").and_then(|a| a.named_child(0));
                 let current = arg.is_some_and(|a| {
@@ -84,7 +81,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                         })
                 });
                 if current {
-                    return;
+                    continue;
                 }
                 let message = format!(
                     "`{}` issues the work on another CUDA stream: the benchmark's events on the current stream do not time it. Launch on the current stream",
@@ -97,6 +94,6 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 );
                 out.push(RULE.diagnostic(range_of(n), message));
             }
-        });
+        }
     }
 }

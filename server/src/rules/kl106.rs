@@ -1,9 +1,9 @@
 //! KL106 precision-downgrade.
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, visit_nodes, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{inside, range_of, visit_nodes, FileModel};
 
 use super::hygiene::{self, Imports};
 use super::Rule;
@@ -64,11 +64,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         return;
     }
     for scope in hygiene::candidate_host_nodes(model) {
-        visit_nodes(scope, &mut |n| {
-            if n.kind() != "call" {
-                return;
-            }
-            let Some(func) = field!(n, "function") else { return };
+        for n in inside(&model.nodes().calls, scope) {
+            let Some(func) = field!(n, "function") else { continue };
             let args = field!(n, "arguments");
             let half_arg = args.is_some_and(|a| mentions_half(a, &imports, src));
             let method = (func.kind() == "attribute")
@@ -88,12 +85,12 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             } else {
                 None
             };
-            let Some(what) = what else { return };
+            let Some(what) = what else { continue };
             let message = format!(
                 "{what} computes an fp32 task in half precision: faster for a reason that is not the kernel, and outside KernelBench's fp32 tolerance (1e-4). Keep fp32 at the boundary; cast `tl.dot` operands inside the kernel if you want tensor cores"
             );
             out.push(RULE.diagnostic(range_of(n), message));
-        });
+        }
     }
 }
 
@@ -124,15 +121,13 @@ fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> boo
 fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
     model.host_fns.iter().filter(|f| f.name == "get_inputs" || f.class.as_deref() == Some("Model")).any(|f| {
         let mut half = mentions_half(f.node, imports, model.src);
-        visit_nodes(f.node, &mut |n| {
-            if n.kind() == "call" {
-                if let Some(a) =
-                    field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
-                {
-                    half |= matches!(&model.src[a.byte_range()], "half" | "bfloat16");
-                }
+        for n in inside(&model.nodes().calls, f.node) {
+            if let Some(a) =
+                field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
+            {
+                half |= matches!(&model.src[a.byte_range()], "half" | "bfloat16");
             }
-        });
+        }
         half
     })
 }

@@ -1,9 +1,9 @@
 //! KL107 timer-patch.
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, visit_nodes, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{range_of, FileModel};
 
 use super::hygiene::{self, Imports};
 use super::Rule;
@@ -75,42 +75,48 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 pub fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRange, String)> {
     let src = model.src;
     let mut out = Vec::new();
-    visit_nodes(model.tree.root_node(), &mut |n| match n.kind() {
-        "assignment" | "augmented_assignment" => {
-            let Some(left) = field!(n, "left") else { return };
-            let mut targets = vec![left];
-            if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
-                let mut cursor = left.walk();
-                targets = left.named_children(&mut cursor).collect();
+    // Assignments and calls in document order, as one walk of the tree meets them.
+    let nodes = model.nodes();
+    let mut candidates: Vec<tree_sitter::Node> = nodes.assignments.iter().chain(&nodes.calls).copied().collect();
+    candidates.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    for n in candidates {
+        match n.kind() {
+            "assignment" | "augmented_assignment" => {
+                let Some(left) = field!(n, "left") else { continue };
+                let mut targets = vec![left];
+                if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
+                    let mut cursor = left.walk();
+                    targets = left.named_children(&mut cursor).collect();
+                }
+                for t in targets {
+                    let t = if t.kind() == "subscript" { field!(t, "value").unwrap_or(t) } else { t };
+                    if t.kind() != "attribute" {
+                        continue;
+                    }
+                    let head = src[t.byte_range()].split('.').next().unwrap_or_default().trim();
+                    if imports.full_name(head).is_none() {
+                        continue;
+                    }
+                    if let Some(q) = imports.qualify(t, src).filter(|q| patched(q)) {
+                        out.push((range_of(n), q));
+                    }
+                }
             }
-            for t in targets {
-                let t = if t.kind() == "subscript" { field!(t, "value").unwrap_or(t) } else { t };
-                if t.kind() != "attribute" {
+            "call" => {
+                if imports.callee(n, src).as_deref() != Some("setattr") {
                     continue;
                 }
-                let head = src[t.byte_range()].split('.').next().unwrap_or_default().trim();
-                if !imports.bound.iter().any(|(local, _)| local == head) {
-                    continue;
+                let Some(args) = field!(n, "arguments") else { continue };
+                let (Some(object), Some(name)) = (args.named_child(0), args.named_child(1)) else { continue };
+                let Some(q) = imports.qualify(object, src) else { continue };
+                let attr = src[name.byte_range()].trim_matches(|c| c == '"' || c == '\'');
+                let full = format!("{q}.{attr}");
+                if patched(&full) {
+                    out.push((range_of(n), full));
                 }
-                if let Some(q) = imports.qualify(t, src).filter(|q| patched(q)) {
-                    out.push((range_of(n), q));
-                }
             }
+            _ => {}
         }
-        "call" => {
-            if imports.callee(n, src).as_deref() != Some("setattr") {
-                return;
-            }
-            let Some(args) = field!(n, "arguments") else { return };
-            let (Some(object), Some(name)) = (args.named_child(0), args.named_child(1)) else { return };
-            let Some(q) = imports.qualify(object, src) else { return };
-            let attr = src[name.byte_range()].trim_matches(|c| c == '"' || c == '\'');
-            let full = format!("{q}.{attr}");
-            if patched(&full) {
-                out.push((range_of(n), full));
-            }
-        }
-        _ => {}
-    });
+    }
     out
 }

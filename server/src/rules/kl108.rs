@@ -1,9 +1,9 @@
 //! KL108 untrusted-side-effect.
 
-use crate::analysis::field;
-use crate::analysis::model::{range_of, visit_nodes, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::field;
+use crate::model::{range_of, FileModel};
 use crate::text::TextRange;
 
 use super::hygiene;
@@ -211,38 +211,50 @@ pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
             out.push((range, format!("imports `{module}`, {why}")));
         }
     }
-    visit_nodes(model.tree.root_node(), &mut |n| match n.kind() {
-        "identifier" if &src[n.byte_range()] == "__builtins__" => {
-            out.push((range_of(n), "reaches `__builtins__`".to_string()));
+    // In document order, as one walk of the tree meets them: findings with
+    // the same range keep that order through the stable sort below.
+    let nodes = model.nodes();
+    let mut candidates: Vec<tree_sitter::Node> =
+        nodes.builtins.iter().chain(&nodes.calls).chain(&nodes.attributes).copied().collect();
+    candidates.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    for n in candidates {
+        match n.kind() {
+            "identifier" => {
+                out.push((range_of(n), "reaches `__builtins__`".to_string()));
+            }
+            "call" => {
+                let Some(func) = field!(n, "function") else { continue };
+                let callee = imports.qualify(func, src).unwrap_or_default();
+                let bare = func.kind() == "identifier";
+                if bare
+                    && matches!(callee.as_str(), "exec" | "eval" | "compile" | "__import__" | "globals" | "breakpoint")
+                {
+                    out.push((range_of(n), format!("calls `{callee}`")));
+                } else if bare && callee == "open" && opens_for_writing(n, src) {
+                    out.push((range_of(n), "opens a file for writing".to_string()));
+                } else if FOREIGN_CODE.iter().any(|f| callee == *f || callee.starts_with(&format!("{f}."))) {
+                    out.push((range_of(n), format!("calls `{callee}`, which loads code from outside the file")));
+                }
+            }
+            "attribute" => {
+                if !imports.may_name_module(n, src, "os") {
+                    continue;
+                }
+                let Some(q) = imports.qualify(n, src) else { continue };
+                if !(q == "os" || q.starts_with("os.")) {
+                    continue;
+                }
+                // The outermost `os.x.y` chain only (asked last: finding a parent walks down from the root).
+                if n.parent().is_some_and(|p| p.kind() == "attribute" && field!(p, "object") == Some(n)) {
+                    continue;
+                }
+                if let Some(why) = os_use(n, &q, src) {
+                    out.push((range_of(n), why));
+                }
+            }
+            _ => {}
         }
-        "call" => {
-            let Some(func) = field!(n, "function") else { return };
-            let callee = imports.qualify(func, src).unwrap_or_default();
-            let bare = func.kind() == "identifier";
-            if bare && matches!(callee.as_str(), "exec" | "eval" | "compile" | "__import__" | "globals" | "breakpoint")
-            {
-                out.push((range_of(n), format!("calls `{callee}`")));
-            } else if bare && callee == "open" && opens_for_writing(n, src) {
-                out.push((range_of(n), "opens a file for writing".to_string()));
-            } else if FOREIGN_CODE.iter().any(|f| callee == *f || callee.starts_with(&format!("{f}."))) {
-                out.push((range_of(n), format!("calls `{callee}`, which loads code from outside the file")));
-            }
-        }
-        "attribute" => {
-            // The outermost `os.x.y` chain only.
-            if n.parent().is_some_and(|p| p.kind() == "attribute" && field!(p, "object") == Some(n)) {
-                return;
-            }
-            let Some(q) = imports.qualify(n, src) else { return };
-            if !(q == "os" || q.starts_with("os.")) {
-                return;
-            }
-            if let Some(why) = os_use(n, &q, src) {
-                out.push((range_of(n), why));
-            }
-        }
-        _ => {}
-    });
+    }
     out.sort_by_key(|(r, _)| (r.start, r.end));
     out.dedup();
     out

@@ -2,9 +2,9 @@
 
 use tree_sitter::Node;
 
-use crate::analysis::model::{range_of, FileModel};
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::{range_of, FileModel};
 
 use super::Rule;
 
@@ -89,8 +89,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     if !model.classes.iter().any(|c| c.name == "ModelNew") {
         return;
     }
-    let mut stack = vec![model.tree.root_node()];
-    while let Some(node) = stack.pop() {
+    for &node in &model.nodes().imports {
         match node.kind() {
             "import_statement" => {
                 let mut c = node.walk();
@@ -102,15 +101,11 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     }
                 }
             }
-            "import_from_statement" => {
+            _ => {
                 if let Some(m) = node.child_by_field_name("module_name") {
                     let relative = m.kind() == "relative_import";
                     report(model, m, &model.src[m.byte_range()], relative, out);
                 }
-            }
-            _ => {
-                let mut c = node.walk();
-                stack.extend(node.named_children(&mut c));
             }
         }
     }
@@ -135,7 +130,7 @@ fn report(_model: &FileModel, node: Node, module: &str, relative: bool, out: &mu
 
 #[cfg(test)]
 mod tests {
-    use crate::analysis::check_text;
+    use crate::checker::check_text;
     use crate::config::Settings;
 
     fn kl109(src: &str) -> Vec<String> {

@@ -1,13 +1,16 @@
 //! The rule registry: one file per rule, each with its doc text (ruff's
 //! headings: what it does, why it is bad, example, use instead), code,
-//! kebab-case name and severity. `run` applies the enabled rules to a file
-//! model and drops suppressed diagnostics.
+//! kebab-case name and severity. `run_reach` applies the enabled rules of
+//! one reach to a file model; the checker (`crate::checker`) decides which
+//! reach runs when, applies suppressions and orders the result.
 //!
-//! Rules read the model; they never parse, and they never run user code.
+//! Rules read the model's facts and build their fixes with `fix`; they never
+//! parse, never run user code, and never reach the checker that runs them
+//! (`server/tests/layers.rs`).
 
-use crate::analysis::FileModel;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Fix, Related, Severity};
+use crate::model::FileModel;
 use crate::text::TextRange;
 
 pub mod kl001;
@@ -97,7 +100,7 @@ pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.code.eq_ignore_ascii_case(code) || r.name == code)
 }
 
-/// What a rule reports on, for the incremental analysis (`analysis::incremental`).
+/// What a rule reports on, for the incremental analysis (`checker::incremental`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
     /// Iterates `FileModel::checked_kernels`; each diagnostic depends on its kernel,

@@ -283,7 +283,16 @@ fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--kernel-lsp" => kernel_lsp = args.next().expect("--kernel-lsp PATH"),
-            "--ruff" => ruff = args.next(),
+            // a path is made absolute: the servers run in a temporary directory
+            "--ruff" => {
+                ruff = args.next().map(|p| {
+                    if p.contains('/') {
+                        std::path::absolute(&p).map_or(p, |a| a.display().to_string())
+                    } else {
+                        p
+                    }
+                })
+            }
             "--no-ruff" => ruff = None,
             "--lines" => lines = args.next().and_then(|v| v.parse().ok()).expect("--lines N"),
             "--files" => files = args.next().and_then(|v| v.parse().ok()).expect("--files N"),

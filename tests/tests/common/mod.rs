@@ -384,7 +384,7 @@ pub fn apply_text_edits(text: &str, edits: &[Value], encoding: &str) -> String {
             (offset(&e["range"]["start"]), offset(&e["range"]["end"]), e["newText"].as_str().unwrap_or("").to_string())
         })
         .collect();
-    spans.sort_by(|a, b| b.0.cmp(&a.0));
+    spans.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut out = text.to_string();
     for (s, e, t) in spans {
         out.replace_range(s..e, &t);

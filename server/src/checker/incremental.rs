@@ -31,10 +31,10 @@ use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
-use super::model::{imports_of, range_of, Directive, FileModel};
 use super::{CheckResult, ClassSummary, KernelSummary};
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
+use crate::model::{imports_of, launch_estimates, range_of, Directive, FileModel};
 use crate::rules::{self, Reach};
 use crate::text::{LineIndex, TextRange};
 
@@ -49,7 +49,7 @@ pub struct Snapshot {
     /// Host-rule diagnostics (KL001, KL010) that span several statements,
     /// and anything outside every statement; in current positions.
     host_diags: Vec<Diagnostic>,
-    /// Kernel name -> launches-per-forward estimate (KL001), for the summaries.
+    /// Kernel name -> launches-per-forward estimate (`model::launch_estimates`), for the summaries.
     estimates: HashMap<String, String>,
     /// Kernel name -> launch sites.
     launch_counts: HashMap<String, usize>,
@@ -136,7 +136,7 @@ pub fn check(text: &str, tree: &Tree, settings: &Settings) -> CheckResult {
 /// per statement: a tree without errors costs one flag check, and both
 /// paths read the same tree, so the incremental result stays equal to the full one.
 fn with_syntax_errors(mut result: CheckResult, text: &str, tree: &Tree) -> CheckResult {
-    let errors = super::syntax::errors(text, tree);
+    let errors = crate::model::syntax::errors(text, tree);
     if !errors.is_empty() {
         result.diagnostics.extend(errors);
         rules::finish(&mut result.diagnostics);
@@ -196,7 +196,7 @@ fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
     Snapshot {
         settings: settings.clone(),
         text: text.clone(),
-        estimates: rules::kl001::launch_estimates(&model),
+        estimates: launch_estimates(&model),
         tl_aliases: model.tl_aliases.clone(),
         triton_aliases: model.triton_aliases.clone(),
         units,

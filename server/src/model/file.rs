@@ -1,0 +1,426 @@
+//! The file model: what a Triton kernel file contains, read off the
+//! tree-sitter syntax tree in one walk (`walk.rs`).
+//!
+//! Kernels (`@triton.jit` defs, also under `@triton.autotune`/`@triton.heuristics`)
+//! with their parameters, loops, `tl.*` calls, assignments and subscripts; host
+//! functions (module scope, functions, methods) with their loops, calls,
+//! launches (`kernel[grid](...)`) and host syncs; classes; suppression and
+//! reference comments. The model holds tree-sitter nodes borrowed from the
+//! tree, so rules can look closer where they need to. This file holds the
+//! model and the items of host code; the questions several rules ask are
+//! answered beside it, once: names and scopes (`scopes.rs`), host loops
+//! (`host_loops.rs`), launches (`launches.rs`), kernels (`kernel.rs`,
+//! `dataflow.rs`).
+
+use std::cell::{Cell, OnceCell};
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Tree};
+
+use super::index::NodeIndex;
+use super::nodes::range_of;
+use super::walk::{Scope, Walker};
+use super::{imports, Kernel};
+use crate::text::TextRange;
+
+#[derive(Debug, Clone)]
+pub struct ClassInfo<'a> {
+    pub name: String,
+    pub name_range: TextRange,
+    pub node: Node<'a>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    For,
+    While,
+}
+
+/// A `for` or `while` loop, in a kernel or in host code.
+#[derive(Debug, Clone)]
+pub struct Loop<'a> {
+    pub kind: LoopKind,
+    pub node: Node<'a>,
+    /// From the keyword through the end of the header (`for t in range(T)`).
+    pub header_range: TextRange,
+    /// The loop variable: the `for` target, or the variable compared in a `while` condition.
+    pub var: Option<String>,
+    /// `for`: the iterable; `while`: the condition.
+    pub head: Option<Node<'a>>,
+    pub start: Option<Node<'a>>,
+    pub stop: Option<Node<'a>>,
+    pub step: Option<Node<'a>>,
+    /// `reversed(range(...))` or a negative step.
+    pub reversed: bool,
+    pub body: Node<'a>,
+    /// Enclosing loop in the same function.
+    pub parent: Option<usize>,
+}
+
+impl<'a> Loop<'a> {
+    pub fn contains(&self, node: Node) -> bool {
+        range_of(self.body).contains_range(range_of(node))
+    }
+}
+
+/// `name = value`, `a, b = value` (each target), or `name op= value`.
+#[derive(Debug, Clone)]
+pub struct Assign<'a> {
+    pub target: String,
+    pub value: Node<'a>,
+    pub augmented: bool,
+    pub node: Node<'a>,
+    pub loops: Vec<usize>,
+}
+
+/// A call in host code: to a function of this file (`helper(...)`, `self.helper(...)`).
+#[derive(Debug, Clone)]
+pub struct HCall<'a> {
+    pub node: Node<'a>,
+    pub callee: String,
+    pub loops: Vec<usize>,
+}
+
+/// `.item()`, `.cpu()`, `torch.cuda.synchronize()` and friends.
+#[derive(Debug, Clone)]
+pub struct HostSync<'a> {
+    pub node: Node<'a>,
+    pub what: String,
+    pub loops: Vec<usize>,
+}
+
+/// Module scope (index 0), a function or a method.
+#[derive(Debug, Clone)]
+pub struct HostFn<'a> {
+    pub name: String,
+    pub class: Option<String>,
+    pub node: Node<'a>,
+    pub name_range: TextRange,
+    pub params: Vec<String>,
+    pub loops: Vec<Loop<'a>>,
+    pub calls: Vec<HCall<'a>>,
+    pub launches: Vec<usize>,
+    pub assigns: Vec<Assign<'a>>,
+    pub syncs: Vec<HostSync<'a>>,
+}
+
+/// `kernel[grid](args..., KW=...)`.
+#[derive(Debug, Clone)]
+pub struct Launch<'a> {
+    pub kernel: String,
+    pub node: Node<'a>,
+    pub name_range: TextRange,
+    pub grid: Node<'a>,
+    pub args: Vec<Node<'a>>,
+    pub kwargs: Vec<(String, Node<'a>)>,
+    pub host_fn: usize,
+    pub loops: Vec<usize>,
+}
+
+impl<'a> Launch<'a> {
+    pub fn kwarg(&self, name: &str) -> Option<Node<'a>> {
+        self.kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+}
+
+/// `# kernel-lsp: ignore` / `# kernel-lsp: ignore[KL001, ...]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Suppression {
+    All,
+    Codes(Vec<String>),
+}
+
+impl Suppression {
+    pub fn covers(&self, code: &str) -> bool {
+        match self {
+            Suppression::All => true,
+            Suppression::Codes(codes) => codes.iter().any(|c| c.eq_ignore_ascii_case(code)),
+        }
+    }
+}
+
+/// A `# kernel-lsp: ...` comment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Directive {
+    /// Suppresses diagnostics that start on the comment's line.
+    Ignore(Suppression),
+    /// `# kernel-lsp: reference = PATH`.
+    Reference(String),
+}
+
+pub struct FileModel<'a> {
+    pub src: &'a str,
+    pub tree: &'a Tree,
+    /// Names bound to `triton.language` (usually `tl`).
+    pub tl_aliases: Vec<String>,
+    /// Names bound to `triton`.
+    pub triton_aliases: Vec<String>,
+    pub kernels: Vec<Kernel<'a>>,
+    /// Index 0 is the module scope.
+    pub host_fns: Vec<HostFn<'a>>,
+    pub launches: Vec<Launch<'a>>,
+    pub classes: Vec<ClassInfo<'a>>,
+    /// Every `tl.X` attribute access: (X, the attribute node).
+    pub tl_attrs: Vec<(String, Node<'a>)>,
+    /// Every `name[grid](...)` call in host code, whether or not `name` looks like a kernel.
+    pub launch_candidates: Vec<TextRange>,
+    /// `# kernel-lsp:` comments in document order, by the comment's start byte.
+    pub directives: Vec<(usize, Directive)>,
+    /// The last `# kernel-lsp: reference = PATH`.
+    pub reference: Option<String>,
+    pub has_syntax_errors: bool,
+    /// When set, the kernel rules report only on `kernels[lo..hi]` (see `checked_kernels`).
+    focus: Cell<Option<(usize, usize)>>,
+    /// Units of work done answering questions that follow names (assignments
+    /// followed, callee candidates weighed, call-graph nodes visited): the
+    /// scaling tests bound it, because a wall clock in a unit test proves nothing.
+    steps: Cell<usize>,
+    /// Host functions by name, each list in document order (built on first use).
+    pub(super) fn_index: OnceCell<HashMap<String, [Vec<usize>; 2]>>,
+    /// Nodes by kind for the whole-file questions (built on first use).
+    nodes: OnceCell<NodeIndex<'a>>,
+    /// Names -> indexes, so that questions asked once per kernel, launch or
+    /// function stay linear (built on first use; see `by_name`).
+    by_name: OnceCell<ByName>,
+}
+
+/// What [`FileModel::kernel`], [`FileModel::launches_of_kernel`] and
+/// [`FileModel::kernel_calls_to`] look up, each list in document order.
+#[derive(Default)]
+struct ByName {
+    /// Every kernel of each name (a file may define one name again).
+    kernels: HashMap<String, Vec<usize>>,
+    /// Calls inside kernels to a plain name (not `tl.*`): (kernel, index in its `calls`) by callee.
+    kernel_calls: HashMap<String, Vec<(usize, usize)>>,
+    /// Launches by kernel name.
+    launches: HashMap<String, Vec<usize>>,
+}
+
+impl<'a> FileModel<'a> {
+    pub fn build(src: &'a str, tree: &'a Tree) -> Self {
+        Self::build_from(src, tree, None, None)
+    }
+
+    /// The model of only some top-level statements of the file (children of
+    /// the root, in document order): what the incremental analysis re-reads
+    /// after an edit. Imports are still read from the whole module.
+    /// `aliases` are what [`imports`] gives for the whole module.
+    pub fn build_partial(
+        src: &'a str,
+        tree: &'a Tree,
+        units: &[Node<'a>],
+        aliases: &(Vec<String>, Vec<String>),
+    ) -> Self {
+        Self::build_from(src, tree, Some(units), Some(aliases))
+    }
+
+    fn build_from(
+        src: &'a str,
+        tree: &'a Tree,
+        units: Option<&[Node<'a>]>,
+        aliases: Option<&(Vec<String>, Vec<String>)>,
+    ) -> Self {
+        let root = tree.root_node();
+        let (tl_aliases, triton_aliases) = match aliases {
+            Some((tl, triton)) => (tl.clone(), triton.clone()),
+            None => imports(root, src),
+        };
+        let mut model = FileModel {
+            src,
+            tree,
+            tl_aliases,
+            triton_aliases,
+            kernels: Vec::new(),
+            host_fns: Vec::new(),
+            launches: Vec::new(),
+            classes: Vec::new(),
+            tl_attrs: Vec::new(),
+            launch_candidates: Vec::new(),
+            directives: Vec::new(),
+            reference: None,
+            has_syntax_errors: root.has_error(),
+            focus: Cell::new(None),
+            steps: Cell::new(0),
+            fn_index: OnceCell::new(),
+            nodes: OnceCell::new(),
+            by_name: OnceCell::new(),
+        };
+        model.host_fns.push(HostFn {
+            name: "<module>".to_string(),
+            class: None,
+            node: root,
+            name_range: TextRange::new(0, 0),
+            params: Vec::new(),
+            loops: Vec::new(),
+            calls: Vec::new(),
+            launches: Vec::new(),
+            assigns: Vec::new(),
+            syncs: Vec::new(),
+        });
+        let mut walker = Walker { m: &mut model, pending_launches: Vec::new() };
+        match units {
+            // Each top-level statement is walked exactly as the walk of the root reaches it (depth 1).
+            Some(units) => {
+                for unit in units {
+                    walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
+                }
+            }
+            None => walker.visit(root, Scope::Host(0), &mut Vec::new(), None, 0),
+        }
+        let pending = std::mem::take(&mut walker.pending_launches);
+        model.resolve_launches(pending);
+        model.reference = model.directives.iter().rev().find_map(|(_, d)| match d {
+            Directive::Reference(path) => Some(path.clone()),
+            Directive::Ignore(_) => None,
+        });
+        model
+    }
+
+    /// The kernels the kernel rules report on: all of them, or the focused range.
+    pub fn checked_kernels(&self) -> &[Kernel<'a>] {
+        match self.focus.get() {
+            Some((lo, hi)) => &self.kernels[lo.min(self.kernels.len())..hi.min(self.kernels.len())],
+            None => &self.kernels,
+        }
+    }
+
+    /// Makes the kernel rules report only on `kernels[lo..hi]` (`None`: on all).
+    pub fn set_focus(&self, focus: Option<(usize, usize)>) {
+        self.focus.set(focus);
+    }
+
+    /// Work done so far by the name-following questions (see the field).
+    pub fn steps(&self) -> usize {
+        self.steps.get()
+    }
+
+    pub(super) fn step(&self, n: usize) {
+        self.steps.set(self.steps.get().saturating_add(n));
+    }
+
+    /// Imports, calls, assignments, attributes, `try` statements and
+    /// `__builtins__` of the whole file, in document order (one walk, on first use).
+    pub fn nodes(&self) -> &NodeIndex<'a> {
+        self.nodes.get_or_init(|| NodeIndex::build(self.tree.root_node(), self.src))
+    }
+
+    pub fn text(&self, node: Node) -> &'a str {
+        self.src.get(node.byte_range()).unwrap_or("")
+    }
+
+    pub fn kernel(&self, name: &str) -> Option<&Kernel<'a>> {
+        self.by_name().kernels.get(name).and_then(|ks| ks.first()).map(|&k| &self.kernels[k])
+    }
+
+    /// The launches that reach kernel `k` itself, resolved as names are (the
+    /// definition of that name last before the launch, else the first one):
+    /// where a file defines a name again (a concatenated or generated module),
+    /// each definition gets the launches written under it, and a question
+    /// asked once per kernel stays linear in the file.
+    pub fn launches_of_kernel<'s>(&'s self, k: &Kernel<'_>) -> impl Iterator<Item = &'s Launch<'a>> + 's {
+        let launches = self.by_name().launches.get(&k.name).map(Vec::as_slice).unwrap_or_default();
+        let range = self.resolved_to(k, launches, |&li| self.launches[li].node.start_byte());
+        launches[range].iter().map(|&i| &self.launches[i])
+    }
+
+    /// The calls inside other kernels that reach helper `k` itself, resolved as
+    /// [`Self::launches_of_kernel`] resolves launches: (calling kernel, index in its `calls`).
+    pub fn kernel_calls_to(&self, k: &Kernel<'_>) -> &[(usize, usize)] {
+        let calls = self.by_name().kernel_calls.get(&k.name).map(Vec::as_slice).unwrap_or_default();
+        let range = self.resolved_to(k, calls, |&(ki, c)| self.kernels[ki].calls[c].node.start_byte());
+        &calls[range]
+    }
+
+    /// The part of `sites` (uses of `k`'s name, in document order) that the
+    /// definition `k` binds: from `k` (from the start for the first definition
+    /// of the name) to the next definition of the same name.
+    fn resolved_to<T>(&self, k: &Kernel<'_>, sites: &[T], at: impl Fn(&T) -> usize) -> std::ops::Range<usize> {
+        let same_name = self.by_name().kernels.get(&k.name).map(Vec::as_slice).unwrap_or_default();
+        let start_of = |i: usize| self.kernels[i].node.start_byte();
+        let Some(j) = same_name.iter().position(|&i| start_of(i) == k.node.start_byte()) else { return 0..0 };
+        let from = if j == 0 { 0 } else { sites.partition_point(|s| at(s) < start_of(same_name[j])) };
+        let to = same_name.get(j + 1).map_or(sites.len(), |&next| sites.partition_point(|s| at(s) < start_of(next)));
+        from..to.max(from)
+    }
+
+    fn by_name(&self) -> &ByName {
+        self.by_name.get_or_init(|| {
+            let mut index = ByName::default();
+            for (i, k) in self.kernels.iter().enumerate() {
+                index.kernels.entry(k.name.clone()).or_default().push(i);
+                for (c, call) in k.calls.iter().enumerate().filter(|(_, c)| c.tl_name.is_none()) {
+                    index.kernel_calls.entry(call.callee.clone()).or_default().push((i, c));
+                }
+            }
+            for (i, l) in self.launches.iter().enumerate() {
+                index.launches.entry(l.kernel.clone()).or_default().push(i);
+            }
+            index
+        })
+    }
+
+    pub fn is_tl_alias(&self, name: &str) -> bool {
+        self.tl_aliases.iter().any(|a| a == name)
+    }
+
+    fn resolve_launches(&mut self, pending: Vec<Launch<'a>>) {
+        let known: HashSet<String> = self.kernels.iter().map(|k| k.name.clone()).collect();
+        for launch in pending {
+            let looks_like_kernel =
+                known.contains(&launch.kernel) || launch.kernel.to_ascii_lowercase().contains("kernel");
+            if !looks_like_kernel {
+                continue;
+            }
+            let idx = self.launches.len();
+            self.host_fns[launch.host_fn].launches.push(idx);
+            self.launches.push(launch);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_defined_again_gets_the_launches_written_under_it() {
+        let src = "import triton\nimport triton.language as tl\n\n\
+                   def run_a(x):\n    k[(1,)](x)\n\n\
+                   @triton.jit\ndef k(x_ptr):\n    pass\n\n\
+                   def run_b(x):\n    k[(2,)](x)\n    k[(3,)](x)\n\n\
+                   @triton.jit\ndef k(x_ptr):\n    pass\n\n\
+                   def run_c(x):\n    k[(4,)](x)\n";
+        let tree = crate::model::parse(src, None);
+        let model = FileModel::build(src, &tree);
+        assert_eq!(model.kernels.len(), 2);
+        let grids = |k: &Kernel| -> Vec<String> {
+            model.launches_of_kernel(k).map(|l| model.text(l.grid).to_string()).collect()
+        };
+        // the launch before any definition resolves to the first one, as a call does
+        assert_eq!(grids(&model.kernels[0]), ["(1,)", "(2,)", "(3,)"]);
+        assert_eq!(grids(&model.kernels[1]), ["(4,)"]);
+        assert_eq!(model.launches.iter().filter(|l| l.kernel == "k").count(), 4);
+    }
+
+    #[test]
+    fn a_helper_defined_again_gets_the_calls_written_under_it() {
+        let src = "import triton\nimport triton.language as tl\n\n\
+                   @triton.jit\ndef h(x):\n    return x\n\n\
+                   @triton.jit\ndef k1(p):\n    h(1)\n\n\
+                   @triton.jit\ndef h(x):\n    return x\n\n\
+                   @triton.jit\ndef k2(p):\n    h(2)\n    h(3)\n";
+        let tree = crate::model::parse(src, None);
+        let model = FileModel::build(src, &tree);
+        let names: Vec<&str> = model.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["h", "k1", "h", "k2"]);
+        let args = |k: &Kernel| -> Vec<String> {
+            model
+                .kernel_calls_to(k)
+                .iter()
+                .map(|&(ki, c)| model.text(model.kernels[ki].calls[c].args[0]).to_string())
+                .collect()
+        };
+        assert_eq!(args(&model.kernels[0]), ["1"]);
+        assert_eq!(args(&model.kernels[2]), ["2", "3"]);
+    }
+}

@@ -1,0 +1,266 @@
+//! Kernel facts: a `@triton.jit` function's parameters, `tl.*` calls and
+//! loops, and what its loops are: tile loops, grid-stride loops, time loops,
+//! recurrences, grid-wide barriers. What makes one of these a mistake is a
+//! rule's business.
+
+use std::collections::HashSet;
+
+use tree_sitter::Node;
+
+use super::dataflow::collect_identifiers;
+use super::{Assign, FileModel, Loop, LoopKind};
+use crate::text::TextRange;
+
+#[derive(Debug, Clone)]
+pub struct Param<'a> {
+    pub name: String,
+    pub range: TextRange,
+    pub constexpr: bool,
+    pub default: Option<Node<'a>>,
+    /// The whole parameter node (name, annotation and default).
+    pub node: Node<'a>,
+}
+
+/// A call inside a kernel.
+#[derive(Debug, Clone)]
+pub struct KCall<'a> {
+    pub node: Node<'a>,
+    /// `X` when the call is `tl.X(...)` (whatever `triton.language` is imported as).
+    pub tl_name: Option<String>,
+    /// The last name of the callee, e.g. `load` or `grid_barrier`.
+    pub callee: String,
+    pub args: Vec<Node<'a>>,
+    pub kwargs: Vec<(String, Node<'a>)>,
+    /// Enclosing loops, outermost first.
+    pub loops: Vec<usize>,
+}
+
+impl<'a> KCall<'a> {
+    pub fn is_tl(&self, name: &str) -> bool {
+        self.tl_name.as_deref() == Some(name)
+    }
+    pub fn arg(&self, index: usize, keyword: &str) -> Option<Node<'a>> {
+        self.args.get(index).copied().or_else(|| self.kwargs.iter().find(|(k, _)| k == keyword).map(|(_, v)| *v))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Kernel<'a> {
+    pub name: String,
+    pub name_range: TextRange,
+    /// The `function_definition` node.
+    pub node: Node<'a>,
+    /// `def` keyword through the name.
+    pub header_range: TextRange,
+    /// Decorator expressions, e.g. `triton.autotune(configs=[...], key=[...])`.
+    pub decorators: Vec<Node<'a>>,
+    pub params: Vec<Param<'a>>,
+    pub loops: Vec<Loop<'a>>,
+    pub calls: Vec<KCall<'a>>,
+    pub assigns: Vec<Assign<'a>>,
+    /// `value[index]` expressions inside the kernel body.
+    pub subscripts: Vec<(Node<'a>, Vec<usize>)>,
+    /// Identifier pairs multiplied together (`n * BLOCK_N`), for tile-loop recognition.
+    pub products: Vec<(String, String)>,
+}
+
+impl<'a> Kernel<'a> {
+    pub fn param(&self, name: &str) -> Option<&Param<'a>> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    pub fn is_constexpr(&self, name: &str) -> bool {
+        self.param(name).is_some_and(|p| p.constexpr)
+    }
+
+    pub fn tl_calls<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s KCall<'a>> + 's {
+        self.calls.iter().filter(move |c| c.is_tl(name))
+    }
+
+    /// Calls inside loop `l` (at any depth).
+    pub fn calls_in_loop<'s>(&'s self, l: usize) -> impl Iterator<Item = &'s KCall<'a>> + 's {
+        self.calls.iter().filter(move |c| c.loops.contains(&l))
+    }
+
+    /// A loop that walks tiles: its step, or a factor its variable is
+    /// multiplied by, is a `tl.constexpr` block size.
+    pub fn is_tile_loop(&self, l: usize, src: &str) -> bool {
+        let lp = &self.loops[l];
+        if let Some(step) = lp.step {
+            let mut ids = Vec::new();
+            collect_identifiers(step, src, &mut ids);
+            if ids.iter().any(|i| self.is_constexpr(i)) {
+                return true;
+            }
+        }
+        let Some(var) = &lp.var else { return false };
+        self.products.iter().any(|(a, b)| (a == var && self.is_constexpr(b)) || (b == var && self.is_constexpr(a)))
+    }
+
+    /// Whether the loop's variable starts from, or strides by, the grid (a
+    /// grid-stride or per-program loop rather than a serial walk).
+    pub fn loop_follows_grid(&self, l: usize, src: &str) -> bool {
+        let lp = &self.loops[l];
+        let mut parts: Vec<Node> = [lp.start, lp.step].into_iter().flatten().collect();
+        if lp.kind == LoopKind::While {
+            if let Some(var) = &lp.var {
+                parts.extend(self.assigns.iter().filter(|a| &a.target == var && !lp.contains(a.node)).map(|a| a.value));
+            }
+        }
+        parts.iter().any(|p| self.deps(*p, src).iter().any(|d| d.starts_with("@pid") || d.starts_with("@nprog")))
+    }
+
+    /// Whether `name` sizes a `tl.arange`: a block size, not a program count.
+    fn is_arange_bound(&self, name: &str, src: &str) -> bool {
+        self.tl_calls("arange").any(|c| c.args.iter().any(|a| &src[a.byte_range()] == name))
+    }
+
+    /// A grid-stride loop over tiles: it starts at the program's id and steps
+    /// by the number of programs (`tl.num_programs(0)` or a `NUM_SMS` the host
+    /// passes), so a grid sized to the GPU walks every tile.
+    pub fn is_grid_stride(&self, l: usize, src: &str) -> bool {
+        let lp = &self.loops[l];
+        let (Some(start), Some(step)) = (lp.start, lp.step) else { return false };
+        let start_deps = self.deps(start, src);
+        let step_deps = self.deps(step, src);
+        start_deps.iter().any(|d| d.starts_with("@pid"))
+            && !step_deps.iter().any(|d| d.starts_with("@pid"))
+            && (step_deps.iter().any(|d| d.starts_with("@nprog"))
+                || step_deps.iter().any(|d| self.param(d).is_some() && !self.is_arange_bound(d, src)))
+    }
+
+    /// Time loops inside the kernel: outermost loops that are not tile loops,
+    /// do not follow the grid, and both load and store in their body (they
+    /// carry state from one step to the next).
+    pub fn time_loops(&self, model: &FileModel) -> Vec<usize> {
+        let src = model.src;
+        let candidate = |l: usize| {
+            !self.is_tile_loop(l, src)
+                && !self.loop_follows_grid(l, src)
+                && self.calls_in_loop(l).any(|c| c.is_tl("store"))
+                && self.calls_in_loop(l).any(|c| c.is_tl("load"))
+                && (self.calls_in_loop(l).any(|c| c.is_tl("dot") || c.is_tl("sum"))
+                    || (0..self.loops.len()).any(|i| self.loop_is_within(i, l)))
+        };
+        (0..self.loops.len())
+            .filter(|&l| candidate(l))
+            .filter(|&l| {
+                // Outermost such loop.
+                let mut p = self.loops[l].parent;
+                while let Some(pl) = p {
+                    if candidate(pl) {
+                        return false;
+                    }
+                    p = self.loops[pl].parent;
+                }
+                true
+            })
+            .collect()
+    }
+
+    /// Whether loop `t` of kernel `k` is a recurrence: a state carried from step
+    /// to step feeds a product (`tl.dot(h, w_hh)`, `tl.sum(h * w)`), either in
+    /// registers (a name bound before the loop and rebound inside it, used
+    /// directly as a product's operand) or through memory (a buffer the loop both
+    /// stores to and loads from). A flash-attention key-block loop (its running
+    /// `acc`, `m_i` are accumulators, never a product's operand) and a norm's row
+    /// loop are not.
+    pub fn is_recurrence(&self, t: usize, model: &FileModel) -> bool {
+        let k = self;
+        let src = model.src;
+        // A name read here holds the previous step's value when the loop rebinds
+        // it only after this point.
+        let from_previous_step = |name: &str, at: usize| {
+            let mut rebinds = k.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name);
+            let mut later = false;
+            for a in rebinds.by_ref() {
+                if a.node.end_byte() <= at {
+                    return false;
+                }
+                later = true;
+            }
+            later
+        };
+        let products = k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum"));
+        for call in products {
+            let operands: Vec<Node> = if call.is_tl("dot") {
+                [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten().collect()
+            } else {
+                call.arg(0, "input").into_iter().collect()
+            };
+            for o in operands {
+                let mut ids = Vec::new();
+                collect_identifiers(o, src, &mut ids);
+                if ids.iter().any(|i| from_previous_step(i, o.start_byte())) {
+                    return true;
+                }
+            }
+        }
+        let bases = |name: &str| -> HashSet<String> {
+            k.calls_in_loop(t)
+                .filter(|c| c.is_tl(name))
+                .filter_map(|c| c.arg(0, "pointer").and_then(|p| k.pointer_base(p, src)))
+                .collect()
+        };
+        let stored = bases("store");
+        bases("load").iter().any(|b| stored.contains(b))
+    }
+
+    /// Whether the kernel (or a `@triton.jit` helper it calls) spins on a
+    /// grid-wide barrier inside loop `l`: an atomic plus a spinning `while`.
+    pub fn has_grid_barrier_in(&self, l: usize, model: &FileModel) -> bool {
+        let atomics = self.calls_in_loop(l).any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));
+        let spin = (0..self.loops.len()).any(|i| {
+            let lp = &self.loops[i];
+            lp.kind == LoopKind::While && self.loop_is_within(i, l) && self.is_spin(i, model)
+        });
+        if atomics && spin {
+            return true;
+        }
+        self.calls_in_loop(l).any(|c| {
+            c.tl_name.is_none()
+                && model
+                    .kernel(&c.callee)
+                    .is_some_and(|helper| helper.name != self.name && helper.is_grid_barrier(model))
+        })
+    }
+
+    fn loop_is_within(&self, inner: usize, outer: usize) -> bool {
+        let mut p = self.loops[inner].parent;
+        while let Some(x) = p {
+            if x == outer {
+                return true;
+            }
+            p = self.loops[x].parent;
+        }
+        false
+    }
+
+    /// A `while` loop that waits on memory: its condition or body reads
+    /// through an atomic or a (volatile) load.
+    fn is_spin(&self, i: usize, model: &FileModel) -> bool {
+        let lp = &self.loops[i];
+        let head = lp.head.map(|h| model.text(h)).unwrap_or("");
+        head.contains("atomic_")
+            || head.contains(".load(")
+            || self
+                .calls_in_loop(i)
+                .any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_") || n == "load"))
+            || self.spin_var_reads_memory(lp, model)
+    }
+
+    /// `while count < target:` where `count` comes from an atomic or a load.
+    fn spin_var_reads_memory(&self, lp: &Loop, model: &FileModel) -> bool {
+        let Some(var) = &lp.var else { return false };
+        self.assigns
+            .iter()
+            .filter(|a| &a.target == var)
+            .any(|a| model.text(a.value).contains("atomic_") || model.text(a.value).contains(".load("))
+    }
+
+    /// A helper that is itself a barrier: atomics and a spinning `while`.
+    pub fn is_grid_barrier(&self, model: &FileModel) -> bool {
+        let atomics = self.calls.iter().any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));
+        atomics && (0..self.loops.len()).any(|i| self.loops[i].kind == LoopKind::While && self.is_spin(i, model))
+    }
+}

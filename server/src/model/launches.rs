@@ -1,0 +1,378 @@
+//! Launches: the launch sites a host call reaches (through helpers, as
+//! `FileModel::callees` resolves them), the Python time loops that launch
+//! kernels (which launches a loop over time steps repeats, whether it carries
+//! state from one step's launch to the next rather than making independent
+//! launches, and how many launches a forward makes), and the per-kernel
+//! summary the editor and pipelines show. KL001 reports the time loops; the
+//! summaries read their estimates to tell a persistent kernel from one
+//! relaunched per step.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+use tree_sitter::Node;
+
+use super::{call_arguments, collect_identifiers, FileModel, HostFn, Kernel};
+use crate::text::TextRange;
+
+/// A kernel as the editor and pipelines see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelSummary {
+    pub name: String,
+    /// The `def` line through the end of the kernel's name.
+    pub range: TextRange,
+    /// The time loop is inside the kernel and no launch of it sits in a Python time loop.
+    pub persistent: bool,
+    pub has_time_loop: bool,
+    pub launch_sites: usize,
+    /// e.g. "2 launches per step × seq_len steps × num_layers layers", when a
+    /// Python time loop that carries state relaunches it ([`time_loop_launches`]).
+    pub launches_per_forward: Option<String>,
+}
+
+impl<'a> FileModel<'a> {
+    /// Launch sites a call to host function `f` reaches, transitively, with the
+    /// number of launches one call makes (launches inside loops of the callee count once).
+    pub fn launches_reached(&self, f: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        self.collect_launches(f, &mut seen, &mut out);
+        out
+    }
+
+    fn collect_launches(&self, f: usize, seen: &mut HashSet<usize>, out: &mut Vec<usize>) {
+        if !seen.insert(f) {
+            return;
+        }
+        self.step(1);
+        out.extend(self.host_fns[f].launches.iter().copied());
+        for call in &self.host_fns[f].calls {
+            for callee in self.callees(f, call) {
+                self.collect_launches(callee, seen, out);
+            }
+        }
+        seen.remove(&f);
+    }
+
+    /// Launch sites reached from inside the body of loop `l` of host function `f`:
+    /// direct launches and launches through helper calls. Each entry is
+    /// (launch index, the call site that leads there if indirect).
+    pub fn launches_in_loop(&self, f: usize, l: usize) -> Vec<(usize, Option<Node<'a>>)> {
+        let func = &self.host_fns[f];
+        let mut out: Vec<(usize, Option<Node<'a>>)> =
+            func.launches.iter().filter(|&&i| self.launches[i].loops.contains(&l)).map(|&i| (i, None)).collect();
+        for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
+            for callee in self.callees(f, call) {
+                for li in self.launches_reached(callee) {
+                    out.push((li, Some(call.node)));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn kernel_summaries(&self) -> Vec<KernelSummary> {
+        let estimates = super::launch_estimates(self);
+        let mut sites: HashMap<&str, usize> = HashMap::new();
+        for l in &self.launches {
+            *sites.entry(l.kernel.as_str()).or_default() += 1;
+        }
+        self.kernels
+            .iter()
+            .map(|k| {
+                let estimate = estimates.get(&k.name).cloned();
+                let time_loops = k.time_loops(self);
+                let has_time_loop = !time_loops.is_empty();
+                // Persistent: a state loop inside the kernel (a recurrence, not a
+                // flash-attention key loop) that no Python time loop relaunches,
+                // or a grid sized to the GPU whose programs stride over the tiles.
+                let recurrent = time_loops.iter().any(|&t| k.is_recurrence(t, self));
+                let grid_stride = (0..k.loops.len()).any(|l| k.is_grid_stride(l, self.src));
+                KernelSummary {
+                    name: k.name.clone(),
+                    range: k.header_range,
+                    persistent: (recurrent && estimate.is_none()) || grid_stride,
+                    has_time_loop,
+                    launch_sites: sites.get(k.name.as_str()).copied().unwrap_or(0),
+                    launches_per_forward: estimate,
+                }
+            })
+            .collect()
+    }
+}
+
+/// One Python time loop that launches kernels.
+pub struct TimeLoopLaunches {
+    pub host_fn: usize,
+    pub loop_index: usize,
+    /// (launch index, the helper call leading there, if indirect).
+    pub launches: Vec<(usize, Option<tree_sitter::Range>)>,
+    pub estimate: String,
+}
+
+pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
+    let mut out = Vec::new();
+    // built on the first time loop that needs it: one pass over the calls, not one per loop
+    let mut callers: Option<HashMap<usize, (usize, usize)>> = None;
+    for f in 0..model.host_fns.len() {
+        let func = &model.host_fns[f];
+        let time: Vec<bool> = (0..func.loops.len()).map(|l| model.is_time_loop(f, l)).collect();
+        for l in 0..func.loops.len() {
+            if !time[l] {
+                continue;
+            }
+            let reached = model.launches_in_loop(f, l);
+            if reached.is_empty() || !carries_state(model, f, l) {
+                continue;
+            }
+            // A nested time loop that launches gets the diagnostic instead.
+            let inner_launches = (0..func.loops.len())
+                .any(|i| i != l && time[i] && within(func, i, l) && !model.launches_in_loop(f, i).is_empty());
+            if inner_launches {
+                continue;
+            }
+            let per_step = reached.len();
+            let mut factors = vec![format!("{} launch{} per step", per_step, if per_step == 1 { "" } else { "es" })];
+            factors.push(format!("{} steps", model.loop_bound_text(f, l)));
+            let mut p = func.loops[l].parent;
+            while let Some(pl) = p {
+                factors.push(factor(model, f, pl, time[pl]));
+                p = func.loops[pl].parent;
+            }
+            let callers = callers.get_or_insert_with(|| first_callers_in_loops(model));
+            factors.extend(caller_factors(model, callers, f));
+            out.push(TimeLoopLaunches {
+                host_fn: f,
+                loop_index: l,
+                launches: reached.into_iter().map(|(i, call)| (i, call.map(|c| c.range()))).collect(),
+                estimate: factors.join(" × "),
+            });
+        }
+    }
+    out
+}
+
+/// Host names that the launches reached from loop `l` write and read: a
+/// written name is one passed for a pointer the kernel stores to (or
+/// atomically updates), a read name one passed for a pointer it loads. Names
+/// the loop assigns from a written name, or from the result of a call that
+/// launches, are written too (`h = step(x[t], h)`, `h, out = out, h`). The loop
+/// carries state when a written name is read.
+fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
+    let func = &model.host_fns[f];
+    let mut written: HashSet<String> = HashSet::new();
+    let mut read: HashSet<String> = HashSet::new();
+    let identity: HashMap<String, HashSet<String>> = HashMap::new();
+    for &li in func.launches.iter().filter(|&&i| model.launches[i].loops.contains(&l)) {
+        launch_flow(model, li, &identity, &mut written, &mut read);
+    }
+    let mut launching_calls: Vec<Node> = Vec::new();
+    for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
+        for callee in model.callees(f, call) {
+            if model.launches_reached(callee).is_empty() {
+                continue;
+            }
+            launching_calls.push(call.node);
+            helper_flow(model, call.node, callee, &identity, 0, &mut written, &mut read);
+        }
+    }
+    // Host assignments inside the loop pass what a launch wrote on to new names.
+    let in_loop: Vec<_> = func.assigns.iter().filter(|a| a.loops.contains(&l)).collect();
+    for _ in 0..3 {
+        for a in &in_loop {
+            let mut ids = Vec::new();
+            collect_identifiers(a.value, model.src, &mut ids);
+            let from_launch = launching_calls.iter().any(|c| contains(a.value, *c));
+            if from_launch || ids.iter().any(|i| written.contains(i)) {
+                written.insert(a.target.clone());
+            }
+        }
+    }
+    written.iter().any(|w| read.contains(w))
+}
+
+fn contains(outer: Node, inner: Node) -> bool {
+    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
+}
+
+/// The host names behind an argument: its identifiers, mapped through `names`
+/// (a helper's parameter -> the caller's names) when it is a helper's parameter.
+fn arg_names(model: &FileModel, arg: Node, names: &HashMap<String, HashSet<String>>) -> HashSet<String> {
+    let mut ids = Vec::new();
+    collect_identifiers(arg, model.src, &mut ids);
+    let mut out = HashSet::new();
+    for id in ids {
+        match names.get(&id) {
+            Some(outer) => out.extend(outer.iter().cloned()),
+            None => {
+                out.insert(id);
+            }
+        }
+    }
+    out
+}
+
+fn launch_flow(
+    model: &FileModel,
+    li: usize,
+    names: &HashMap<String, HashSet<String>>,
+    written: &mut HashSet<String>,
+    read: &mut HashSet<String>,
+) {
+    let launch = &model.launches[li];
+    let access = model.kernel(&launch.kernel).and_then(|k| pointer_access(model, k));
+    let params: Vec<String> =
+        model.kernel(&launch.kernel).map(|k| k.params.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
+    let args = launch.args.iter().enumerate().map(|(i, a)| (params.get(i).cloned(), *a));
+    let kwargs = launch.kwargs.iter().map(|(k, a)| (Some(k.clone()), *a));
+    for (param, arg) in args.chain(kwargs) {
+        let host = arg_names(model, arg, names);
+        match (&access, param) {
+            (Some((stores, loads)), Some(p)) => {
+                if stores.contains(&p) {
+                    written.extend(host.iter().cloned());
+                }
+                if loads.contains(&p) {
+                    read.extend(host);
+                }
+            }
+            // A kernel this file does not define, or whose memory access is not
+            // visible: every argument may be read and written.
+            _ => {
+                written.extend(host.iter().cloned());
+                read.extend(host);
+            }
+        }
+    }
+}
+
+fn helper_flow(
+    model: &FileModel,
+    call: Node,
+    callee: usize,
+    names: &HashMap<String, HashSet<String>>,
+    depth: usize,
+    written: &mut HashSet<String>,
+    read: &mut HashSet<String>,
+) {
+    if depth > 4 {
+        return;
+    }
+    let helper = &model.host_fns[callee];
+    let (args, kwargs) = call_arguments(call, model.src);
+    let params: Vec<&String> = helper.params.iter().filter(|p| p.as_str() != "self").collect();
+    let mut inner: HashMap<String, HashSet<String>> = HashMap::new();
+    for (i, a) in args.iter().enumerate() {
+        if let Some(p) = params.get(i) {
+            inner.insert((*p).clone(), arg_names(model, *a, names));
+        }
+    }
+    for (k, a) in &kwargs {
+        inner.insert(k.clone(), arg_names(model, *a, names));
+    }
+    // Names the helper binds itself are its own; only its parameters lead back to the caller.
+    for &li in &helper.launches {
+        let mut w = HashSet::new();
+        let mut r = HashSet::new();
+        launch_flow(model, li, &inner, &mut w, &mut r);
+        written.extend(w.into_iter().filter(|n| !helper_local(helper, n, &inner)));
+        read.extend(r.into_iter().filter(|n| !helper_local(helper, n, &inner)));
+    }
+    for c in &helper.calls {
+        for g in model.callees(callee, c) {
+            if g != callee {
+                helper_flow(model, c.node, g, &inner, depth + 1, written, read);
+            }
+        }
+    }
+}
+
+fn helper_local(helper: &HostFn, name: &str, inner: &HashMap<String, HashSet<String>>) -> bool {
+    !inner.values().any(|outer| outer.contains(name)) && helper.assigns.iter().any(|a| a.target == name)
+}
+
+/// (pointer parameters the kernel stores to, those it loads from), or `None`
+/// when it stores nowhere visible (its memory access sits in helpers or
+/// descriptors this analysis does not follow).
+fn pointer_access(model: &FileModel, k: &Kernel) -> Option<(HashSet<String>, HashSet<String>)> {
+    let mut stores = HashSet::new();
+    let mut loads = HashSet::new();
+    for c in &k.calls {
+        let Some(name) = c.tl_name.as_deref() else { continue };
+        let Some(ptr) = c.arg(0, "pointer") else { continue };
+        let Some(base) = k.pointer_base(ptr, model.src) else { continue };
+        if name == "store" || name.starts_with("atomic_") {
+            stores.insert(base.clone());
+        }
+        if name == "load" || name.starts_with("atomic_") {
+            loads.insert(base);
+        }
+    }
+    if stores.is_empty() {
+        None
+    } else {
+        Some((stores, loads))
+    }
+}
+
+fn within(func: &HostFn, inner: usize, outer: usize) -> bool {
+    let mut p = func.loops[inner].parent;
+    while let Some(x) = p {
+        if x == outer {
+            return true;
+        }
+        p = func.loops[x].parent;
+    }
+    false
+}
+
+fn factor(model: &FileModel, f: usize, l: usize, is_time: bool) -> String {
+    let bound = model.loop_bound_text(f, l);
+    let noun = if is_time {
+        "steps"
+    } else if bound.to_ascii_lowercase().contains("layer") {
+        "layers"
+    } else {
+        "iterations"
+    };
+    format!("{bound} {noun}")
+}
+
+/// Loops around the call sites of host function `f` in its callers (first caller that has any).
+fn caller_factors(model: &FileModel, callers: &HashMap<usize, (usize, usize)>, f: usize) -> Vec<String> {
+    let Some(&(g, c)) = callers.get(&f) else { return Vec::new() };
+    let call = &model.host_fns[g].calls[c];
+    call.loops.iter().rev().map(|&l| factor(model, g, l, model.is_time_loop(g, l))).collect()
+}
+
+/// Host function -> the first call to it by its name from inside a loop of
+/// another function (function index, call index), in document order: the
+/// loops around that call multiply the launches of a time loop inside the
+/// function. One pass over every call, each resolved once.
+fn first_callers_in_loops(model: &FileModel) -> HashMap<usize, (usize, usize)> {
+    let mut out = HashMap::new();
+    for (g, func) in model.host_fns.iter().enumerate() {
+        for (c, call) in func.calls.iter().enumerate() {
+            if call.loops.is_empty() {
+                continue;
+            }
+            for callee in model.callees(g, call) {
+                if callee != g && call.callee == model.host_fns[callee].name {
+                    out.entry(callee).or_insert((g, c));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Kernel name -> launches-per-forward estimate, for kernels a Python time loop launches per step.
+pub fn launch_estimates(model: &FileModel) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for tl in time_loop_launches(model) {
+        for (li, _) in &tl.launches {
+            out.entry(model.launches[*li].kernel.clone()).or_insert_with(|| tl.estimate.clone());
+        }
+    }
+    out
+}

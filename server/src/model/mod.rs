@@ -1,0 +1,56 @@
+//! The model layer: tree-sitter-python -> what a Triton kernel file contains
+//! (`FileModel`), its syntax errors and Triton's name tables.
+//!
+//! Everything here is a fact about the code: parse, scopes and name
+//! resolution, kernel facts, launch facts, host loops. What makes a fact a
+//! mistake is the rules' business, and running them is the checker's: this
+//! layer may depend on `text`, `config` and `diagnostic` only, never on
+//! `rules`, `fix`, `checker`, `lsp`, `bench` or `llm` (`server/tests/layers.rs`
+//! checks that).
+
+use tree_sitter::{Parser, Tree};
+
+/// `node.child_by_field_name("name")` without looking the name up on every
+/// call: the field id is resolved once per call site.
+macro_rules! field {
+    ($node:expr, $name:literal) => {{
+        static ID: std::sync::OnceLock<Option<u16>> = std::sync::OnceLock::new();
+        ID.get_or_init(|| $crate::model::field_id($name)).and_then(|id| $node.child_by_field_id(id))
+    }};
+}
+pub(crate) use field;
+
+pub(crate) fn field_id(name: &str) -> Option<u16> {
+    let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+    language.field_id_for_name(name).map(u16::from)
+}
+
+mod dataflow;
+mod file;
+mod host_loops;
+mod index;
+mod kernel;
+mod launches;
+mod nodes;
+mod scopes;
+pub mod smem;
+pub mod syntax;
+pub mod triton_names;
+mod walk;
+
+pub use dataflow::collect_identifiers;
+pub use file::*;
+pub use index::{inside, NodeIndex};
+pub use kernel::*;
+pub use launches::*;
+pub use nodes::*;
+pub use scopes::{imports, imports_of};
+
+/// Parses Python source; pass the previous (already `edit`ed) tree to reparse incrementally.
+pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("the bundled tree-sitter-python grammar matches the linked tree-sitter");
+    parser.parse(text, old).expect("parsing without a timeout or cancellation flag always yields a tree")
+}

@@ -1,0 +1,67 @@
+//! Small questions about tree-sitter nodes that the whole model (and the
+//! rules) asks: a node's byte range, the value of an integer literal, the
+//! arguments of a call, a visit of every descendant without recursion.
+
+use tree_sitter::Node;
+
+use crate::text::TextRange;
+
+/// Deeper syntax than this is not descended into: it only occurs in generated
+/// or hostile input, and the walk must not overflow the stack.
+pub(super) const MAX_DEPTH: usize = 200;
+
+pub fn range_of(node: Node) -> TextRange {
+    TextRange::new(node.start_byte(), node.end_byte())
+}
+
+pub fn parse_int(t: &str) -> Option<i64> {
+    let t = t.replace('_', "");
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return i64::from_str_radix(h, 16).ok();
+    }
+    t.parse().ok()
+}
+
+/// Calls `f` on `node` and every descendant, without recursion.
+pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
+    let mut cursor = node.walk();
+    let mut depth = 0usize;
+    loop {
+        f(cursor.node());
+        if depth < MAX_DEPTH * 4 && cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+            depth -= 1;
+        }
+    }
+}
+
+/// Positional arguments and keyword arguments of a call.
+pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(String, Node<'a>)>) {
+    let mut args = Vec::new();
+    let mut kwargs = Vec::new();
+    if let Some(list) = field!(call, "arguments") {
+        let mut c = list.walk();
+        for a in list.named_children(&mut c) {
+            match a.kind() {
+                "keyword_argument" => {
+                    if let (Some(n), Some(v)) = (field!(a, "name"), field!(a, "value")) {
+                        kwargs.push((src[n.byte_range()].to_string(), v));
+                    }
+                }
+                "comment" => {}
+                _ => args.push(a),
+            }
+        }
+    }
+    (args, kwargs)
+}

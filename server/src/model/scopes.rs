@@ -1,0 +1,244 @@
+//! Names and scopes: the definition a host call reaches (as Python resolves
+//! the name where it is used), the names `triton` and `triton.language` are
+//! imported as, and the integer a host expression stands for through the
+//! constants its scope assigns.
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use super::nodes::parse_int;
+use super::{Assign, FileModel, HCall};
+
+impl<'a> FileModel<'a> {
+    /// The host function a call reaches: the binding of its name visible at the
+    /// call, as Python resolves it. Functions defined inside the caller (or a
+    /// function enclosing it) come first, then methods of the caller's class,
+    /// then the rest; among those of the nearest tier, the last definition
+    /// before the call, else the first after it (a module-level name bound
+    /// later in the file). One callee per call keeps a file that repeats the
+    /// same definitions (a concatenated or generated module) linear: each copy
+    /// relates only to its own definitions.
+    pub fn callees(&self, caller: usize, call: &HCall) -> Vec<usize> {
+        let class = self.host_fns[caller].class.as_deref();
+        let at = call.node.start_byte();
+        let index = self.fn_index.get_or_init(|| {
+            // [every definition, module-level definitions], each in document order.
+            let mut map: HashMap<String, [Vec<usize>; 2]> = HashMap::new();
+            for i in 1..self.host_fns.len() {
+                let lists = map.entry(self.host_fns[i].name.clone()).or_default();
+                lists[0].push(i);
+                if self.is_module_level(i) {
+                    lists[1].push(i);
+                }
+            }
+            for lists in map.values_mut() {
+                for list in lists.iter_mut() {
+                    list.sort_by_key(|&i| self.host_fns[i].node.start_byte());
+                }
+            }
+            map
+        });
+        let Some([candidates, module_level]) = index.get(&call.callee) else { return Vec::new() };
+        let start_of = |i: usize| self.host_fns[i].node.start_byte();
+        // Definitions inside the top-level statement that holds the call: only they can be local.
+        let mut top = call.node;
+        while let Some(p) = top.parent() {
+            if p.kind() == "module" {
+                break;
+            }
+            top = p;
+        }
+        let lo = candidates.partition_point(|&i| start_of(i) < top.start_byte());
+        let hi = candidates.partition_point(|&i| start_of(i) < top.end_byte());
+        let local = &candidates[lo..hi];
+        self.step(local.len() + 1);
+        // The nearest enclosing definition of `kind` around a function's def, and whether it holds the call.
+        let enclosing_holds_call = |i: usize, kind: &str| {
+            let mut n = self.host_fns[i].node.parent();
+            while let Some(p) = n {
+                if p.kind() == kind {
+                    return p.start_byte() <= at && at < p.end_byte();
+                }
+                if p.kind() == "function_definition" || p.kind() == "class_definition" {
+                    return false;
+                }
+                n = p.parent();
+            }
+            false
+        };
+        let nearest = |in_tier: &[usize]| -> Option<usize> {
+            in_tier.iter().copied().rfind(|&i| start_of(i) < at).or_else(|| in_tier.first().copied())
+        };
+        let local_tiers: [&dyn Fn(usize) -> bool; 2] = [&|i| enclosing_holds_call(i, "function_definition"), &|i| {
+            class.is_some() && enclosing_holds_call(i, "class_definition")
+        }];
+        for tier in local_tiers {
+            let in_tier: Vec<usize> = local.iter().copied().filter(|&i| tier(i)).collect();
+            if let Some(pick) = nearest(&in_tier) {
+                return vec![pick];
+            }
+        }
+        // Module-level bindings in order: the last definition before the call, else the first after.
+        let split = module_level.partition_point(|&i| start_of(i) < at);
+        let before = split.checked_sub(1).map(|j| module_level[j]);
+        if let Some(pick) = before.or_else(|| module_level.get(split).copied()) {
+            self.step(1);
+            return vec![pick];
+        }
+        // Not visible by scope (`obj.helper()`, a method of another class): same class name first, then any.
+        self.step(candidates.len());
+        let same_class: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&i| class.is_some() && self.host_fns[i].class.as_deref() == class)
+            .collect();
+        if let Some(pick) = nearest(&same_class) {
+            return vec![pick];
+        }
+        candidates.clone()
+    }
+
+    fn is_module_level(&self, i: usize) -> bool {
+        match self.host_fns[i].node.parent() {
+            None => true,
+            Some(p) if p.kind() == "decorated_definition" => p.parent().is_none_or(|m| m.kind() == "module"),
+            Some(p) => p.kind() == "module",
+        }
+    }
+
+    /// Integer value of a host expression where it is written as a literal,
+    /// a constant assigned in the same function or at module level, or
+    /// simple arithmetic of those.
+    pub fn eval_int(&self, f: usize, node: Node, depth: usize) -> Option<i64> {
+        if depth > 8 {
+            return None;
+        }
+        let t = self.text(node).trim();
+        match node.kind() {
+            "integer" => parse_int(t),
+            "parenthesized_expression" => node.named_child(0).and_then(|n| self.eval_int(f, n, depth + 1)),
+            "identifier" => {
+                for scope in [f, 0] {
+                    let assigns: Vec<&Assign> =
+                        self.host_fns[scope].assigns.iter().filter(|a| a.target == t && !a.augmented).collect();
+                    if assigns.len() == 1 {
+                        return self.eval_int(scope, assigns[0].value, depth + 1);
+                    }
+                    if !assigns.is_empty() {
+                        return None;
+                    }
+                }
+                None
+            }
+            "binary_operator" => {
+                let l = self.eval_int(f, field!(node, "left")?, depth + 1)?;
+                let r = self.eval_int(f, field!(node, "right")?, depth + 1)?;
+                match self.text(field!(node, "operator")?) {
+                    "+" => l.checked_add(r),
+                    "-" => l.checked_sub(r),
+                    "*" => l.checked_mul(r),
+                    "//" if r != 0 => Some(l.div_euclid(r)),
+                    "**" if (0..63).contains(&r) => l.checked_pow(r as u32),
+                    "<<" if (0..63).contains(&r) => l.checked_shl(r as u32),
+                    _ => None,
+                }
+            }
+            "call" => {
+                let func = self.text(field!(node, "function")?);
+                if func.ends_with("next_power_of_2") {
+                    let arg = field!(node, "arguments")?.named_child(0)?;
+                    let v = self.eval_int(f, arg, depth + 1)?;
+                    return (v > 0).then(|| (v as u64).next_power_of_two() as i64);
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The integer literal a host expression stands for: the literal itself,
+    /// or the literal a constant was assigned once (where an edit must go).
+    pub fn int_literal_node(&self, f: usize, node: Node<'a>) -> Option<Node<'a>> {
+        match node.kind() {
+            "integer" => Some(node),
+            "identifier" => {
+                let name = self.text(node);
+                for scope in [f, 0] {
+                    let assigns: Vec<&Assign<'a>> =
+                        self.host_fns[scope].assigns.iter().filter(|a| a.target == name).collect();
+                    match assigns.as_slice() {
+                        [one] if !one.augmented && one.value.kind() == "integer" => return Some(one.value),
+                        [] => continue,
+                        _ => return None,
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Names bound to `triton.language` and to `triton` by the module's imports
+/// (`tl` and `triton` when there are none).
+pub fn imports(root: Node, src: &str) -> (Vec<String>, Vec<String>) {
+    let mut cursor = root.walk();
+    let statements: Vec<Node> = root.children(&mut cursor).collect();
+    imports_of(&statements, src)
+}
+
+/// [`imports`] from the module's top-level statements.
+pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
+    let mut tl_aliases = Vec::new();
+    let mut triton_aliases = Vec::new();
+    for &stmt in statements {
+        match stmt.kind() {
+            "import_statement" => {
+                let mut c = stmt.walk();
+                for child in stmt.named_children(&mut c) {
+                    match child.kind() {
+                        "aliased_import" => {
+                            let name = field!(child, "name").map(text);
+                            let alias = field!(child, "alias").map(|n| text(n).to_string());
+                            match (name, alias) {
+                                (Some("triton.language"), Some(a)) => tl_aliases.push(a),
+                                (Some("triton"), Some(a)) => triton_aliases.push(a),
+                                _ => {}
+                            }
+                        }
+                        "dotted_name" if text(child) == "triton" || text(child) == "triton.language" => {
+                            triton_aliases.push("triton".to_string())
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "import_from_statement" => {
+                let module = field!(stmt, "module_name").map(text).unwrap_or("");
+                let mut c = stmt.walk();
+                for name in stmt.children_by_field_name("name", &mut c) {
+                    let (orig, alias) = match name.kind() {
+                        "aliased_import" => (
+                            field!(name, "name").map(text).unwrap_or(""),
+                            field!(name, "alias").map(text).unwrap_or(""),
+                        ),
+                        _ => (text(name), text(name)),
+                    };
+                    if module == "triton" && orig == "language" {
+                        tl_aliases.push(alias.to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if tl_aliases.is_empty() {
+        tl_aliases.push("tl".to_string());
+    }
+    if triton_aliases.is_empty() {
+        triton_aliases.push("triton".to_string());
+    }
+    (tl_aliases, triton_aliases)
+}

@@ -1,0 +1,546 @@
+//! The one walk over the syntax tree that fills a [`FileModel`]: kernels and
+//! their parameters, host functions, classes, loops (with their range
+//! bounds), calls, launches, host syncs, assignments, subscripts, products,
+//! `tl.*` attributes and `# kernel-lsp:` comments. One tree cursor, numeric
+//! kind ids, and a depth limit: the walk is linear and never overflows the stack.
+
+use tree_sitter::Node;
+
+use super::nodes::{call_arguments, range_of, MAX_DEPTH};
+use super::{
+    Assign, ClassInfo, Directive, FileModel, HCall, HostFn, HostSync, KCall, Kernel, Launch, Loop, LoopKind, Param,
+    Suppression,
+};
+use crate::text::TextRange;
+
+/// Numeric ids of the node kinds the walk acts on.
+struct Kinds {
+    interesting: Vec<u16>,
+}
+
+fn kinds() -> &'static Kinds {
+    static KINDS: std::sync::OnceLock<Kinds> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let names = [
+            "comment",
+            "decorated_definition",
+            "function_definition",
+            "class_definition",
+            "for_statement",
+            "while_statement",
+            "call",
+            "assignment",
+            "augmented_assignment",
+            "subscript",
+            "binary_operator",
+            "attribute",
+        ];
+        Kinds { interesting: names.iter().map(|n| language.id_for_node_kind(n, true)).filter(|id| *id != 0).collect() }
+    })
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum Scope {
+    Host(usize),
+    Kernel(usize),
+}
+
+pub(super) struct Walker<'m, 'a> {
+    pub(super) m: &'m mut FileModel<'a>,
+    pub(super) pending_launches: Vec<Launch<'a>>,
+}
+
+impl<'m, 'a> Walker<'m, 'a> {
+    fn text(&self, n: Node) -> &'a str {
+        self.m.text(n)
+    }
+
+    /// Visits `root` and everything below it with one tree cursor.
+    pub(super) fn visit(
+        &mut self,
+        root: Node<'a>,
+        scope: Scope,
+        loops: &mut Vec<usize>,
+        class: Option<&str>,
+        depth: usize,
+    ) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let kinds = kinds();
+        let mut cursor = root.walk();
+        let mut level = 0usize;
+        loop {
+            let node = cursor.node();
+            // Most nodes are none of the kinds `enter` acts on: compare numeric kind ids, not strings.
+            let descend =
+                !kinds.interesting.contains(&node.kind_id()) || self.enter(node, scope, loops, class, depth + level);
+            if descend && depth + level < MAX_DEPTH && cursor.goto_first_child() {
+                level += 1;
+                continue;
+            }
+            loop {
+                if level == 0 {
+                    return;
+                }
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                cursor.goto_parent();
+                level -= 1;
+            }
+        }
+    }
+
+    /// Records what `node` is; returns whether the walk should descend into it
+    /// (definitions and loops walk their own parts).
+    fn enter(
+        &mut self,
+        node: Node<'a>,
+        scope: Scope,
+        loops: &mut Vec<usize>,
+        class: Option<&str>,
+        depth: usize,
+    ) -> bool {
+        match node.kind() {
+            "comment" => {
+                self.comment(node);
+            }
+            "decorated_definition" => {
+                if let Some(def) = field!(node, "definition") {
+                    let mut c = node.walk();
+                    let decorators: Vec<Node<'a>> = node
+                        .named_children(&mut c)
+                        .filter(|n| n.kind() == "decorator")
+                        .filter_map(|d| d.named_child(0))
+                        .collect();
+                    for d in &decorators {
+                        self.visit(*d, scope, loops, class, depth + 1);
+                    }
+                    if def.kind() == "function_definition" {
+                        self.function(def, decorators, class, depth);
+                    } else {
+                        self.visit(def, scope, loops, class, depth + 1);
+                    }
+                }
+                return false;
+            }
+            "function_definition" => {
+                self.function(node, Vec::new(), class, depth);
+                return false;
+            }
+            "class_definition" => {
+                let name = field!(node, "name").map(|n| self.text(n).to_string()).unwrap_or_default();
+                let name_range = field!(node, "name").map(range_of).unwrap_or_default();
+                self.m.classes.push(ClassInfo { name: name.clone(), name_range, node });
+                if let Some(body) = field!(node, "body") {
+                    self.visit(body, scope, loops, Some(&name), depth + 1);
+                }
+                return false;
+            }
+            "for_statement" | "while_statement" => {
+                self.loop_stmt(node, scope, loops, class, depth);
+                return false;
+            }
+            "call" => {
+                self.call(node, scope, loops);
+            }
+            "assignment" | "augmented_assignment" => {
+                self.assignment(node, scope, loops);
+            }
+            "subscript" => {
+                if let Scope::Kernel(k) = scope {
+                    self.m.kernels[k].subscripts.push((node, loops.clone()));
+                }
+            }
+            "binary_operator" => {
+                if let Scope::Kernel(k) = scope {
+                    let op = field!(node, "operator").map(|o| self.text(o));
+                    if op == Some("*") {
+                        if let (Some(l), Some(r)) = (field!(node, "left"), field!(node, "right")) {
+                            let (lt, rt) = (self.text(l).to_string(), self.text(r).to_string());
+                            self.m.kernels[k].products.push((lt, rt));
+                        }
+                    }
+                }
+            }
+            "attribute" => {
+                if let (Some(obj), Some(attr)) = (field!(node, "object"), field!(node, "attribute")) {
+                    let obj_text = self.text(obj);
+                    if (obj.kind() == "identifier" && self.m.is_tl_alias(obj_text)) || obj_text == "triton.language" {
+                        let name = self.text(attr).to_string();
+                        self.m.tl_attrs.push((name, node));
+                    }
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn comment(&mut self, node: Node<'a>) {
+        let text = self.text(node);
+        let Some(rest) = text.find("kernel-lsp:").map(|i| text[i + "kernel-lsp:".len()..].trim()) else {
+            return;
+        };
+        if let Some(after) = rest.strip_prefix("ignore") {
+            let after = after.trim_start();
+            let sup = match after.strip_prefix('[').and_then(|s| s.split(']').next()) {
+                Some(list) => Suppression::Codes(
+                    list.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect(),
+                ),
+                None => Suppression::All,
+            };
+            self.m.directives.push((node.start_byte(), Directive::Ignore(sup)));
+        } else if let Some(after) = rest.strip_prefix("reference") {
+            let path = after.trim_start().trim_start_matches('=').trim();
+            if !path.is_empty() {
+                self.m.directives.push((node.start_byte(), Directive::Reference(path.to_string())));
+            }
+        }
+    }
+
+    fn is_kernel_decorator(&self, d: Node) -> bool {
+        let target = if d.kind() == "call" { field!(d, "function").unwrap_or(d) } else { d };
+        let t = self.text(target);
+        // Only Triton's decorators (and Gluon's) make a kernel: `@cute.jit`,
+        // `@numba.jit`, `@torch.jit.script` functions are not Triton code.
+        match t.strip_suffix(".jit") {
+            Some(owner) => {
+                let last = owner.rsplit('.').next().unwrap_or(owner);
+                self.m.triton_aliases.iter().any(|a| a == owner)
+                    || matches!(last, "triton" | "gluon" | "tl")
+                    || owner.ends_with("triton.experimental.gluon")
+            }
+            None => t == "jit" || t == "triton_jit",
+        }
+    }
+
+    fn function(&mut self, def: Node<'a>, decorators: Vec<Node<'a>>, class: Option<&str>, depth: usize) {
+        let name_node = field!(def, "name");
+        let name = name_node.map(|n| self.text(n).to_string()).unwrap_or_default();
+        let name_range = name_node.map(range_of).unwrap_or_else(|| range_of(def));
+        let Some(body) = field!(def, "body") else { return };
+        if decorators.iter().any(|d| self.is_kernel_decorator(*d)) {
+            let params = self.kernel_params(def);
+            let k = self.m.kernels.len();
+            self.m.kernels.push(Kernel {
+                name,
+                name_range,
+                node: def,
+                header_range: TextRange::new(def.start_byte(), name_range.end),
+                decorators,
+                params,
+                loops: Vec::new(),
+                calls: Vec::new(),
+                assigns: Vec::new(),
+                subscripts: Vec::new(),
+                products: Vec::new(),
+            });
+            self.visit(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
+            return;
+        }
+        let params = field!(def, "parameters")
+            .map(|p| {
+                let mut c = p.walk();
+                p.named_children(&mut c).filter_map(|n| param_name(n, self.m.src)).collect()
+            })
+            .unwrap_or_default();
+        let f = self.m.host_fns.len();
+        self.m.host_fns.push(HostFn {
+            name,
+            class: class.map(str::to_string),
+            node: def,
+            name_range,
+            params,
+            loops: Vec::new(),
+            calls: Vec::new(),
+            launches: Vec::new(),
+            assigns: Vec::new(),
+            syncs: Vec::new(),
+        });
+        self.visit(body, Scope::Host(f), &mut Vec::new(), None, depth + 1);
+    }
+
+    fn kernel_params(&self, def: Node<'a>) -> Vec<Param<'a>> {
+        let Some(params) = field!(def, "parameters") else { return Vec::new() };
+        let mut c = params.walk();
+        params
+            .named_children(&mut c)
+            .filter_map(|p| {
+                let name = param_name(p, self.m.src)?;
+                let ty = field!(p, "type").map(|t| self.text(t)).unwrap_or("");
+                let name_range = match p.kind() {
+                    "identifier" => range_of(p),
+                    _ => field!(p, "name").or_else(|| p.named_child(0)).map(range_of).unwrap_or_else(|| range_of(p)),
+                };
+                Some(Param {
+                    name,
+                    range: name_range,
+                    constexpr: ty.ends_with("constexpr"),
+                    default: field!(p, "value"),
+                    node: p,
+                })
+            })
+            .collect()
+    }
+
+    fn loop_stmt(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
+        let Some(body) = field!(node, "body") else { return };
+        let header_end = self.header_end(node, body);
+        let kind = if node.kind() == "for_statement" { LoopKind::For } else { LoopKind::While };
+        let mut lp = Loop {
+            kind,
+            node,
+            header_range: TextRange::new(node.start_byte(), header_end),
+            var: None,
+            head: None,
+            start: None,
+            stop: None,
+            step: None,
+            reversed: false,
+            body,
+            parent: loops.last().copied(),
+        };
+        match kind {
+            LoopKind::For => {
+                let left = field!(node, "left");
+                lp.var = left.filter(|l| l.kind() == "identifier").map(|l| self.text(l).to_string());
+                lp.head = field!(node, "right");
+                if let Some(right) = lp.head {
+                    self.range_parts(right, &mut lp);
+                }
+            }
+            LoopKind::While => {
+                lp.head = field!(node, "condition");
+                if let Some(cond) = lp.head.filter(|c| c.kind() == "comparison_operator") {
+                    let left = cond.named_child(0);
+                    let right = cond.named_child(1);
+                    if let Some(l) = left.filter(|l| l.kind() == "identifier") {
+                        let var = self.text(l).to_string();
+                        lp.step = direct_augmented_step(body, &var, self.m.src);
+                        lp.var = Some(var);
+                        lp.stop = right;
+                        let op = cond.child(1).map(|o| self.text(o)).unwrap_or("");
+                        lp.reversed = op == ">" || op == ">=";
+                    }
+                }
+            }
+        }
+        // Header expressions belong to the enclosing loops.
+        for part in [field!(node, "right"), field!(node, "condition")].into_iter().flatten() {
+            self.visit(part, scope, loops, class, depth + 1);
+        }
+        let idx = match scope {
+            Scope::Host(f) => {
+                self.m.host_fns[f].loops.push(lp);
+                self.m.host_fns[f].loops.len() - 1
+            }
+            Scope::Kernel(k) => {
+                if let Some(var) = lp.var.clone() {
+                    // The loop variable starts at `start`: record it as an assignment for data flow.
+                    if let Some(start) = lp.start {
+                        self.m.kernels[k].assigns.push(Assign {
+                            target: var,
+                            value: start,
+                            augmented: false,
+                            node,
+                            loops: loops.clone(),
+                        });
+                    }
+                }
+                self.m.kernels[k].loops.push(lp);
+                self.m.kernels[k].loops.len() - 1
+            }
+        };
+        loops.push(idx);
+        self.visit(body, scope, loops, class, depth + 1);
+        loops.pop();
+        if let Some(alt) = field!(node, "alternative") {
+            self.visit(alt, scope, loops, class, depth + 1);
+        }
+    }
+
+    fn header_end(&self, node: Node, body: Node) -> usize {
+        // The header ends at the ':' before the body.
+        let mut end = body.start_byte();
+        let mut c = node.walk();
+        for child in node.children(&mut c) {
+            if child.kind() == ":" {
+                end = child.end_byte();
+                break;
+            }
+        }
+        end.min(body.start_byte()).max(node.start_byte())
+    }
+
+    fn range_parts(&self, iter: Node<'a>, lp: &mut Loop<'a>) {
+        let mut call = iter;
+        let func_text = |n: Node| field!(n, "function").map(|f| self.text(f)).unwrap_or("");
+        if call.kind() == "call" && func_text(call) == "reversed" {
+            lp.reversed = true;
+            match field!(call, "arguments").and_then(|a| a.named_child(0)) {
+                Some(inner) => call = inner,
+                None => return,
+            }
+        }
+        if call.kind() != "call" {
+            return;
+        }
+        let f = func_text(call);
+        let is_range = f == "range" || f.ends_with(".range") || f.ends_with(".static_range");
+        if !is_range {
+            return;
+        }
+        let Some(args) = field!(call, "arguments") else { return };
+        let mut c = args.walk();
+        let positional: Vec<Node<'a>> =
+            args.named_children(&mut c).filter(|a| a.kind() != "keyword_argument" && a.kind() != "comment").collect();
+        match positional.len() {
+            1 => lp.stop = Some(positional[0]),
+            2 => {
+                lp.start = Some(positional[0]);
+                lp.stop = Some(positional[1]);
+            }
+            n if n >= 3 => {
+                lp.start = Some(positional[0]);
+                lp.stop = Some(positional[1]);
+                lp.step = Some(positional[2]);
+                let step = self.text(positional[2]).trim();
+                if step.starts_with('-') {
+                    lp.reversed = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn call(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
+        let Some(func) = field!(node, "function") else { return };
+        let (args, kwargs) = call_arguments(node, self.m.src);
+        match scope {
+            Scope::Kernel(k) => {
+                let tl_name = match func.kind() {
+                    "attribute" => {
+                        let obj = field!(func, "object").map(|o| self.text(o)).unwrap_or("");
+                        let attr = field!(func, "attribute").map(|a| self.text(a)).unwrap_or("");
+                        (self.m.is_tl_alias(obj) || obj == "triton.language").then(|| attr.to_string())
+                    }
+                    _ => None,
+                };
+                let ftext = self.text(func);
+                let callee = ftext.rsplit('.').next().unwrap_or(ftext).to_string();
+                self.m.kernels[k].calls.push(KCall { node, tl_name, callee, args, kwargs, loops: loops.to_vec() });
+            }
+            Scope::Host(f) => {
+                if func.kind() == "subscript" {
+                    let value = field!(func, "value");
+                    let grid = field!(func, "subscript");
+                    if let (Some(value), Some(grid)) = (value, grid) {
+                        if value.kind() == "identifier" {
+                            self.m.launch_candidates.push(range_of(node));
+                            self.pending_launches.push(Launch {
+                                kernel: self.text(value).to_string(),
+                                node,
+                                name_range: range_of(value),
+                                grid,
+                                args,
+                                kwargs,
+                                host_fn: f,
+                                loops: loops.to_vec(),
+                            });
+                        }
+                    }
+                    return;
+                }
+                let ftext = self.text(func);
+                let sync = match ftext {
+                    t if t.ends_with("cuda.synchronize") => Some("torch.cuda.synchronize()"),
+                    t if t.ends_with(".item") => Some(".item()"),
+                    t if t.ends_with(".cpu") => Some(".cpu()"),
+                    t if t.ends_with(".tolist") => Some(".tolist()"),
+                    t if t.ends_with(".numpy") => Some(".numpy()"),
+                    t if t.ends_with(".synchronize") => Some(".synchronize()"),
+                    _ => None,
+                };
+                if let Some(what) = sync {
+                    self.m.host_fns[f].syncs.push(HostSync { node, what: what.to_string(), loops: loops.to_vec() });
+                }
+                let callee = match func.kind() {
+                    "identifier" => Some(ftext.to_string()),
+                    "attribute" => {
+                        let obj = field!(func, "object").map(|o| self.text(o)).unwrap_or("");
+                        let attr = field!(func, "attribute").map(|a| self.text(a)).unwrap_or("");
+                        (obj == "self" || obj == "cls").then(|| attr.to_string())
+                    }
+                    _ => None,
+                };
+                if let Some(callee) = callee {
+                    self.m.host_fns[f].calls.push(HCall { node, callee, loops: loops.to_vec() });
+                }
+            }
+        }
+    }
+
+    fn assignment(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
+        let augmented = node.kind() == "augmented_assignment";
+        let (Some(left), Some(value)) = (field!(node, "left"), field!(node, "right")) else {
+            return;
+        };
+        let mut targets: Vec<(String, Node<'a>)> = Vec::new();
+        match left.kind() {
+            "identifier" => targets.push((self.text(left).to_string(), value)),
+            "pattern_list" | "tuple_pattern" | "list_pattern" => {
+                let mut c = left.walk();
+                let names: Vec<Node<'a>> = left.named_children(&mut c).collect();
+                // `a, b = 1, 2` pairs up element-wise; `a, b = x.shape` gives each the whole value.
+                let mut vc = value.walk();
+                let values: Vec<Node<'a>> = match value.kind() {
+                    "expression_list" | "tuple" | "list" => value.named_children(&mut vc).collect(),
+                    _ => Vec::new(),
+                };
+                for (i, t) in names.iter().enumerate() {
+                    if t.kind() != "identifier" {
+                        continue;
+                    }
+                    let v = if values.len() == names.len() { values[i] } else { value };
+                    targets.push((self.text(*t).to_string(), v));
+                }
+            }
+            _ => {}
+        }
+        let list = match scope {
+            Scope::Host(f) => &mut self.m.host_fns[f].assigns,
+            Scope::Kernel(k) => &mut self.m.kernels[k].assigns,
+        };
+        for (target, value) in targets {
+            list.push(Assign { target, value, augmented, node, loops: loops.to_vec() });
+        }
+    }
+}
+
+fn param_name(p: Node, src: &str) -> Option<String> {
+    let n = match p.kind() {
+        "identifier" => p,
+        "typed_parameter" => p.named_child(0)?,
+        "default_parameter" | "typed_default_parameter" => field!(p, "name")?,
+        _ => return None,
+    };
+    (n.kind() == "identifier").then(|| src[n.byte_range()].to_string())
+}
+
+/// The step of `var += STEP` written directly in a loop body.
+fn direct_augmented_step<'a>(body: Node<'a>, var: &str, src: &str) -> Option<Node<'a>> {
+    let mut c = body.walk();
+    for stmt in body.named_children(&mut c) {
+        let inner = if stmt.kind() == "expression_statement" { stmt.named_child(0) } else { Some(stmt) };
+        let Some(a) = inner.filter(|a| a.kind() == "augmented_assignment") else { continue };
+        let left = field!(a, "left").map(|l| &src[l.byte_range()]);
+        let op = field!(a, "operator").map(|o| &src[o.byte_range()]);
+        if left == Some(var) && matches!(op, Some("+=") | Some("-=")) {
+            return field!(a, "right");
+        }
+    }
+    None
+}

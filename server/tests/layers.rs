@@ -1,0 +1,271 @@
+//! The layers of ARCHITECTURE.md, checked on the source: every `crate::NAME`
+//! path outside test code names the module itself or a layer below it. The
+//! model knows nothing of rules, fixes or the checker; fixes read the model
+//! but not the rules; rules read the model and build fixes, never run the
+//! checker. Comments, string literals and `#[cfg(test)]` items are not edges
+//! (a test may check a fix with the whole checker).
+
+use std::path::{Path, PathBuf};
+
+/// Each layer and the modules it may use besides itself, bottom to top.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("text", &[]),
+    ("diagnostic", &["text"]),
+    ("config", &["text", "diagnostic"]),
+    ("model", &["text", "diagnostic", "config"]),
+    ("fix", &["model", "text", "diagnostic", "config"]),
+    ("rules", &["fix", "model", "text", "diagnostic", "config"]),
+    ("checker", &["rules", "fix", "model", "text", "diagnostic", "config"]),
+];
+
+/// The source with comments removed and the contents of string and char
+/// literals blanked; newlines are kept, so byte offsets keep their lines.
+fn code_only(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let blank = |c: u8| if c == b'\n' { b'\n' } else { b' ' };
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                out.push(b' ');
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    out.extend(b"  ");
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    out.extend(b"  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    out.push(blank(b[i]));
+                    i += 1;
+                }
+            }
+        } else if (c == b'r' || c == b'b') && (i == 0 || !ident(b[i - 1])) && raw_string_start(&b[i..]).is_some() {
+            // r"..", r#".."#, br#".."#: no escapes, ends at the quote and as many `#`.
+            let (prefix, hashes) = raw_string_start(&b[i..]).unwrap_or_default();
+            out.extend(std::iter::repeat_n(b' ', prefix));
+            i += prefix;
+            let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+            while i < b.len() && !b[i..].starts_with(&close) {
+                out.push(blank(b[i]));
+                i += 1;
+            }
+            out.extend(std::iter::repeat_n(b' ', close.len().min(b.len() - i)));
+            i += close.len();
+        } else if c == b'"' {
+            out.push(b' ');
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                let step = if b[i] == b'\\' { 2 } else { 1 };
+                for k in 0..step.min(b.len() - i) {
+                    out.push(blank(b[i + k]));
+                }
+                i += step;
+            }
+            out.push(b' ');
+            i += 1;
+        } else if c == b'\'' {
+            // A char literal ('x', '\n', '\u{7f}'), or a lifetime ('a), which is code.
+            let len = if b.get(i + 1) == Some(&b'\\') {
+                b.get(i + 3..).and_then(|r| r.iter().position(|&x| x == b'\'')).map(|p| p + 4)
+            } else {
+                let width = src[i + 1..].chars().next().map_or(1, char::len_utf8);
+                (b.get(i + 1 + width) == Some(&b'\'')).then_some(width + 2)
+            };
+            match len {
+                Some(n) => {
+                    out.extend(std::iter::repeat_n(b' ', n));
+                    i += n;
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out.truncate(b.len());
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// At `r"`, `r#"`, `br"`...: (the length of the opening, the number of `#`).
+fn raw_string_start(b: &[u8]) -> Option<(usize, usize)> {
+    let mut i = usize::from(b.first() == Some(&b'b'));
+    if b.get(i) != Some(&b'r') {
+        return None;
+    }
+    i += 1;
+    let hashes = b[i..].iter().take_while(|&&c| c == b'#').count();
+    (b.get(i + hashes) == Some(&b'"')).then_some((i + hashes + 1, hashes))
+}
+
+/// `code` with every item under `#[cfg(test)]` blanked (to its `;`, or to the
+/// brace that closes its first `{`).
+fn without_tests(code: &str) -> String {
+    let mut out = code.as_bytes().to_vec();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("#[cfg(test)]").map(|p| p + from) {
+        let b = code.as_bytes();
+        let mut i = at;
+        let mut depth = 0usize;
+        while i < b.len() {
+            match b[i] {
+                b';' if depth == 0 => break,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        let end = (i + 1).min(b.len());
+        for c in &mut out[at..end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+        from = end;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The crate modules a file's code names, with the line of each mention:
+/// `crate::NAME` and each top-level name of `crate::{A, B::c, ...}`.
+fn crate_modules(code: &str) -> Vec<(String, usize)> {
+    let b = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let line = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("crate").map(|p| p + from) {
+        from = at + "crate".len();
+        if at > 0 && ident(b[at - 1]) {
+            continue;
+        }
+        let rest = code[from..].trim_start();
+        let Some(rest) = rest.strip_prefix("::") else { continue };
+        let rest = rest.trim_start();
+        let name_at = |s: &str| s.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if let Some(group) = rest.strip_prefix('{') {
+            // Top-level names of the group: the first name after `{` and after each `,` at depth 1.
+            let mut depth = 1;
+            let mut names = vec![name_at(group)];
+            for (k, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => names.push(name_at(&group[k + 1..])),
+                    _ => {}
+                }
+            }
+            out.extend(names.into_iter().filter(|n: &String| !n.is_empty() && n != "self").map(|n| (n, line(at))));
+        } else {
+            let name: String = name_at(rest);
+            if !name.is_empty() {
+                out.push((name, line(at)));
+            }
+        }
+    }
+    out
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The `.rs` files of module `name`: `src/NAME.rs` or everything under `src/NAME/`.
+fn files_of(name: &str) -> Vec<PathBuf> {
+    let file = src_dir().join(format!("{name}.rs"));
+    if file.is_file() {
+        return vec![file];
+    }
+    let mut out = Vec::new();
+    let mut dirs = vec![src_dir().join(name)];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn dependencies_point_down_the_layers() {
+    let mut broken = Vec::new();
+    let mut edges: Vec<(String, String)> = Vec::new();
+    for (layer, allowed) in LAYERS {
+        let files = files_of(layer);
+        assert!(!files.is_empty(), "no source for `{layer}`");
+        for path in files {
+            let src = std::fs::read_to_string(&path).expect("a source file");
+            let code = without_tests(&code_only(&src));
+            let shown = path.strip_prefix(src_dir()).unwrap_or(&path).display().to_string();
+            if let Some(at) = code.find("super::super") {
+                let line = code[..at].matches('\n').count() + 1;
+                broken.push(format!("{shown}:{line}: `super::super` (name the module: `crate::...`)"));
+            }
+            for (module, line) in crate_modules(&code) {
+                edges.push((layer.to_string(), module.clone()));
+                if module != *layer && !allowed.contains(&module.as_str()) {
+                    broken.push(format!("{shown}:{line}: `{layer}` uses `crate::{module}`; it may use {allowed:?}"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "dependencies that point up (see ARCHITECTURE.md):\n{}", broken.join("\n"));
+    // The edges the layering is about exist, so the scan reads what it should.
+    for (from, to) in [("rules", "model"), ("rules", "fix"), ("fix", "model"), ("checker", "rules"), ("model", "text")]
+    {
+        assert!(edges.iter().any(|(f, t)| f == from && t == to), "no `{from}` -> `{to}` edge found: {edges:?}");
+    }
+}
+
+#[test]
+fn the_scan_sees_paths_in_code_only() {
+    let modules = |src: &str| -> Vec<String> {
+        crate_modules(&without_tests(&code_only(src))).into_iter().map(|(m, _)| m).collect()
+    };
+    assert_eq!(modules("use crate::{text::TextRange, rules::{self, Reach}};"), ["text", "rules"]);
+    assert_eq!(modules("use crate :: {\n    model,\n    fix::shrink,\n};"), ["model", "fix"]);
+    assert_eq!(modules("ID.get_or_init(|| $crate::model::field_id($name))"), ["model"]);
+    assert_eq!(modules("let c = '{'; let n = '\\''; let u = '\\u{7b}'; let x = '×'; crate::fix::x()"), ["fix"]);
+    assert_eq!(modules("fn f<'a>(x: &'a str) { crate::lsp::y(x) }"), ["lsp"]);
+    assert!(modules("// crate::rules\n/// [`crate::checker`]\n/* crate::fix /* nested */ crate::lsp */").is_empty());
+    assert!(modules(r##"let s = "crate::rules \" crate::fix"; let r = r#"crate::checker"#;"##).is_empty());
+    assert!(modules("fn kcrate::rules() {}").is_empty());
+    let with_tests =
+        "#[cfg(test)]\nuse crate::checker::check_text;\n#[cfg(test)]\nmod tests {\n    use crate::checker;\n    \
+                      fn f() { let d = \"}\"; if x { crate::rules::a() } }\n}\nfn g() {\n    crate::rules::b();\n}\n";
+    let found = crate_modules(&without_tests(&code_only(with_tests)));
+    assert_eq!(found, [("rules".to_string(), 9)]);
+}
