@@ -187,7 +187,8 @@ fn typing(text: String, settings: &Settings, place: Place) {
     let mut tree = parse(&text, None);
     let (_, mut snapshot) = kernel_lsp::checker::incremental::analyze(&text, &tree, &settings, &index, None);
     let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
-    let only = std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() || std::env::var_os("KL_BENCH_HOST_TYPING_ONLY").is_some();
+    let only =
+        std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() || std::env::var_os("KL_BENCH_HOST_TYPING_ONLY").is_some();
     let rounds = if only { 400 } else { 10 };
     for round in 0..rounds {
         let mut col = at;
@@ -230,7 +231,10 @@ fn typing(text: String, settings: &Settings, place: Place) {
             col = new_end;
         }
     }
-    report(if place == Place::Kernel { "typing in a kernel (server path)" } else { "typing in host code (server path)" }, typed);
+    report(
+        if place == Place::Kernel { "typing in a kernel (server path)" } else { "typing in host code (server path)" },
+        typed,
+    );
     report("  edit + incremental reparse", reparse);
     report("  incremental analysis", analyse);
     println!("  ({incremental_runs} of {} analyses incremental)", rounds * 5);

@@ -35,7 +35,8 @@ use super::{CheckResult, ClassSummary, KernelSummary};
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 use crate::model::{imports_of, launch_estimates, range_of, Directive, FileModel};
-use crate::rules::{self, Reach};
+use crate::rules::hygiene::{self, Imports};
+use crate::rules::{self, kl107, kl108, Reach};
 use crate::text::{LineIndex, TextRange};
 
 /// The analysis of one version of a file, kept to analyse the next version incrementally.
@@ -55,6 +56,9 @@ pub struct Snapshot {
     launch_counts: HashMap<String, usize>,
     /// Whether this snapshot was derived from the previous one rather than built afresh.
     incremental: bool,
+    /// For a KernelBench candidate (a `ModelNew` file), whose hygiene rules
+    /// (KL101-KL109) read the whole file: the imports they qualify names with.
+    candidate: Option<Arc<Imports>>,
 }
 
 /// A statement where it is now: what was found in it (shared between
@@ -203,6 +207,7 @@ fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
         host_diags,
         launch_counts,
         incremental: false,
+        candidate: hygiene::is_candidate(&model).then(|| Arc::new(hygiene::imports(&model))),
     }
 }
 
@@ -286,6 +291,13 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
             units[u].0.neutral = false;
         }
     };
+    // Imports, wherever they are (also in a statement that does not parse):
+    // the kernel rules read the `triton` aliases, the hygiene rules every import.
+    for &i in selected {
+        if model.src.get(nodes[i].byte_range()).is_some_and(|t| t.contains("import")) {
+            host(nodes[i].start_byte());
+        }
+    }
     for f in &model.host_fns[1..] {
         host(f.node.start_byte());
     }
@@ -366,6 +378,15 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     let changed_old: Vec<usize> = (prefix..old_len - suffix).collect();
     if changed_old.iter().any(|&o| !prev.units[o].facts.neutral) {
         return Err("a changed statement had host code");
+    }
+    // In a candidate the hygiene rules also report in kernels (KL103 on a
+    // kernel's name) and read inside them (KL107 and KL108: calls, attributes
+    // and assignments anywhere): a changed statement with a hygiene finding,
+    // before or after, is analysed afresh.
+    if prev.candidate.is_some()
+        && changed_old.iter().any(|&o| prev.units[o].facts.diags.iter().any(|d| is_hygiene_code(&d.code)))
+    {
+        return Err("a changed statement had a hygiene finding");
     }
     let old_names: Vec<&str> =
         changed_old.iter().flat_map(|&o| prev.units[o].facts.kernels.iter().map(|k| k.name.as_str())).collect();
@@ -479,6 +500,20 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     if !loose.is_empty() {
         return Err("a diagnostic outside every statement");
     }
+    if let Some(imports) = &prev.candidate {
+        let changed_now: Vec<usize> = (0..new_len).filter(|&i| matched[i].is_none()).collect();
+        // KL107 and KL108 report on single nodes, given the file's imports.
+        let src = text.as_ref();
+        for &i in &changed_now {
+            let mut candidates = Vec::new();
+            crate::model::visit_nodes(nodes[i], &mut |n| candidates.push(n));
+            let found = !kl107::patches_among(src, imports, candidates.iter().copied()).is_empty()
+                || !kl108::node_findings(src, imports, candidates.iter().copied()).is_empty();
+            if found {
+                return Err("a changed statement has a hygiene finding");
+            }
+        }
+    }
     // A changed kernel that now calls a helper it did not call before changes
     // what that helper's callers pass: the helper must have been re-checked.
     let rechecked: HashSet<&str> = recheck
@@ -546,11 +581,17 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         estimates: prev.estimates.clone(),
         launch_counts: prev.launch_counts.clone(),
         incremental: true,
+        candidate: prev.candidate.clone(),
     })
 }
 
 fn is_host_rule(rule: &rules::Rule) -> bool {
     rules::reach(rule) == Reach::Host
+}
+
+/// KL101-KL109, the rules a candidate gets.
+fn is_hygiene_code(code: &str) -> bool {
+    code.starts_with("KL1")
 }
 
 /// Every node of a statement: kind, start and end relative to the statement.

@@ -685,6 +685,128 @@ def run(x, y):
         assert!(incremental > 0, "no analysis took the incremental path");
     }
 
+    /// A KernelBench candidate: `ModelNew`, launching helpers, and the host
+    /// code the hygiene rules (KL101-KL109) read, so that random edits of host
+    /// code go through the analysis a candidate gets.
+    const CANDIDATE: &str = r#"import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, x * tl.sigmoid(1.702 * x), mask=offs < n)
+
+
+@triton.jit
+def unused_kernel(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+def run_gelu(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    try:
+        gelu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    except Exception:
+        y = torch.nn.functional.gelu(x)
+    return y
+
+
+def run_steps(x, steps):
+    for t in range(steps):
+        x = run_gelu(x)
+        if x.sum().item() > 0:
+            break
+    return x
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = None
+
+    def forward(self, x):
+        x = x.half()
+        self.cache = run_steps(x, 4)
+        return self.cache
+"#;
+
+    const CANDIDATE_SNIPPETS: &[&str] = &[
+        "torch.cuda.synchronize()\n    ",
+        "import os\n",
+        "from .kernels import step\n",
+        "time.perf_counter = lambda: 0.0\n",
+        "return torch.nn.functional.gelu(x)\n        ",
+        "s = torch.cuda.Stream()\n    ",
+        "unused_kernel[(1,)](x)\n    ",
+        "for i in range(4):\n        ",
+        "x = x.float()\n        ",
+        "try:\n        ",
+        "except Exception:\n        pass\n",
+        "run_gelu(x)",
+        "eval(\"1\")\n    ",
+        "os.environ[\"A\"] = \"1\"\n    ",
+        "time.perf_counter = None\n    ",
+        "gelu_kernel(x_ptr, y_ptr, n, BLOCK)\n    ",
+        "x = tl.load(x_ptr + offs)\n    ",
+        "self.cache",
+        ".item()",
+        "\n    ",
+        "(",
+        ":",
+        "",
+    ];
+
+    /// Edits of a candidate (helpers, `forward`, imports, `try` statements,
+    /// patches, and inside kernels what the hygiene rules also read there:
+    /// `eval`, `os.environ`, timer patches, kernels calling kernels) match a
+    /// fresh analysis.
+    #[test]
+    fn random_edits_of_a_candidates_host_code_match_a_fresh_analysis() {
+        let incremental = random_edits(CANDIDATE, CANDIDATE_SNIPPETS, 60, 30);
+        // Edits inside kernels still take the incremental path in a candidate.
+        assert!(incremental > 0, "no analysis took the incremental path");
+    }
+
+    /// In a candidate, typing in a kernel stays incremental, and what the
+    /// hygiene rules read or report inside kernels is analysed afresh: an
+    /// `eval` or a timer patch typed into a kernel, an import edited, a kernel
+    /// that carries KL103 (nothing `forward` reaches launches).
+    #[test]
+    fn hygiene_inside_a_candidates_kernels_is_analysed_afresh() {
+        let with_imports = CANDIDATE.replacen("import torch\n", "import time\nimport torch\n", 1);
+        let mut doc = Document::new(&with_imports, 0, Arc::new(Settings::default()));
+        let count = |doc: &Document, code: &str| doc.result.diagnostics.iter().filter(|d| d.code == code).count();
+        let kernel = "def gelu_kernel";
+        assert!(edit_and_check(&mut doc, 1, kernel, "1.702 * x", "1.7 * x"));
+        assert!(!edit_and_check(&mut doc, 2, kernel, "    x = tl.load", "    eval(\"1\")\n    x = tl.load"));
+        assert_eq!(count(&doc, "KL108"), 1, "{:?}", doc.result.diagnostics);
+        assert!(!edit_and_check(&mut doc, 3, kernel, "    eval(\"1\")\n", ""));
+        assert_eq!(count(&doc, "KL108"), 0);
+        assert!(!edit_and_check(
+            &mut doc,
+            4,
+            kernel,
+            "    x = tl.load",
+            "    time.perf_counter = None\n    x = tl.load"
+        ));
+        assert_eq!(count(&doc, "KL107"), 1, "{:?}", doc.result.diagnostics);
+        assert!(!edit_and_check(&mut doc, 5, kernel, "    time.perf_counter = None\n", ""));
+        assert_eq!(count(&doc, "KL107"), 0);
+        assert!(!edit_and_check(&mut doc, 6, "import time", "import time", "import tim"));
+        assert!(edit_and_check(&mut doc, 7, kernel, "1.7 * x", "1.702 * x"));
+        // `forward` stops launching: KL103 on both kernels' names, which typing
+        // in a kernel must not drop.
+        assert!(!edit_and_check(&mut doc, 8, "def forward", "run_steps(x, 4)", "x * 2"));
+        assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
+        assert!(!edit_and_check(&mut doc, 9, kernel, "1.702 * x", "1.7 * x"));
+        assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
+    }
+
     #[test]
     fn changed_span_stops_on_character_boundaries() {
         assert_eq!(changed_span("abcdef", "abXdef"), (2, 3, 3));

@@ -73,12 +73,22 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 
 /// Every assignment or `setattr` that replaces a timing name: (where, the name).
 pub fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRange, String)> {
-    let src = model.src;
-    let mut out = Vec::new();
     // Assignments and calls in document order, as one walk of the tree meets them.
     let nodes = model.nodes();
     let mut candidates: Vec<tree_sitter::Node> = nodes.assignments.iter().chain(&nodes.calls).copied().collect();
     candidates.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    patches_among(model.src, imports, candidates)
+}
+
+/// [`patches`] among some nodes only (the others are skipped): what one
+/// statement holds, for the incremental analysis. A finding depends on its
+/// node and the file's imports alone.
+pub fn patches_among<'a>(
+    src: &str,
+    imports: &Imports,
+    candidates: impl IntoIterator<Item = tree_sitter::Node<'a>>,
+) -> Vec<(crate::text::TextRange, String)> {
+    let mut out = Vec::new();
     for n in candidates {
         match n.kind() {
             "assignment" | "augmented_assignment" => {

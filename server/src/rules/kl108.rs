@@ -217,9 +217,24 @@ pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
     let mut candidates: Vec<tree_sitter::Node> =
         nodes.builtins.iter().chain(&nodes.calls).chain(&nodes.attributes).copied().collect();
     candidates.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    out.extend(node_findings(src, &imports, candidates));
+    out.sort_by_key(|(r, _)| (r.start, r.end));
+    out.dedup();
+    out
+}
+
+/// The findings of [`findings`] on some calls, attributes and identifiers
+/// (other nodes are skipped), not sorted: each depends on its node and the
+/// file's imports alone, so the incremental analysis asks it of one statement.
+pub fn node_findings<'a>(
+    src: &str,
+    imports: &hygiene::Imports,
+    candidates: impl IntoIterator<Item = tree_sitter::Node<'a>>,
+) -> Vec<(TextRange, String)> {
+    let mut out = Vec::new();
     for n in candidates {
         match n.kind() {
-            "identifier" => {
+            "identifier" if src.get(n.byte_range()) == Some("__builtins__") => {
                 out.push((range_of(n), "reaches `__builtins__`".to_string()));
             }
             "call" => {
@@ -255,8 +270,6 @@ pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
             _ => {}
         }
     }
-    out.sort_by_key(|(r, _)| (r.start, r.end));
-    out.dedup();
     out
 }
 
