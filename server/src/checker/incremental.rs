@@ -20,8 +20,10 @@
 //! module-level assignments. That is exact only while no host code changed,
 //! so the incremental path is taken only when every changed statement, before
 //! and after, contributes nothing to host code (no host function, class,
-//! module-level loop, call, assignment, sync or launch), defines the same
-//! kernel names in the same order, and the imports are the same; otherwise,
+//! module-level loop, call, assignment, sync or launch, no import), defines
+//! the same kernel names in the same order, and, in a candidate, has no
+//! finding of the hygiene rules before or after (they report in kernels and
+//! read inside them); otherwise,
 //! and whenever a cached position cannot be mapped, the file is analysed
 //! afresh. Either way the result equals [`super::check`] on the same text
 //! (the property tests in `lsp::document` check that on random edit sequences).
