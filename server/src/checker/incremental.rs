@@ -175,14 +175,46 @@ fn home(ranges: &[TextRange], d: &Diagnostic) -> Option<usize> {
     positions(d).all(|r| ranges[u].start <= r.start && r.end <= ranges[u].end).then_some(u)
 }
 
+/// Files this large build the node index beside the model (`FileModel::build_with_index`)
+/// and run the host rules beside the kernel rules; below it a thread's start costs more than it saves.
+const PARALLEL_INDEX_BYTES: usize = 32 * 1024;
+
 fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
-    let model = FileModel::build(text, tree);
+    full_on(text, tree, settings, text.len() >= PARALLEL_INDEX_BYTES)
+}
+
+/// [`full`], on two threads or one.
+fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool) -> Snapshot {
     let nodes = top_level(tree);
+    // The hygiene rules ask for the node index in a candidate (`ModelNew` at module level).
+    let candidate = nodes.iter().any(|n| {
+        n.kind() == "class_definition"
+            && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == "ModelNew")
+    });
+    let model =
+        if candidate && two_threads { FileModel::build_with_index(text, tree) } else { FileModel::build(text, tree) };
     let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let all: Vec<usize> = (0..nodes.len()).collect();
-    let (mut fresh, loose) = facts(&model, &nodes, &all, settings);
-    let mut host = Vec::new();
-    rules::run_reach(&model, settings, Reach::Host, &mut host);
+    let host_rules = || {
+        let mut host = Vec::new();
+        rules::run_reach(&model, settings, Reach::Host, &mut host);
+        host
+    };
+    // A large file runs the host rules on a second thread while the kernel
+    // rules run here: they only read the model (the kernel rules' focus is theirs alone).
+    let ((mut fresh, loose), host) = if two_threads {
+        std::thread::scope(|scope| {
+            let host = std::thread::Builder::new().name("host-rules".to_string()).spawn_scoped(scope, host_rules);
+            let kernel = facts(&model, &nodes, &all, settings);
+            let host = match host {
+                Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => host_rules(),
+            };
+            (kernel, host)
+        })
+    } else {
+        (facts(&model, &nodes, &all, settings), host_rules())
+    };
     let mut host_diags = loose;
     for d in host {
         match home(&ranges, &d) {
@@ -714,5 +746,64 @@ impl Snapshot {
     /// Whether this snapshot was derived from the previous one rather than built afresh.
     pub fn is_incremental(&self) -> bool {
         self.incremental
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two-thread full analysis (node index beside the model, host rules
+    /// beside the kernel rules) gives what one thread gives, on a candidate
+    /// large enough to take it, with findings of every reach.
+    #[test]
+    fn two_threads_give_what_one_gives() {
+        let mut text = String::from(
+            "import os\nimport torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n",
+        );
+        let mut i = 0;
+        while text.len() < 2 * PARALLEL_INDEX_BYTES {
+            text.push_str(&format!(
+                r#"
+
+@triton.jit
+def k{i}(x_ptr, h_ptr, out_ptr, n, H):
+    offs = tl.arange(0, H)
+    h = tl.load(h_ptr + offs)
+    tl.store(out_ptr + offs, tl.tanh(h) + os.environ["A"])
+
+
+def run{i}(x, h, steps):
+    out = torch.empty_like(h)
+    for t in range(steps):
+        k{i}[(1,)](x[t], h, out, h.numel(), 64)
+        h = out
+        if h.sum().item() > 0:
+            break
+    return h
+"#
+            ));
+            i += 1;
+        }
+        text.push_str("\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        x = x.half()\n");
+        for j in 0..i {
+            text.push_str(&format!("        x = run{j}(x, x, 8)\n"));
+        }
+        text.push_str("        return x\n");
+        let text: Arc<str> = Arc::from(text.as_str());
+        let tree = crate::model::parse(&text, None);
+        let settings = Settings::default();
+        let index = LineIndex::new(&text);
+        let one = full_on(&text, &tree, &settings, false).result(&index);
+        let two = full_on(&text, &tree, &settings, true).result(&index);
+        for code in ["KL001", "KL004", "KL010", "KL106", "KL108"] {
+            assert!(
+                one.diagnostics.iter().any(|d| d.code == code),
+                "no {code} in the {} diagnostics",
+                one.diagnostics.len()
+            );
+        }
+        assert_eq!(one, two);
+        assert_eq!(two, check(&text, &tree, &settings));
     }
 }

@@ -12,8 +12,9 @@
 //! (`host_loops.rs`), launches (`launches.rs`), kernels (`kernel.rs`,
 //! `dataflow.rs`).
 
-use std::cell::{Cell, OnceCell};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use tree_sitter::{Node, Tree};
 
@@ -170,18 +171,21 @@ pub struct FileModel<'a> {
     pub reference: Option<String>,
     pub has_syntax_errors: bool,
     /// When set, the kernel rules report only on `kernels[lo..hi]` (see `checked_kernels`).
-    focus: Cell<Option<(usize, usize)>>,
+    /// `[lo, hi]`, `usize::MAX` in `lo` for none. Atomic so that the model is
+    /// `Sync`: the checker runs the kernel rules and the host rules on two threads
+    /// (only the kernel rules read the focus).
+    focus: [AtomicUsize; 2],
     /// Units of work done answering questions that follow names (assignments
     /// followed, callee candidates weighed, call-graph nodes visited): the
     /// scaling tests bound it, because a wall clock in a unit test proves nothing.
-    steps: Cell<usize>,
+    steps: AtomicUsize,
     /// Host functions by name, each list in document order (built on first use).
-    pub(super) fn_index: OnceCell<HashMap<String, [Vec<usize>; 2]>>,
+    pub(super) fn_index: OnceLock<HashMap<String, [Vec<usize>; 2]>>,
     /// Nodes by kind for the whole-file questions (built on first use).
-    nodes: OnceCell<NodeIndex<'a>>,
+    nodes: OnceLock<NodeIndex<'a>>,
     /// Names -> indexes, so that questions asked once per kernel, launch or
     /// function stay linear (built on first use; see `by_name`).
-    by_name: OnceCell<ByName>,
+    by_name: OnceLock<ByName>,
 }
 
 /// What [`FileModel::kernel`], [`FileModel::launches_of_kernel`] and
@@ -199,6 +203,25 @@ struct ByName {
 impl<'a> FileModel<'a> {
     pub fn build(src: &'a str, tree: &'a Tree) -> Self {
         Self::build_from(src, tree, None, None)
+    }
+
+    /// [`Self::build`], with the whole-file node index ([`Self::nodes`])
+    /// built at the same time on a second thread: what a file whose hygiene
+    /// rules will ask for it (a candidate) saves of its wall time. The result
+    /// is the same as asking [`Self::nodes`] later.
+    pub fn build_with_index(src: &'a str, tree: &'a Tree) -> Self {
+        let (model, index) = std::thread::scope(|scope| {
+            let index = std::thread::Builder::new()
+                .name("node-index".to_string())
+                .spawn_scoped(scope, || NodeIndex::build(tree.root_node(), src));
+            let model = Self::build(src, tree);
+            // A thread that could not start, or failed, leaves the index to be built on first use.
+            (model, index.ok().and_then(|h| h.join().ok()))
+        });
+        if let Some(index) = index {
+            let _ = model.nodes.set(index);
+        }
+        model
     }
 
     /// The model of only some top-level statements of the file (children of
@@ -239,11 +262,11 @@ impl<'a> FileModel<'a> {
             directives: Vec::new(),
             reference: None,
             has_syntax_errors: root.has_error(),
-            focus: Cell::new(None),
-            steps: Cell::new(0),
-            fn_index: OnceCell::new(),
-            nodes: OnceCell::new(),
-            by_name: OnceCell::new(),
+            focus: [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)],
+            steps: AtomicUsize::new(0),
+            fn_index: OnceLock::new(),
+            nodes: OnceLock::new(),
+            by_name: OnceLock::new(),
         };
         model.host_fns.push(HostFn {
             name: "<module>".to_string(),
@@ -278,7 +301,7 @@ impl<'a> FileModel<'a> {
 
     /// The kernels the kernel rules report on: all of them, or the focused range.
     pub fn checked_kernels(&self) -> &[Kernel<'a>] {
-        match self.focus.get() {
+        match self.focus() {
             Some((lo, hi)) => &self.kernels[lo.min(self.kernels.len())..hi.min(self.kernels.len())],
             None => &self.kernels,
         }
@@ -286,16 +309,23 @@ impl<'a> FileModel<'a> {
 
     /// Makes the kernel rules report only on `kernels[lo..hi]` (`None`: on all).
     pub fn set_focus(&self, focus: Option<(usize, usize)>) {
-        self.focus.set(focus);
+        let (lo, hi) = focus.unwrap_or((usize::MAX, 0));
+        self.focus[1].store(hi, Ordering::Relaxed);
+        self.focus[0].store(lo, Ordering::Relaxed);
+    }
+
+    fn focus(&self) -> Option<(usize, usize)> {
+        let lo = self.focus[0].load(Ordering::Relaxed);
+        (lo != usize::MAX).then(|| (lo, self.focus[1].load(Ordering::Relaxed)))
     }
 
     /// Work done so far by the name-following questions (see the field).
     pub fn steps(&self) -> usize {
-        self.steps.get()
+        self.steps.load(Ordering::Relaxed)
     }
 
     pub(super) fn step(&self, n: usize) {
-        self.steps.set(self.steps.get().saturating_add(n));
+        let _ = self.steps.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| Some(s.saturating_add(n)));
     }
 
     /// Imports, calls, assignments, attributes, `try` statements and
