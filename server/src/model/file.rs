@@ -325,7 +325,7 @@ impl<'a> FileModel<'a> {
     }
 
     pub(super) fn step(&self, n: usize) {
-        let _ = self.steps.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| Some(s.saturating_add(n)));
+        self.steps.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Imports, calls, assignments, attributes, `try` statements and
