@@ -328,7 +328,7 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
     // Imports, wherever they are (also in a statement that does not parse):
     // the kernel rules read the `triton` aliases, the hygiene rules every import.
     for &i in selected {
-        if model.src.get(nodes[i].byte_range()).is_some_and(|t| t.contains("import")) {
+        if model.src.get(nodes[i].byte_range()).is_some_and(has_import_keyword) {
             host(nodes[i].start_byte());
         }
     }
@@ -623,6 +623,19 @@ fn is_host_rule(rule: &rules::Rule) -> bool {
     rules::reach(rule) == Reach::Host
 }
 
+/// Whether `text` holds the word `import` as the keyword is written (not
+/// part of a longer name: `important`, `reimport`), comments and strings
+/// included: a cheap test that errs towards treating a statement as host code.
+fn has_import_keyword(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    text.match_indices("import").any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + "import".len()).copied();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
 /// KL101-KL109, the rules a candidate gets.
 fn is_hygiene_code(code: &str) -> bool {
     code.starts_with("KL1")
@@ -752,6 +765,17 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_import_keyword_is_found_as_a_word() {
+        assert!(has_import_keyword("import torch"));
+        assert!(has_import_keyword("from x import (y)"));
+        assert!(has_import_keyword("    import torch.item("));
+        assert!(has_import_keyword("x = 1\nimport"));
+        assert!(!has_import_keyword("# important: the mask"));
+        assert!(!has_import_keyword("reimport_ = 1"));
+        assert!(!has_import_keyword("imports = []"));
+    }
 
     /// The two-thread full analysis (node index beside the model, host rules
     /// beside the kernel rules) gives what one thread gives, on a candidate
