@@ -21,7 +21,8 @@
 //! so the incremental path is taken only when every changed statement, before
 //! and after, contributes nothing to host code (no host function, class,
 //! module-level loop, call, assignment, sync or launch, no import), defines
-//! the same kernel names in the same order, and, in a candidate, has no
+//! the same kernel names in the same order with the same parameters and the
+//! same pointers loaded and stored (the host rules read those), and, in a candidate, has no
 //! finding of the hygiene rules before or after (they report in kernels and
 //! read inside them); otherwise,
 //! and whenever a cached position cannot be mapped, the file is analysed
@@ -36,7 +37,7 @@ use tree_sitter::{Node, Tree};
 use super::{CheckResult, ClassSummary, KernelSummary};
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
-use crate::model::{imports_of, launch_estimates, range_of, Directive, FileModel};
+use crate::model::{imports_of, kernel_host_view, launch_estimates, range_of, Directive, FileModel, KernelHostView};
 use crate::rules::hygiene::{self, Imports};
 use crate::rules::{self, kl107, kl108, Reach};
 use crate::text::{LineIndex, TextRange};
@@ -109,6 +110,8 @@ struct KernelFacts {
     /// Persistent unless a Python time loop relaunches it (see `FileModel::kernel_summaries`).
     persistent_shape: bool,
     grid_stride: bool,
+    /// What the host rules read of this kernel (`model::kernel_host_view`).
+    host_view: KernelHostView,
 }
 
 /// A statement as [`facts`] reads it: its facts and its foreign diagnostics.
@@ -285,6 +288,7 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
             has_time_loop: !k.time_loops(model).is_empty(),
             persistent_shape: k.time_loops(model).iter().any(|&t| k.is_recurrence(t, model)),
             grid_stride: (0..k.loops.len()).any(|l| k.is_grid_stride(l, model.src)),
+            host_view: kernel_host_view(model, k),
         });
         for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
             if !facts.helper_callees.contains(&c.callee) {
@@ -514,6 +518,12 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         }
         if !now.iter().flat_map(|f| f.kernels.iter().map(|k| k.name.as_str())).eq(old_names.iter().copied()) {
             return Err("kernels were added, removed or renamed");
+        }
+        // The host rules read a kernel's parameters and the pointers it stores
+        // to and loads from (whether a launching loop carries state, KL001).
+        let old_views = changed_old.iter().flat_map(|&o| prev.units[o].facts.kernels.iter().map(|k| &k.host_view));
+        if !now.iter().flat_map(|f| f.kernels.iter().map(|k| &k.host_view)).eq(old_views) {
+            return Err("a kernel's parameters or the pointers it loads and stores changed");
         }
         let missing: Vec<String> = fresh
             .iter()

@@ -807,6 +807,57 @@ class ModelNew(nn.Module):
         assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
     }
 
+    /// KL001 at a launch site reads what the launched kernel stores and loads
+    /// (whether the loop carries state) and its parameters: a kernel edit that
+    /// changes those is analysed afresh, and KL001 follows.
+    #[test]
+    fn kl001_follows_what_the_launched_kernel_stores() {
+        let src = r#"import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def step(x_ptr, h_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    h = tl.load(h_ptr + offs)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, h + x)
+
+
+def run(x, h, T):
+    out = torch.empty_like(h)
+    for t in range(T):
+        step[(1,)](x[t], h, out, h.numel(), BLOCK=64)
+        h, out = out, h
+    return h
+"#;
+        let mut doc = Document::new(src, 0, Arc::new(Settings::default()));
+        let kl001 = |doc: &Document| doc.result.diagnostics.iter().filter(|d| d.code == "KL001").count();
+        assert_eq!(kl001(&doc), 1, "{:?}", doc.result.diagnostics);
+        edit_and_check(&mut doc, 1, "def step", "tl.store(out_ptr + offs, h + x)", "tl.store(x_ptr + offs, h + x)");
+        edit_and_check(&mut doc, 2, "def step", "tl.store(x_ptr + offs, h + x)", "tl.store(out_ptr + offs, h + x)");
+        assert_eq!(kl001(&doc), 1);
+        edit_and_check(&mut doc, 3, "def step", "    tl.store(out_ptr + offs, h + x)\n", "");
+        edit_and_check(
+            &mut doc,
+            4,
+            "def step",
+            "    x = tl.load(x_ptr + offs)\n",
+            "    x = tl.load(x_ptr + offs)\n    tl.store(out_ptr + offs, h + x)\n",
+        );
+        assert_eq!(kl001(&doc), 1);
+        // No longer reading `h`: the loop carries no state, and KL001 goes.
+        assert!(!edit_and_check(&mut doc, 5, "def step", "h = tl.load(h_ptr + offs)", "h = tl.load(x_ptr + offs)"));
+        assert_eq!(kl001(&doc), 0, "{:?}", doc.result.diagnostics);
+        assert!(!edit_and_check(&mut doc, 6, "def step", "h = tl.load(x_ptr + offs)", "h = tl.load(h_ptr + offs)"));
+        assert_eq!(kl001(&doc), 1);
+        // The parameters renamed: the launch's arguments map to other names.
+        assert!(!edit_and_check(&mut doc, 7, "def step", "x_ptr, h_ptr, out_ptr", "h_ptr, x_ptr, out_ptr"));
+        // Typing that leaves loads, stores and parameters alone stays incremental.
+        assert!(edit_and_check(&mut doc, 8, "def step", "h + x)", "h + x * 2)"));
+    }
+
     #[test]
     fn changed_span_stops_on_character_boundaries() {
         assert_eq!(changed_span("abcdef", "abXdef"), (2, 3, 3));

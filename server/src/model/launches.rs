@@ -291,6 +291,30 @@ fn helper_local(helper: &HostFn, name: &str, inner: &HashMap<String, HashSet<Str
     !inner.values().any(|outer| outer.contains(name)) && helper.assigns.iter().any(|a| a.target == name)
 }
 
+/// What the host-side analysis (KL001's state flow, `launch_flow`) reads of a
+/// kernel. The incremental analysis keeps it per kernel: a kernel edit that
+/// changes it changes host-rule findings, so it is analysed afresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelHostView {
+    /// Parameter names, in order (a launch's arguments map to them by position).
+    pub params: Vec<String>,
+    /// The pointer parameters it stores to and loads from, each sorted;
+    /// `None` where [`pointer_access`] sees no store.
+    pub access: Option<(Vec<String>, Vec<String>)>,
+}
+
+pub fn kernel_host_view(model: &FileModel, k: &Kernel) -> KernelHostView {
+    let sorted = |set: HashSet<String>| {
+        let mut v: Vec<String> = set.into_iter().collect();
+        v.sort_unstable();
+        v
+    };
+    KernelHostView {
+        params: k.params.iter().map(|p| p.name.clone()).collect(),
+        access: pointer_access(model, k).map(|(stores, loads)| (sorted(stores), sorted(loads))),
+    }
+}
+
 /// (pointer parameters the kernel stores to, those it loads from), or `None`
 /// when it stores nowhere visible (its memory access sits in helpers or
 /// descriptors this analysis does not follow).
