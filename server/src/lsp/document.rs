@@ -873,6 +873,42 @@ def run(x, h, T):
         assert!(edit_and_check(&mut doc, 8, "def step", "h + x)", "h + x * 2)"));
     }
 
+    /// The random-edit property over every rule's fixture (each a kernel
+    /// file or a candidate that fires its rule), with edits that change what
+    /// rules read across statements: pointers loaded and stored, parameters,
+    /// constexpr annotations, launches, loops, syncs, imports.
+    #[test]
+    fn random_edits_of_every_rule_fixture_match_a_fresh_analysis() {
+        const GENERIC: &[&str] = &[
+            "tl.load(x_ptr + offs)",
+            "tl.store(out_ptr + offs, x)\n    ",
+            "_ptr",
+            ": tl.constexpr",
+            "BLOCK",
+            "for t in range(T):\n        ",
+            ".item()",
+            "import os\n",
+            "[(1,)](",
+            "\n    ",
+            "(",
+            "",
+        ];
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rules");
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .expect("fixtures")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "py"))
+            .collect();
+        paths.sort();
+        assert!(paths.len() >= 20, "{} fixtures", paths.len());
+        let mut incremental = 0;
+        for path in &paths {
+            let text = std::fs::read_to_string(path).expect("fixture");
+            incremental += random_edits(&text, GENERIC, 6, 20);
+        }
+        assert!(incremental > 0, "no analysis took the incremental path");
+    }
+
     #[test]
     fn changed_span_stops_on_character_boundaries() {
         assert_eq!(changed_span("abcdef", "abXdef"), (2, 3, 3));
