@@ -23,7 +23,7 @@ if ! .venv/bin/python -c "import torch, triton" 2>/dev/null || [ ! -x .venv/bin/
   # resolves the set first (metadata only), then each pinned wheel is
   # downloaded, installed and its download deleted before the next, so the
   # disk never holds all the wheels and the installed venv at once.
-  echo "free disk: $(free_mib) MiB (the venv takes about 5,600 MiB, the Rust build about 1,700 MiB)"
+  echo "free disk: $(free_mib) MiB (the venv takes about 5,600 MiB, the Rust build about 1,500 MiB)"
   python3 -m venv .venv
   .venv/bin/python -m pip install -q --no-cache-dir --upgrade pip
   report=$(mktemp)
