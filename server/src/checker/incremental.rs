@@ -422,7 +422,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     // and assignments anywhere): a changed statement with a hygiene finding,
     // before or after, is analysed afresh.
     if prev.candidate.is_some()
-        && changed_old.iter().any(|&o| prev.units[o].facts.diags.iter().any(|d| is_hygiene_code(&d.code)))
+        && changed_old.iter().any(|&o| prev.units[o].facts.diags.iter().any(|d| rules::is_hygiene(&d.code)))
     {
         return Err("a changed statement had a hygiene finding");
     }
@@ -644,11 +644,6 @@ fn has_import_keyword(text: &str) -> bool {
         let after = bytes.get(at + "import".len()).copied();
         !before.is_some_and(word) && !after.is_some_and(word)
     })
-}
-
-/// KL101-KL109, the rules a candidate gets.
-fn is_hygiene_code(code: &str) -> bool {
-    code.starts_with("KL1")
 }
 
 /// Every node of a statement: kind, start and end relative to the statement.

@@ -106,17 +106,25 @@ pub enum Reach {
     /// Iterates `FileModel::checked_kernels`; each diagnostic depends on its kernel,
     /// the helpers it calls, its launch sites and module-level constants.
     Kernel,
-    /// Iterates host functions: depends on all host code and the kernel names.
+    /// Iterates host functions: depends on all host code, the kernel names and
+    /// what `model::KernelHostView` holds of each kernel (KL001's state flow).
+    /// The hygiene rules ([`is_hygiene`]) also report on kernel names (KL103)
+    /// and read inside kernels (KL107, KL108), which `checker::incremental` checks.
     Host,
     /// Iterates `tl.*` attributes; reports on the attribute itself.
     TlAttr,
+}
+
+/// KL101-KL109: the rules a KernelBench candidate (a `ModelNew` file) gets.
+pub fn is_hygiene(code: &str) -> bool {
+    code.starts_with("KL1")
 }
 
 pub fn reach(rule: &Rule) -> Reach {
     match rule.code {
         "KL001" | "KL010" => Reach::Host,
         // The hygiene rules read the whole candidate: `ModelNew`, its imports and what `forward` reaches.
-        c if c.starts_with("KL1") => Reach::Host,
+        c if is_hygiene(c) => Reach::Host,
         "KL005" => Reach::TlAttr,
         _ => Reach::Kernel,
     }
