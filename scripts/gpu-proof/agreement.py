@@ -210,6 +210,14 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def save_records(out, records):
+    """agreement.json, replaced whole (written beside it, then renamed)."""
+    path = os.path.join(out, "agreement.json")
+    with open(path + ".part", "w") as f:
+        json.dump(records, f, indent=1, default=str)
+    os.replace(path + ".part", path)
+
+
 def summarize(pair, runs):
     """One pair's record over its rounds: the same verdict in every round, each tool's median
     KernelBench speedup (when every round has one), their ratio, KernelBench's own max/min."""
@@ -274,6 +282,8 @@ def main():
             print(f"round {rnd + 1} {name}: KB {verdict(kb['correct'])} {fmt(kb.get('speedup'))} "
                   f"({kb['seconds']:.0f} s) · kernel-lsp {verdict(kl['correct'])} {fmt(kl.get('speedup'))} "
                   f"({kl['seconds']:.0f} s) {kl['why']} {kb.get('why', '')}", flush=True)
+            # after every pair: a run cut short (a device call's time limit) keeps what it measured
+            save_records(args.out, [summarize(n, runs[n]) for n, _, _ in todo if runs[n]])
     records, rows = [], []
     for name, _, _ in todo:
         rec = summarize(name, runs[name])
@@ -287,8 +297,7 @@ def main():
                      " / ".join(fmt(x) for x in kbs) or "-", " / ".join(fmt(x) for x in kls) or "-",
                      fmt(kb_med), fmt(kl_med), fmt(ratio, "{:.3f}"), fmt(spread, "{:.3f}"),
                      "yes" if agree else "NO", why[:24]))
-    with open(os.path.join(args.out, "agreement.json"), "w") as f:
-        json.dump(records, f, indent=1, default=str)
+    save_records(args.out, records)
     head = ("pair", "KB verdict", "kernel-lsp verdict", "KB speedups", "kernel-lsp KB speedups", "KB median",
             "kernel-lsp median", "ratio", "KB max/min", "same verdict every round", "why")
     print("\n| " + " | ".join(head) + " |")

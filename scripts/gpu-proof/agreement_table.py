@@ -6,7 +6,11 @@ test of the ratio: how often the rounds, shuffled between the two tools, give
 medians at least that far apart (a large value: the two tools' speedups cannot
 be told apart from KernelBench's own round-to-round spread).
 
-    python agreement_table.py run1.json run2.json ...
+    python agreement_table.py run1.json run2.json run5.txt ... [--exclude run1.json:lstm_bidir_persistent.py]
+
+A .txt is what agreement.py printed (its "round N ..." lines carry both verdicts and both
+speedups, to two decimals): for a run whose agreement.json did not come back. --exclude
+FILE:CANDIDATE leaves that candidate's rounds in that file out (rounds that timed other code).
 """
 
 import itertools
@@ -14,6 +18,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import sys
 
@@ -44,17 +49,59 @@ def permutation_p(a, b, exact_limit=200_000, trials=20_000):
     return sum(far(*split(rng.sample(range(len(pool)), len(a)))) for _ in range(trials)) / trials
 
 
-def pooled(paths):
+ROUND_LINE = re.compile(r"^round (\d+) (\S+ vs \S+): KB (correct|incorrect|error) (\S+) \((\d+) s\) · "
+                        r"kernel-lsp (correct|incorrect|error) (\S+) \((\d+) s\)(.*)$")
+VERDICTS = {"correct": True, "incorrect": False, "error": None}
+
+
+def speedup_of(text):
+    return float(text[:-1]) if text.endswith("x") else None
+
+
+def records_of_text(path):
+    """The records of a run from its printed "round" lines."""
+    by = {}
+    with open(path) as f:
+        for line in f:
+            m = ROUND_LINE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            rnd, pair, kb_v, kb_s, kb_t, kl_v, kl_s, kl_t, why = m.groups()
+            by.setdefault(pair, []).append({
+                "round": int(rnd), "first": "kb" if int(rnd) % 2 else "kl", "from": os.path.basename(path),
+                "kernelbench": {"correct": VERDICTS[kb_v], "speedup": speedup_of(kb_s), "seconds": int(kb_t)},
+                "kernel_lsp": {"correct": VERDICTS[kl_v], "speedup": speedup_of(kl_s), "seconds": int(kl_t),
+                               "why": why.strip().split(" ")[0] if why.strip() else ""}})
+    if not by:
+        raise SystemExit(f"{path}: no 'round N A vs B: KB ... · kernel-lsp ...' lines")
+    return [{"pair": pair, "runs": runs} for pair, runs in by.items()]
+
+
+def pooled(paths, exclude=()):
     by = {}
     for p in paths:
-        with open(p) as f:
-            for rec in json.load(f):
-                by.setdefault(rec["pair"], []).extend(rec["runs"])
+        if p.endswith(".txt"):
+            recs = records_of_text(p)
+        else:
+            with open(p) as f:
+                recs = json.load(f)
+        for rec in recs:
+            if (os.path.basename(p), rec["pair"].split(" vs ")[0]) in exclude:
+                continue
+            by.setdefault(rec["pair"], []).extend(rec["runs"])
     return [summarize(pair, runs) for pair, runs in by.items()]
 
 
-def main(paths):
-    records = pooled(paths)
+def main(argv):
+    paths, exclude = [], set()
+    it = iter(argv)
+    for a in it:
+        if a == "--exclude":
+            f, _, cand = next(it).partition(":")
+            exclude.add((f, cand))
+        else:
+            paths.append(a)
+    records = pooled(paths, exclude)
     head = ("pair", "rounds", "verdicts (KB / kernel-lsp, every round)", "KB speedups", "kernel-lsp KB speedups",
             "KB median", "kernel-lsp median", "ratio", "KB's own max/min", "permutation p")
     print("| " + " | ".join(head) + " |")
