@@ -52,6 +52,9 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 bwrap --ro-bind / / --dev /dev --unshare-net true && echo "bwrap works" || echo "!!! bwrap cannot start a sandbox here (user namespaces?): the sandbox tests will say SKIPPED !!!"
 
+step "GPU-proof scripts: unit tests (no GPU: the committed H100 rounds)"
+.venv/bin/python -m unittest discover -s scripts/gpu-proof -p 'test_*.py'
+
 step "Rust: build and test the workspace (free disk: $(free_mib) MiB)"
 # Line tables only in the test build: backtraces keep file and line, and
 # target/ is about half the size (the CI machine's disk can be short); no
