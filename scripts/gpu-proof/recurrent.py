@@ -11,6 +11,10 @@ Prints one JSON line:
   1 and 2 (15 input sets; the same set_seed calls in the same order), with the
   max abs diff and the worst ratio |diff| / (atol + rtol |ref|) at
   KernelBench's fp32 tolerance (below 1 passes allclose).
+- "self": the reference against itself under the same procedure: the same
+  inputs twice (is it deterministic?) and the inputs moved by one ulp (every
+  element, and the first element alone): how far the reference's own output
+  moves for a change no other implementation can avoid making.
 - "graph": the reference captured in a CUDA graph (cuDNN without launch
   overhead) against the example, the same cuda_event loop with L2 flushed.
 
@@ -126,6 +130,74 @@ def seed_check(kb_eval, task_src, example_path, base_seeds, trials=5):
     return worst
 
 
+def one_ulp_away(t, gen):
+    """t with every element moved one ulp up or down (a random sign each)."""
+    if not (isinstance(t, torch.Tensor) and t.dtype == torch.float32):
+        return t
+    up = torch.rand(t.shape, generator=gen, device="cpu").to(t.device) < 0.5
+    return torch.where(up, torch.nextafter(t, torch.full_like(t, float("inf"))),
+                       torch.nextafter(t, torch.full_like(t, float("-inf"))))
+
+
+def one_element_one_ulp(inputs):
+    """inputs with only the first element of the first float tensor moved one ulp up."""
+    out, done = [], False
+    for t in inputs:
+        if not done and isinstance(t, torch.Tensor) and t.dtype == torch.float32:
+            t = t.clone()
+            flat = t.view(-1)
+            flat[0] = torch.nextafter(flat[0], torch.tensor(float("inf"), device=t.device))
+            done = True
+        out.append(t)
+    return out
+
+
+def self_check(kb_eval, task_src, base_seeds, trials=5, dev=None):
+    """The reference against itself under KernelBench's correctness procedure:
+    the same inputs run twice ("repeat": is cuDNN deterministic?), and the inputs
+    moved by one ulp ("one_ulp", every element; "one_element", only the first): how far the reference's own output moves for a
+    change no arithmetic can avoid). The worst ratio is |diff| / (atol + rtol |ref|),
+    the measure KernelBench's allclose applies; at 1 or more it fails."""
+    dev = dev or torch.device("cuda")
+    tol = kb_eval.get_tolerance_for_precision(torch.float32)
+    res = {k: {"max_abs_diff": 0.0, "worst_ratio": 0.0, "passed": 0, "trials": 0, "ratios": []}
+           for k in ("repeat", "one_ulp", "one_element")}
+    gen = torch.Generator().manual_seed(1234)
+    for base in base_seeds:
+        Model, get_init_inputs, get_inputs = kb_eval.load_original_model_and_inputs(task_src, {})
+        kb_eval.set_seed(base)
+        init = [kb_eval._process_input_tensor(x, dev) for x in get_init_inputs()]
+        with torch.no_grad():
+            kb_eval.set_seed(base)
+            ref = Model(*init).to(device=dev, dtype=torch.float32)
+        torch.manual_seed(base)
+        seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(trials)]
+        with torch.no_grad():
+            for s in seeds:
+                kb_eval.set_seed(s)
+                inputs = [kb_eval._process_input_tensor(x, dev) for x in get_inputs()]
+                moved = [one_ulp_away(x, gen) for x in inputs]
+                outs = {}
+                runs = (("base", inputs), ("repeat", inputs), ("one_ulp", moved),
+                        ("one_element", one_element_one_ulp(inputs)))
+                for name, args in runs:
+                    kb_eval.set_seed(s)  # a forward that draws (35_LSTM) draws the same values
+                    outs[name] = ref(*args)
+                    if dev.type == "cuda":
+                        torch.cuda.synchronize()
+                for k in ("repeat", "one_ulp", "one_element"):
+                    a, b = outs["base"].double(), outs[k].double()
+                    d = (a - b).abs()
+                    ratio = (d / (tol + tol * a.abs())).max().item()
+                    r = res[k]
+                    r["max_abs_diff"] = max(r["max_abs_diff"], d.max().item())
+                    r["worst_ratio"] = max(r["worst_ratio"], ratio)
+                    r["ratios"].append(round(ratio, 4))
+                    r["passed"] += int(torch.allclose(outs[k], outs["base"], atol=tol, rtol=tol))
+                    r["trials"] += 1
+    return res
+
+
 def flush_l2(buf):
     buf.zero_()
 
@@ -190,11 +262,12 @@ def graph_check(kb_eval, task_src, example_path, trials, draws_in_forward):
 def table(path):
     """The summary table of a JSON-lines file of results."""
     cols = ["task", "example", "KB verdict", "KB speedup", "excessive", "graph speedup", "max abs diff",
-            "1e-4 / diff", "allowance used", "sets passed"]
+            "1e-4 / diff", "allowance used", "sets passed", "ref one ulp away: allowance used, sets passed"]
     rows = []
     for line in open(path):
         r = json.loads(line)
         kb, sd, gr = r.get("kb", {}), r.get("seeds", {}), r.get("graph", {})
+        ulp = r.get("self", {}).get("one_ulp", {})
         verdict = "correct" if kb.get("correct") else ("compile fail" if kb.get("compiled") is False else "INCORRECT")
         rows.append([
             r["task"], r["example"], f"{verdict} {kb.get('trials') or ''}".strip(),
@@ -205,6 +278,7 @@ def table(path):
             f"{sd['margin']:.1f}x" if "margin" in sd else "-",
             f"{sd['worst_ratio']:.2f}" if "worst_ratio" in sd else "-",
             f"{sd['passed']}/{sd['trials']}" if "trials" in sd else "-",
+            f"{ulp['worst_ratio']:.2f}, {ulp['passed']}/{ulp['trials']}" if "trials" in ulp else "-",
         ])
     widths = [max(len(str(x)) for x in [c] + [r[i] for r in rows]) for i, c in enumerate(cols)]
     print(" | ".join(c.ljust(w) for c, w in zip(cols, widths)))
@@ -223,7 +297,7 @@ def main():
     ap.add_argument("--perf-trials", type=int, default=100)
     ap.add_argument("--graph-trials", type=int, default=30)
     ap.add_argument("--seeds", default="42,1,2")
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: kb,seeds,graph")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: kb,seeds,graph,self")
     a = ap.parse_args()
     kb_eval, _ = load_kernelbench(a.kb)
     task_src = open(os.path.join(a.kb, "KernelBench", "level3", a.task)).read()
@@ -246,6 +320,8 @@ def main():
         }
     if "seeds" not in skip:
         row["seeds"] = seed_check(kb_eval, task_src, a.example, [int(s) for s in a.seeds.split(",")])
+    if "self" not in skip:
+        row["self"] = self_check(kb_eval, task_src, [int(s) for s in a.seeds.split(",")])
     if "graph" not in skip:
         row["graph"] = graph_check(kb_eval, task_src, a.example, a.graph_trials, "torch.randn(" in task_src.split("def forward")[1])
     print("RESULT " + json.dumps(row), flush=True)
