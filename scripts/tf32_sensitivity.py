@@ -81,7 +81,7 @@ def gru(params, x, h0, operand, order="fp32", act="torch", rec=None):
 def init(seed):
     g = torch.Generator().manual_seed(seed)
     k = 1 / math.sqrt(H)
-    u = lambda *shape: (torch.rand(*shape, generator=g) * 2 - 1) * k  # noqa: E731  nn.GRU's init
+    u = lambda *shape: (torch.rand(*shape, generator=g) * 2 - 1) * k
     params = [[(u(3 * H, I if l == 0 else 2 * H), u(3 * H, H), u(3 * H), u(3 * H)) for _ in range(2)]
               for l in range(L)]
     return params, torch.rand(T, B, I, generator=g), torch.rand(2 * L, B, H, generator=g), g
@@ -92,8 +92,8 @@ def allowance(out, ref):
 
 
 def main(seeds):
-    exact = lambda t: t  # noqa: E731
-    fp16 = lambda t: t.half().float()  # noqa: E731
+    exact = lambda t: t
+    fp16 = lambda t: t.half().float()
     cases = {
         "TF32 reference (cuDNN's arithmetic)": [
             ("same arithmetic", lambda p, x, h, g: gru(p, x, h, tf32)),

@@ -9,7 +9,7 @@ from contextlib import redirect_stdout
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS = os.path.join(HERE, "..", "..", "docs", "results", "agreement-h100-rounds")
 sys.path.insert(0, HERE)
-import agreement_table  # noqa: E402
+import agreement_table
 
 
 def rounds(name):
