@@ -87,6 +87,15 @@ def load_module(path, name):
     return mod
 
 
+def trial_inputs(kb_eval, get_inputs, base, trials, dev):
+    """KernelBench's correctness trials under base seed `base`: (trial seed, inputs on dev)."""
+    torch.manual_seed(base)
+    seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(trials)]
+    for s in seeds:
+        kb_eval.set_seed(s)
+        yield s, [kb_eval._process_input_tensor(x, dev) for x in get_inputs()]
+
+
 def seed_check(kb_eval, task_src, example_path, base_seeds, trials=5):
     """KernelBench's correctness procedure (eval_kernel_against_ref +
     run_and_check_correctness), replayed per base seed, keeping the diffs."""
@@ -107,12 +116,8 @@ def seed_check(kb_eval, task_src, example_path, base_seeds, trials=5):
             new = new_cls(*init)
             ref = ref.to(device=dev, dtype=torch.float32)
             new = new.to(device=dev, dtype=torch.float32)
-        torch.manual_seed(base)
-        seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(trials)]
         with torch.no_grad():
-            for s in seeds:
-                kb_eval.set_seed(s)
-                inputs = [kb_eval._process_input_tensor(x, dev) for x in get_inputs()]
+            for s, inputs in trial_inputs(kb_eval, get_inputs, base, trials, dev):
                 kb_eval.set_seed(s)
                 kb_eval.set_seed(s)
                 out = ref(*inputs)
@@ -170,12 +175,8 @@ def self_check(kb_eval, task_src, base_seeds, trials=5, dev=None):
         with torch.no_grad():
             kb_eval.set_seed(base)
             ref = Model(*init).to(device=dev, dtype=torch.float32)
-        torch.manual_seed(base)
-        seeds = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(trials)]
         with torch.no_grad():
-            for s in seeds:
-                kb_eval.set_seed(s)
-                inputs = [kb_eval._process_input_tensor(x, dev) for x in get_inputs()]
+            for s, inputs in trial_inputs(kb_eval, get_inputs, base, trials, dev):
                 moved = [one_ulp_away(x, gen) for x in inputs]
                 outs = {}
                 runs = (("base", inputs), ("repeat", inputs), ("one_ulp", moved),
