@@ -52,7 +52,8 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 bwrap --ro-bind / / --dev /dev --unshare-net true && echo "bwrap works" || echo "!!! bwrap cannot start a sandbox here (user namespaces?): the sandbox tests will say SKIPPED !!!"
 
-step "GPU-proof scripts: unit tests (no GPU: the committed H100 rounds)"
+step "Python unit tests (no GPU): the harness's notes, the GPU-proof scripts on the committed H100 rounds"
+.venv/bin/python -m unittest discover -s server/harness -p 'test_*.py'
 .venv/bin/python -m unittest discover -s scripts/gpu-proof -p 'test_*.py'
 
 step "Rust: build and test the workspace (free disk: $(free_mib) MiB)"

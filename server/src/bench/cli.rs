@@ -379,6 +379,9 @@ fn render_figures(r: &BenchResult) -> String {
             if let Some(note) = r.extra.get("excessive_speedup_note").and_then(|v| v.as_str()) {
                 out.push_str(&format!("excessive speedup: {note}\n"));
             }
+            if let Some(note) = r.extra.get("kernelbench_spread_note").and_then(|v| v.as_str()) {
+                out.push_str(&format!("KernelBench's figure: {note}\n"));
+            }
         }
         None => {
             if let Some(why) = r.extra.get("kernelbench_timing").and_then(|v| v.as_str()) {

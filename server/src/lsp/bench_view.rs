@@ -143,7 +143,12 @@ pub fn lens_title(r: &BenchResult) -> String {
         } else {
             ""
         };
-        parts.push(format!("KernelBench {kb:.2}x (mean){flag}"));
+        let moves = if r.extra.get("launch_bound_reference").and_then(|v| v.as_bool()) == Some(true) {
+            ", launch-bound reference: moves between runs"
+        } else {
+            ""
+        };
+        parts.push(format!("KernelBench {kb:.2}x (mean{moves}){flag}"));
     }
     if let Some(g) = extra("graph_speedup") {
         parts.push(format!("{g:.2}x vs CUDA graph"));
@@ -201,6 +206,9 @@ pub fn hover_section(r: &BenchResult) -> String {
         if r.extra.get("excessive_speedup").and_then(|v| v.as_bool()) == Some(true) {
             let note = text("excessive_speedup_note").unwrap_or_else(|| "over 10x: KernelBench flags it".into());
             lines.push(format!("- ⚠ {note}"));
+        }
+        if let Some(note) = text("kernelbench_spread_note") {
+            lines.push(format!("- {note}"));
         }
     }
     if let Some(g) = extra("graph_speedup") {
@@ -331,6 +339,28 @@ mod tests {
         assert!(h.contains("4.06x vs the reference captured in a CUDA graph"), "{h}");
         let cpu = hover_section(&result("cpu-interpreter"));
         assert!(cpu.contains("no timing") && !cpu.contains("KernelBench's speedup"), "{cpu}");
+    }
+
+    #[test]
+    fn a_launch_bound_reference_is_named_wherever_kernelbenchs_figure_is() {
+        let note = "launch-bound reference (63.1 ms eager, 8.9 ms as a CUDA graph): its time follows the host";
+        let mut kb = result("gpu");
+        kb.extra.insert("kernelbench_speedup".into(), 28.86.into());
+        kb.extra.insert("kernelbench_ref_ms".into(), 63.1.into());
+        kb.extra.insert("kernelbench_new_ms".into(), 2.19.into());
+        kb.extra.insert("graph_speedup".into(), 4.06.into());
+        kb.extra.insert("launch_bound_reference".into(), true.into());
+        kb.extra.insert("kernelbench_spread_note".into(), note.into());
+        assert!(lens_title(&kb).contains("KernelBench 28.86x (mean, launch-bound reference: moves between runs)"));
+        assert!(hover_section(&kb).contains(&format!("- {note}")), "{}", hover_section(&kb));
+        let text = crate::bench::cli::render_text(std::path::Path::new("/w/c.py"), &kb);
+        assert!(text.contains(&format!("KernelBench's figure: {note}")), "{text}");
+        // a GPU-bound reference says none of it
+        kb.extra.remove("launch_bound_reference");
+        kb.extra.remove("kernelbench_spread_note");
+        assert!(!lens_title(&kb).contains("launch-bound"));
+        assert!(!hover_section(&kb).contains("launch-bound"));
+        assert!(!crate::bench::cli::render_text(std::path::Path::new("/w/c.py"), &kb).contains("launch-bound"));
     }
 
     #[test]
