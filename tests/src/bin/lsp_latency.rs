@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
-//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--lines N] [--files N]
+//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--lines N] [--files N] [--mode kernel|host|full-text]
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -279,6 +279,7 @@ fn main() {
     let mut ruff = Some(default_ruff());
     let mut lines = 5000usize;
     let mut files = 20usize;
+    let mut modes: Vec<Mode> = Mode::ALL.to_vec();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -296,8 +297,19 @@ fn main() {
             "--no-ruff" => ruff = None,
             "--lines" => lines = args.next().and_then(|v| v.parse().ok()).expect("--lines N"),
             "--files" => files = args.next().and_then(|v| v.parse().ok()).expect("--files N"),
+            // one mode only (and no memory run): to profile a server on one kind of edit
+            "--mode" => {
+                let m = args.next().unwrap_or_default();
+                modes = vec![match m.as_str() {
+                    "kernel" => Mode::Kernel,
+                    "host" => Mode::Host,
+                    "full-text" => Mode::FullText,
+                    _ => panic!("--mode kernel|host|full-text; got {m}"),
+                }];
+                files = 0;
+            }
             other => {
-                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--lines N] [--files N]; got {other}");
+                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--lines N] [--files N] [--mode kernel|host|full-text]; got {other}");
                 std::process::exit(2);
             }
         }
@@ -319,13 +331,13 @@ fn main() {
     }
     // Modes outer, servers inner: both servers see the machine in the same state for each mode.
     let mut rows = Vec::new();
-    for mode in Mode::ALL {
+    for &mode in &modes {
         let figures: Vec<(f64, f64)> =
             servers.iter().map(|(_, command)| percentiles(&run(command, &dir, &generated, mode, 1))).collect();
         rows.push((mode, figures));
     }
     let mut rss = Vec::new();
-    for (_, command) in &servers {
+    for (_, command) in servers.iter().filter(|_| files > 0) {
         rss.push(run(command, &dir, &generated, Mode::Kernel, files).peak_rss_kb);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -346,6 +358,10 @@ fn main() {
             print!(" {:.2} |", k / r);
         }
         println!();
+    }
+    if rss.is_empty() {
+        println!("\n(one mode, no memory run; the goals are judged on a full run)");
+        return;
     }
     print!("| peak RSS, {files} files open |");
     for kb in &rss {
