@@ -17,7 +17,7 @@ use tree_sitter::Node;
 
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::model::field;
-use crate::model::{range_of, FileModel, Kernel, LoopKind};
+use crate::model::{loop_within, range_of, FileModel, Kernel, LoopKind};
 use crate::text::TextRange;
 
 /// Output tile width after the rewrite: narrower tiles, more programs.
@@ -70,7 +70,7 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
     }
 
     // 2. A time loop around it that carries state: barrier between steps.
-    let time_loop = k.time_loops(model).into_iter().find(|&t| is_within(k, l, t));
+    let time_loop = k.time_loops(model).into_iter().find(|&t| loop_within(&k.loops, l, t));
     let mut needs_barrier = false;
     if let Some(t) = time_loop {
         let tv = k.loops[t].var.as_deref();
@@ -185,7 +185,7 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
         .loops
         .iter()
         .enumerate()
-        .filter(|(i, _)| is_within(k, *i, l))
+        .filter(|(i, _)| loop_within(&k.loops, *i, l))
         .filter_map(|(_, inner)| inner.step.map(|s| model.text(s).trim().to_string()))
         .find(|s| k.is_constexpr(s) && s != step);
     let mut retiled = Vec::new();
@@ -232,17 +232,6 @@ fn next_axis(k: &Kernel, src: &str) -> u32 {
         }
     }
     max.map_or(0, |m| m + 1)
-}
-
-fn is_within(k: &Kernel, inner: usize, outer: usize) -> bool {
-    let mut p = k.loops[inner].parent;
-    while let Some(x) = p {
-        if x == outer {
-            return true;
-        }
-        p = k.loops[x].parent;
-    }
-    false
 }
 
 /// The `var = value` statement right before `stmt` in the same block.

@@ -64,6 +64,18 @@ impl<'a> Loop<'a> {
     }
 }
 
+/// Whether loop `inner` is nested (at any depth) in loop `outer`, both of one function's `loops`.
+pub fn loop_within(loops: &[Loop], inner: usize, outer: usize) -> bool {
+    let mut p = loops[inner].parent;
+    while let Some(x) = p {
+        if x == outer {
+            return true;
+        }
+        p = loops[x].parent;
+    }
+    false
+}
+
 /// `name = value`, `a, b = value` (each target), or `name op= value`.
 #[derive(Debug, Clone)]
 pub struct Assign<'a> {

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::dataflow::collect_identifiers;
-use super::{Assign, FileModel, Loop, LoopKind};
+use super::{loop_within, Assign, FileModel, Loop, LoopKind};
 use crate::text::TextRange;
 
 #[derive(Debug, Clone)]
@@ -140,7 +140,7 @@ impl<'a> Kernel<'a> {
                 && self.calls_in_loop(l).any(|c| c.is_tl("store"))
                 && self.calls_in_loop(l).any(|c| c.is_tl("load"))
                 && (self.calls_in_loop(l).any(|c| c.is_tl("dot") || c.is_tl("sum"))
-                    || (0..self.loops.len()).any(|i| self.loop_is_within(i, l)))
+                    || (0..self.loops.len()).any(|i| loop_within(&self.loops, i, l)))
         };
         (0..self.loops.len())
             .filter(|&l| candidate(l))
@@ -212,7 +212,7 @@ impl<'a> Kernel<'a> {
         let atomics = self.calls_in_loop(l).any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));
         let spin = (0..self.loops.len()).any(|i| {
             let lp = &self.loops[i];
-            lp.kind == LoopKind::While && self.loop_is_within(i, l) && self.is_spin(i, model)
+            lp.kind == LoopKind::While && loop_within(&self.loops, i, l) && self.is_spin(i, model)
         });
         if atomics && spin {
             return true;
@@ -223,17 +223,6 @@ impl<'a> Kernel<'a> {
                     .kernel(&c.callee)
                     .is_some_and(|helper| helper.name != self.name && helper.is_grid_barrier(model))
         })
-    }
-
-    fn loop_is_within(&self, inner: usize, outer: usize) -> bool {
-        let mut p = self.loops[inner].parent;
-        while let Some(x) = p {
-            if x == outer {
-                return true;
-            }
-            p = self.loops[x].parent;
-        }
-        false
     }
 
     /// A `while` loop that waits on memory: its condition or body reads

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use tree_sitter::Node;
 
-use super::{call_arguments, collect_identifiers, FileModel, HostFn, Kernel};
+use super::{call_arguments, collect_identifiers, loop_within, FileModel, HostFn, Kernel};
 use crate::text::TextRange;
 
 /// A kernel as the editor and pipelines see it.
@@ -126,8 +126,9 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
                 continue;
             }
             // A nested time loop that launches gets the diagnostic instead.
-            let inner_launches = (0..func.loops.len())
-                .any(|i| i != l && time[i] && within(func, i, l) && !model.launches_in_loop(f, i).is_empty());
+            let inner_launches = (0..func.loops.len()).any(|i| {
+                i != l && time[i] && loop_within(&func.loops, i, l) && !model.launches_in_loop(f, i).is_empty()
+            });
             if inner_launches {
                 continue;
             }
@@ -337,17 +338,6 @@ fn pointer_access(model: &FileModel, k: &Kernel) -> Option<(HashSet<String>, Has
     } else {
         Some((stores, loads))
     }
-}
-
-fn within(func: &HostFn, inner: usize, outer: usize) -> bool {
-    let mut p = func.loops[inner].parent;
-    while let Some(x) = p {
-        if x == outer {
-            return true;
-        }
-        p = func.loops[x].parent;
-    }
-    false
 }
 
 fn factor(model: &FileModel, f: usize, l: usize, is_time: bool) -> String {

@@ -2,7 +2,7 @@
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{collect_identifiers, FileModel, Kernel};
+use crate::model::{collect_identifiers, loop_within, FileModel, Kernel};
 
 use super::Rule;
 
@@ -100,17 +100,6 @@ fn reads_before(model: &FileModel, body: tree_sitter::Node, name: &str, at: usiz
     found
 }
 
-fn is_within(k: &Kernel, inner: usize, outer: usize) -> bool {
-    let mut p = k.loops[inner].parent;
-    while let Some(x) = p {
-        if x == outer {
-            return true;
-        }
-        p = k.loops[x].parent;
-    }
-    false
-}
-
 /// How many distinct `tl.program_id` axes the kernel reads.
 fn pid_axes(model: &FileModel, k: &Kernel) -> usize {
     let mut axes: Vec<String> = Vec::new();
@@ -159,7 +148,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             // Other grid axes give the programs parallelism; walking one dimension
             // inside a program to reuse an operand is then a choice. The seeds'
             // mistake is the walk under a one-axis grid, or inside a time loop.
-            let in_time_loop = k.time_loops(model).iter().any(|&t| t != l && is_within(k, l, t));
+            let in_time_loop = k.time_loops(model).iter().any(|&t| t != l && loop_within(&k.loops, l, t));
             if !in_time_loop && pid_axes(model, k) > 1 {
                 continue;
             }
