@@ -158,6 +158,34 @@ impl<'a> Kernel<'a> {
             .collect()
     }
 
+    /// Whether `name`, read at byte `at` inside loop `t`, holds the previous
+    /// step's value: the loop rebinds it, and only after this point. A nested
+    /// loop binds its variable at its header, before its body runs; a binding
+    /// in a branch that does not hold the read (the `if` of an `if`/`else`)
+    /// does not rebind it for the read.
+    pub fn holds_previous_step(&self, t: usize, name: &str, at: usize) -> bool {
+        let mut later = false;
+        for a in self.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name) {
+            let bound = match a.node.kind() {
+                "for_statement" => field!(a.node, "right").map_or(a.node.start_byte(), |r| r.end_byte()),
+                _ => a.node.end_byte(),
+            };
+            let mut block = a.node.parent();
+            while let Some(b) = block.filter(|b| b.kind() != "block") {
+                block = b.parent();
+            }
+            let reaches = block.is_none_or(|b| b.start_byte() <= at && at <= b.end_byte());
+            if bound <= at && !reaches {
+                continue;
+            }
+            if bound <= at {
+                return false;
+            }
+            later = true;
+        }
+        later
+    }
+
     /// Whether loop `t` of kernel `k` is a recurrence: a state carried from step
     /// to step feeds a product (`tl.dot(h, w_hh)`, `tl.sum(h * w)`), either in
     /// registers (a name bound before the loop and rebound inside it, used
@@ -168,19 +196,7 @@ impl<'a> Kernel<'a> {
     pub fn is_recurrence(&self, t: usize, model: &FileModel) -> bool {
         let k = self;
         let src = model.src;
-        // A name read here holds the previous step's value when the loop rebinds
-        // it only after this point.
-        let from_previous_step = |name: &str, at: usize| {
-            let mut rebinds = k.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name);
-            let mut later = false;
-            for a in rebinds.by_ref() {
-                if a.node.end_byte() <= at {
-                    return false;
-                }
-                later = true;
-            }
-            later
-        };
+        let from_previous_step = |name: &str, at: usize| k.holds_previous_step(t, name, at);
         let products = k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum"));
         for call in products {
             let operands: Vec<Node> = if call.is_tl("dot") {

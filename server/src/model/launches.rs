@@ -158,14 +158,20 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
 /// atomically updates), a read name one passed for a pointer it loads. Names
 /// the loop assigns from a written name, or from the result of a call that
 /// launches, are written too (`h = step(x[t], h)`, `h, out = out, h`). The loop
-/// carries state when a written name is read.
+/// carries state when a launch reads a written name as the previous step left
+/// it: not rebound earlier in the same step (`c = F.linear(x_c, w)` before a
+/// kernel that updates `c` in place makes a new `c` every step), or rebound
+/// from a value that itself reads such a name (`h_prev = h.clone()`).
 fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
     let func = &model.host_fns[f];
     let mut written: HashSet<String> = HashSet::new();
-    let mut read: HashSet<String> = HashSet::new();
     let identity: HashMap<String, HashSet<String>> = HashMap::new();
+    // What each launch and launching call reads, and where.
+    let mut reads: Vec<(usize, HashSet<String>)> = Vec::new();
     for &li in func.launches.iter().filter(|&&i| model.launches[i].loops.contains(&l)) {
+        let mut read = HashSet::new();
         launch_flow(model, li, &identity, &mut written, &mut read);
+        reads.push((model.launches[li].node.start_byte(), read));
     }
     let mut launching_calls: Vec<Node> = Vec::new();
     for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
@@ -174,10 +180,14 @@ fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
                 continue;
             }
             launching_calls.push(call.node);
+            let mut read = HashSet::new();
             helper_flow(model, call.node, callee, &identity, 0, &mut written, &mut read);
+            reads.push((call.node.start_byte(), read));
         }
     }
-    // Host assignments inside the loop pass what a launch wrote on to new names.
+    // Host assignments inside the loop pass what a launch wrote on to new
+    // names, and a launch that writes into a view (`h_t = hs[t]`) writes the
+    // tensor it views.
     let in_loop: Vec<_> = func.assigns.iter().filter(|a| a.loops.contains(&l)).collect();
     for _ in 0..3 {
         for a in &in_loop {
@@ -187,9 +197,137 @@ fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
             if from_launch || ids.iter().any(|i| written.contains(i)) {
                 written.insert(a.target.clone());
             }
+            if written.contains(&a.target) {
+                if let Some(base) = view_base(a.value, model.src) {
+                    written.insert(base.to_string());
+                }
+            }
         }
     }
-    written.iter().any(|w| read.contains(w))
+    let flow = StepFlow {
+        model,
+        body: func.loops[l].body,
+        assigns: &in_loop,
+        written: &written,
+        launching_calls: &launching_calls,
+    };
+    reads.iter().any(|(at, names)| names.iter().any(|n| flow.from_previous_step(n, *at, 0)))
+}
+
+/// Methods (and `torch.*` functions of their first argument) whose result may
+/// share memory with the tensor they are called on.
+const VIEW_METHODS: &[&str] = &[
+    "view",
+    "view_as",
+    "reshape",
+    "reshape_as",
+    "transpose",
+    "t",
+    "permute",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "unflatten",
+    "narrow",
+    "select",
+    "expand",
+    "expand_as",
+    "as_strided",
+    "movedim",
+    "moveaxis",
+    "unfold",
+    "split",
+    "chunk",
+    "unbind",
+    "diagonal",
+    "contiguous",
+    "to",
+    "type",
+    "detach",
+    "float",
+    "half",
+    "bfloat16",
+    "swapaxes",
+    "swapdims",
+    "flip",
+    "squeeze_",
+    "unsqueeze_",
+    "view_as_real",
+    "view_as_complex",
+];
+
+/// The name whose memory `value` may view: `x` for `x[t]`, `x.T`,
+/// `x[t].view(...)`, `torch.transpose(x, 0, 1)` or `x` itself; `None` for a
+/// value that is a new tensor (`F.linear(...)`, `x.clone()`, `a + b`).
+fn view_base<'s>(value: Node, src: &'s str) -> Option<&'s str> {
+    let mut node = value;
+    for _ in 0..16 {
+        match node.kind() {
+            "identifier" => return src.get(node.byte_range()),
+            "subscript" => node = field!(node, "value")?,
+            "attribute" => node = field!(node, "object")?,
+            "parenthesized_expression" => node = node.named_child(0)?,
+            "call" => {
+                let function = field!(node, "function")?;
+                if function.kind() != "attribute" {
+                    return None;
+                }
+                let method = src.get(field!(function, "attribute")?.byte_range())?;
+                if !VIEW_METHODS.contains(&method) {
+                    return None;
+                }
+                let object = field!(function, "object")?;
+                node = if src.get(object.byte_range()) == Some("torch") {
+                    field!(node, "arguments")?.named_child(0)?
+                } else {
+                    object
+                };
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Which names hold what the previous step of a host loop left (see [`carries_state`]).
+struct StepFlow<'m, 'a> {
+    model: &'m FileModel<'a>,
+    /// The loop's body: an assignment that is a statement of it runs on every step.
+    body: Node<'a>,
+    /// The assignments inside the loop, in document order.
+    assigns: &'m [&'m super::Assign<'a>],
+    written: &'m HashSet<String>,
+    launching_calls: &'m [Node<'a>],
+}
+
+impl StepFlow<'_, '_> {
+    /// Whether `name`, read at byte `at` inside the loop, can hold a value a
+    /// launch wrote on an earlier step.
+    fn from_previous_step(&self, name: &str, at: usize, depth: usize) -> bool {
+        if !self.written.contains(name) {
+            return false;
+        }
+        let binds: Vec<&&super::Assign> = self.assigns.iter().filter(|a| a.target == name).collect();
+        // Rebound only in a branch or a nested loop, or updated in place
+        // (`h += ...`): what the step reads may be last step's.
+        let every_step = |a: &super::Assign| {
+            !a.augmented && a.node.parent().and_then(|p| p.parent()).is_some_and(|b| b.id() == self.body.id())
+        };
+        if depth > 4 || binds.iter().any(|a| !every_step(a)) {
+            return true;
+        }
+        let Some(last) = binds.iter().filter(|a| a.node.end_byte() <= at).last() else {
+            // Not rebound before this read in the step: the value of the step before.
+            return true;
+        };
+        // A value made by a launching call: that call's own reads are looked at where it is.
+        if self.launching_calls.iter().any(|c| contains(last.value, *c)) {
+            return false;
+        }
+        let mut ids = Vec::new();
+        collect_identifiers(last.value, self.model.src, &mut ids);
+        ids.iter().any(|i| self.from_previous_step(i, last.node.start_byte(), depth + 1))
+    }
 }
 
 fn contains(outer: Node, inner: Node) -> bool {

@@ -30,11 +30,13 @@ The loop is recognised by what it does, not by its name: its bound comes
 from a tensor's shape, or its variable indexes an input tensor. A loop over
 layers (`range(self.num_layers)`) alone is not a time loop. And it must carry
 state from one step's launch to the next: a tensor that a launch writes is
-read by a launch of a later step (the hidden state `h`, in place or through
-`h = step(x[t], h)`). A loop whose launches are independent (copying a list
-of tensors into slices of one output, chunking a long axis to stay under
-the grid limit, one launch per expert) is not the mistake: each launch could
-run concurrently.
+read by a launch of a later step (the hidden state `h`, in place, through
+`h = step(x[t], h)`, or through a new view of the same tensor each step,
+`prev = states[t - 1]`). A loop whose launches are independent (copying a
+list of tensors into slices of one output, chunking a long axis to stay
+under the grid limit, one launch per expert, a loss computed chunk by chunk
+where each chunk's logits are a new tensor that a kernel updates in place)
+is not the mistake: each launch could run concurrently.
 
 ## Why is this bad?
 Every launch costs a few microseconds of CPU and a round of GPU scheduling,

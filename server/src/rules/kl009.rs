@@ -23,7 +23,9 @@ const DOC: &str = r#"# KL009 input-projection-in-time-loop
 Inside a kernel's time loop, finds a `tl.dot` (or a `tl.sum` of products)
 whose operand is loaded from an input indexed by the time step, from a
 buffer the loop does not write: the input projection `x_t @ W_ih`, computed
-step by step.
+step by step. A product whose other operand is the carried state
+(`h = tl.dot(h, m_t) + e_t`, a chunked linear recurrence) depends on the
+previous step and is not reported.
 
 ## Why is this bad?
 The input projection does not depend on the hidden state: for all steps it
@@ -80,6 +82,12 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 } else {
                     call.arg(0, "input").filter(|a| model.text(*a).contains('*')).into_iter().collect()
                 };
+                // A product that reads the carried state (`tl.dot(h, m_t)` of a
+                // chunked linear recurrence) is the recurrence itself, not a projection.
+                let at = call.node.start_byte();
+                if operands.iter().any(|o| k.deps_before(*o, src, at).iter().any(|n| k.holds_previous_step(t, n, at))) {
+                    continue;
+                }
                 let hit = operands.iter().find_map(|o| {
                     let deps = k.deps_before(*o, src, call.node.start_byte());
                     inputs.iter().find(|b| deps.contains(b.as_str())).cloned()
