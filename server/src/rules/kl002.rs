@@ -56,6 +56,11 @@ offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
 ...
 grid = (triton.cdiv(B, BLOCK_B), triton.cdiv(H, BLOCK_N))
 ```
+A loop that carries a value from one tile to the next (a chunked
+recurrence) or whose inner loop adds into memory that other tiles also
+update (`dq` in a causal attention backward) is not reported: a grid axis
+would break it.
+
 If the loop sits inside a time loop that carries state through global
 memory, the programs of the new axis must also wait for each other between
 steps (a grid-wide barrier), or the rewrite creates the KL003 race.
@@ -86,6 +91,20 @@ fn carries_state(model: &FileModel, k: &Kernel, l: usize) -> bool {
         let mut ids = Vec::new();
         collect_identifiers(first.value, model.src, &mut ids);
         ids.contains(&a.target) || reads_before(model, lp.body, &a.target, first.node.start_byte())
+    })
+}
+
+/// Whether a loop nested in loop `l` reads and writes back the same memory
+/// (`dq = tl.load(dq_ptrs)` ... `tl.store(dq_ptrs, dq)`): an accumulation
+/// whose rows other iterations of `l` may also add to, as a causal attention
+/// backward does for the query gradient. A grid axis over `l` would race on them.
+fn accumulates_in_memory(model: &FileModel, k: &Kernel, l: usize) -> bool {
+    let pointer = |c: &crate::model::KCall, name: &str| {
+        c.is_tl(name).then(|| c.arg(0, "pointer").map(|p| model.text(p).trim().to_string())).flatten()
+    };
+    (0..k.loops.len()).filter(|&i| i != l && loop_within(&k.loops, i, l)).any(|i| {
+        let loads: Vec<String> = k.calls_in_loop(i).filter_map(|c| pointer(c, "load")).collect();
+        k.calls_in_loop(i).filter_map(|c| pointer(c, "store")).any(|s| loads.contains(&s))
     })
 }
 
@@ -142,7 +161,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             // A chunked recurrence (`for i_t in range(NT)` carrying `b_h`): a grid axis would break it.
-            if carries_state(model, k, l) {
+            if carries_state(model, k, l) || accumulates_in_memory(model, k, l) {
                 continue;
             }
             // Other grid axes give the programs parallelism; walking one dimension

@@ -185,6 +185,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
             "tanh" => " Use `2 * tl.sigmoid(2 * x) - 1` or `libdevice.tanh`.",
             "relu" => " Use `tl.maximum(x, 0.0)`.",
             "pow" | "power" => " Use `libdevice.pow` or `tl.exp2(tl.log2(x) * y)` for positive x.",
+            "constexpr_function" => " It is `triton.constexpr_function` in recent Triton.",
             "libdevice" => " It moved: `from triton.language.extra import libdevice`.",
             "advance" => " Block pointers are gone from this Triton (`tl.make_block_ptr` raises too): use `tl.make_tensor_descriptor`.",
             "_experimental_descriptor_load" | "_experimental_descriptor_store" | "_experimental_make_tensor_descriptor" => {

@@ -90,7 +90,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
                 let hit = operands.iter().find_map(|o| {
                     let deps = k.deps_before(*o, src, call.node.start_byte());
-                    inputs.iter().find(|b| deps.contains(b.as_str())).cloned()
+                    inputs.iter().filter(|b| deps.contains(b.as_str())).min().cloned()
                 });
                 let Some(input) = hit else { continue };
                 let message = format!(
