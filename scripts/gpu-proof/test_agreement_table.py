@@ -30,6 +30,18 @@ class PrintedRounds(unittest.TestCase):
                 self.assertAlmostEqual(a["kernelbench"]["speedup"], b["kernelbench"]["speedup"], delta=0.006)
                 self.assertAlmostEqual(a["kernel_lsp"]["speedup"], b["kernel_lsp"]["speedup"], delta=0.006)
 
+    def test_the_printed_lines_of_runs_7_to_9_match_their_json(self):
+        # run8's time limit stopped it after round 7 of 9: its printed lines and JSON both hold 7
+        for run in ("run7", "run8", "run9"):
+            from_json = {r["pair"]: r["runs"] for r in agreement_table.pooled([rounds(run + ".json")])}
+            from_text = {r["pair"]: r["runs"] for r in agreement_table.pooled([rounds(run + ".txt")])}
+            self.assertEqual(sorted(from_json), sorted(from_text), run)
+            for pair, runs in from_json.items():
+                self.assertEqual(len(runs), len(from_text[pair]), (run, pair))
+                for a, b in zip(runs, from_text[pair]):
+                    self.assertAlmostEqual(a["kernelbench"]["speedup"], b["kernelbench"]["speedup"], delta=0.006)
+                    self.assertAlmostEqual(a["kernel_lsp"]["speedup"], b["kernel_lsp"]["speedup"], delta=0.006)
+
     def test_incorrect_verdicts_and_reasons_are_read(self):
         recs = {r["pair"]: r for r in agreement_table.pooled([rounds("run3.txt")])}
         sib = recs["relu_sibling.py vs reference.py"]["runs"]
@@ -56,7 +68,8 @@ class PrintedRounds(unittest.TestCase):
         out = io.StringIO()
         with redirect_stdout(out):
             agreement_table.main([rounds(f) for f in ("run1.json", "run2.json", "run3.json", "run4.json",
-                                                      "run5.txt", "run6.txt")]
+                                                      "run5.txt", "run6.txt", "run7.json", "run8.json",
+                                                      "run9.json")]
                                  + ["--exclude", "run1.json:lstm_bidir_persistent.py",
                                     "--exclude", "run2.json:gru_bidir_persistent.py",
                                     "--exclude", "run2.json:gru_bidir_hidden_persistent.py"])
