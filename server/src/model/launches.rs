@@ -249,7 +249,6 @@ const VIEW_METHODS: &[&str] = &[
     "bfloat16",
     "swapaxes",
     "swapdims",
-    "flip",
     "squeeze_",
     "unsqueeze_",
     "view_as_real",
