@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::dataflow::collect_identifiers;
-use super::{loop_within, Assign, FileModel, Loop, LoopKind};
+use super::{loop_within, range_of, Assign, FileModel, Loop, LoopKind};
 use crate::text::TextRange;
 
 #[derive(Debug, Clone)]
@@ -174,7 +174,7 @@ impl<'a> Kernel<'a> {
             while let Some(b) = block.filter(|b| b.kind() != "block") {
                 block = b.parent();
             }
-            let reaches = block.is_none_or(|b| b.start_byte() <= at && at <= b.end_byte());
+            let reaches = block.is_none_or(|b| range_of(b).contains(at));
             if bound <= at && !reaches {
                 continue;
             }

@@ -83,9 +83,7 @@ fn replacement(name: &str, tl: &str, args: &[&str]) -> Option<String> {
 /// AttributeError. Code that supports several Triton versions does this.
 fn guarded(attr: Node, name: &str, src: &str) -> bool {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
-    let within = |inner: Node, outer: Option<Node>| {
-        outer.is_some_and(|o| o.start_byte() <= inner.start_byte() && inner.end_byte() <= o.end_byte())
-    };
+    let within = |inner: Node, outer: Option<Node>| outer.is_some_and(|o| range_of(o).contains_range(range_of(inner)));
     let checks = |cond: Option<Node>| {
         cond.map(text).is_some_and(|c| {
             c.contains("hasattr(") && (c.contains(&format!("'{name}'")) || c.contains(&format!("\"{name}\"")))
