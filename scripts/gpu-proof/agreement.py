@@ -8,10 +8,14 @@ verdicts, KernelBench's speedup, kernel-lsp's KernelBench-method speedup, and
 their ratio. With `--rounds N` every pair is evaluated N times by each tool,
 each evaluation in a new process, alternating which tool goes first, and the
 speedups are compared as medians; `--pin CPU` runs everything on one core, so
-the launch-bound references see the same host in both tools.
+the launch-bound references see the same host in both tools. With `--kb-twice`
+each round also runs KernelBench's evaluator a second time, in its own new
+process (records: `kernelbench_again`), the three evaluations in rotating
+order: how close KernelBench comes to itself, back to back, is the floor for
+how close any other tool can come to it.
 
     python agreement.py --kernelbench /path/to/KernelBench --kernel-lsp /path/to/kernel-lsp \
-        [--examples examples/recurrent] [--out DIR] [--rounds N] [--pin CPU] [--only a.py,b.py]
+        [--examples examples/recurrent] [--out DIR] [--rounds N] [--pin CPU] [--only a.py,b.py] [--kb-twice]
 
 Pairs: every candidate in examples/recurrent/ against the KernelBench level-3
 task it targets, and the borderline candidates in borderline/ against
@@ -247,6 +251,9 @@ def main():
                         "speedups are compared as medians over the rounds")
     p.add_argument("--pin", type=int, help="run both tools on this one CPU core (sched_setaffinity, inherited "
                                            "by every process they start)")
+    p.add_argument("--kb-twice", action="store_true",
+                   help="per round, KernelBench's evaluator twice (two new processes) besides kernel-lsp, the "
+                        "three in rotating order: how far KernelBench's own back-to-back figures lie apart")
     p.add_argument("--kb-one", nargs=4, metavar=("REF", "CAND", "OUT", "LOG"), help=argparse.SUPPRESS)
     args = p.parse_args()
     args.kernelbench, args.kernel_lsp = os.path.abspath(args.kernelbench), os.path.abspath(args.kernel_lsp)
@@ -271,17 +278,28 @@ def main():
     runs = {name: [] for name, _, _ in todo}
     for rnd in range(args.rounds):
         for name, ref, cand in todo:
-            # alternate which tool goes first, so a drift over time favours neither
-            order = ("kb", "kl") if rnd % 2 == 0 else ("kl", "kb")
+            # alternate which tool goes first, so a drift over time favours neither; with
+            # --kb-twice the three evaluations rotate, so each takes each place once in three rounds
+            if args.kb_twice:
+                order = [("kb", "kb2", "kl"), ("kl", "kb", "kb2"), ("kb2", "kl", "kb")][rnd % 3]
+            else:
+                order = ("kb", "kl") if rnd % 2 == 0 else ("kl", "kb")
             got = {}
             for tool in order:
-                got[tool] = (kernelbench_in_fresh_process(args, ref, cand, log_path) if tool == "kb"
-                             else kernel_lsp_verdict(args.kernel_lsp, ref, cand))
+                got[tool] = (kernel_lsp_verdict(args.kernel_lsp, ref, cand) if tool == "kl"
+                             else kernelbench_in_fresh_process(args, ref, cand, log_path))
             kb, kl = got["kb"], got["kl"]
-            runs[name].append({"round": rnd + 1, "first": order[0], "kernelbench": kb, "kernel_lsp": kl})
+            record = {"round": rnd + 1, "first": order[0], "kernelbench": kb, "kernel_lsp": kl}
+            if "kb2" in got:
+                record["order"], record["kernelbench_again"] = list(order), got["kb2"]
+            runs[name].append(record)
             print(f"round {rnd + 1} {name}: KB {verdict(kb['correct'])} {fmt(kb.get('speedup'))} "
                   f"({kb['seconds']:.0f} s) · kernel-lsp {verdict(kl['correct'])} {fmt(kl.get('speedup'))} "
                   f"({kl['seconds']:.0f} s) {kl['why']} {kb.get('why', '')}", flush=True)
+            if "kb2" in got:
+                kb2 = got["kb2"]
+                print(f"again round {rnd + 1} {name}: KB {verdict(kb2['correct'])} {fmt(kb2.get('speedup'))} "
+                      f"({kb2['seconds']:.0f} s) order {'-'.join(order)}", flush=True)
             # after every pair: a run cut short (a device call's time limit) keeps what it measured
             save_records(args.out, [summarize(n, runs[n]) for n, _, _ in todo if runs[n]])
     records, rows = [], []
