@@ -77,5 +77,56 @@ class PrintedRounds(unittest.TestCase):
             self.assertEqual(out.getvalue(), f.read())
 
 
+def twice_round(rnd, kb, again, kl, order=("kb", "kb2", "kl")):
+    return {"round": rnd, "first": order[0], "order": list(order),
+            "kernelbench": {"correct": True, "speedup": kb, "seconds": 10},
+            "kernelbench_again": {"correct": True, "speedup": again, "seconds": 10},
+            "kernel_lsp": {"correct": True, "speedup": kl, "seconds": 20, "why": ""}}
+
+
+class KernelBenchAgainstItself(unittest.TestCase):
+    def test_resampling_a_constant_figure_always_agrees_and_a_wide_one_rarely(self):
+        self.assertEqual(agreement_table.self_agreement([2.0, 2.0, 2.0]), 1.0)
+        self.assertLess(agreement_table.self_agreement([1.0, 2.0, 4.0, 8.0, 16.0]), 0.5)
+        # seeded: the same rounds give the same share
+        rounds = [29.4, 31.5, 26.2, 34.3, 28.6]
+        self.assertEqual(agreement_table.self_agreement(rounds), agreement_table.self_agreement(rounds))
+
+    def test_kb_twice_rounds_get_their_own_table(self):
+        import json
+        import tempfile
+        recs = [{"pair": "a.py vs ref.py", "runs": [twice_round(1, 10.0, 10.4, 9.0),
+                                                    twice_round(2, 12.0, 11.0, 12.5, ("kl", "kb", "kb2")),
+                                                    twice_round(3, 11.0, 12.0, 11.2, ("kb2", "kl", "kb"))]}]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "agreement.json")
+            with open(path, "w") as f:
+                json.dump(recs, f)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                agreement_table.main([path])
+        text = out.getvalue()
+        # medians: KB 11.0, again 11.0, kernel-lsp 11.2
+        self.assertIn("| a.py vs ref.py | 3 | 10.00x / 12.00x / 11.00x | 10.40x / 11.00x / 12.00x | "
+                      "9.00x / 12.50x / 11.20x | 11.00x | 11.00x | 11.20x | 1.000 | 1.018 | 1.018 |", text)
+        self.assertIn("KernelBench's two evaluations within 5% of each other: 1 of 1 timed pairs; "
+                      "kernel-lsp within 5% of both: 1 of 1", text)
+
+    def test_printed_again_lines_are_read(self):
+        import tempfile
+        lines = ("round 1 a.py vs ref.py: KB correct 10.00x (9 s) · kernel-lsp correct 9.50x (20 s)  \n"
+                 "again round 1 a.py vs ref.py: KB correct 10.60x (8 s) order kb-kb2-kl\n"
+                 "round 2 a.py vs ref.py: KB correct 11.00x (9 s) · kernel-lsp correct 10.50x (21 s)  \n"
+                 "again round 2 a.py vs ref.py: KB correct 11.20x (8 s) order kl-kb-kb2\n")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "agreement.txt")
+            with open(path, "w") as f:
+                f.write(lines)
+            runs = agreement_table.records_of_text(path)[0]["runs"]
+        self.assertEqual([r["kernelbench_again"]["speedup"] for r in runs], [10.6, 11.2])
+        self.assertEqual(runs[1]["order"], ["kl", "kb", "kb2"])
+        self.assertEqual(runs[1]["first"], "kl")
+
+
 if __name__ == "__main__":
     unittest.main()
