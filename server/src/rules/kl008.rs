@@ -98,6 +98,28 @@ fn walks_tiles(model: &FileModel, k: &Kernel, l: usize) -> bool {
     })
 }
 
+/// The loops a multiply-accumulate sums over: those around it, less the ones
+/// that also hold the accumulator's last fresh start before it (`acc =
+/// tl.zeros(...)` inside `for row in ...` begins a new sum per row) and
+/// grid-stride loops (each pass is another program's output, not a term).
+fn accumulating_loops(model: &FileModel, k: &Kernel, mac: &crate::model::Assign) -> Vec<usize> {
+    let start = k
+        .assigns
+        .iter()
+        .filter(|b| b.target == mac.target && !b.augmented && b.node.end_byte() <= mac.node.start_byte())
+        .rfind(|b| {
+            let mut ids = Vec::new();
+            collect_identifiers(b.value, model.src, &mut ids);
+            !ids.contains(&b.target)
+        });
+    mac.loops
+        .iter()
+        .copied()
+        .filter(|l| !start.is_some_and(|s| s.loops.contains(l)))
+        .filter(|&l| !k.is_grid_stride(l, model.src))
+        .collect()
+}
+
 /// The first `a * b` in an expression (the multiply of `acc += a * b` or `acc = acc + a * b`).
 fn find_product(node: Node) -> Option<Node> {
     let mut found = None;
@@ -130,20 +152,21 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             if !is_mac {
                 continue;
             }
-            if !is_window_times_weights(model, k, a.value, &a.loops) {
+            let nest = accumulating_loops(model, k, a);
+            if nest.len() < 2 || !is_window_times_weights(model, k, a.value, &nest) {
                 continue;
             }
             let innermost = *a.loops.last().unwrap_or(&0);
             if !k.calls_in_loop(innermost).any(|c| c.is_tl("load")) {
                 continue;
             }
-            let root = a.loops[0];
+            let root = nest[0];
             if reported_roots.contains(&root) {
                 continue;
             }
             reported_roots.push(root);
             let vars: Vec<String> =
-                a.loops.iter().filter_map(|&l| k.loops[l].var.clone()).map(|v| format!("`{v}`")).collect();
+                nest.iter().filter_map(|&l| k.loops[l].var.clone()).map(|v| format!("`{v}`")).collect();
             let message = format!(
                 "scalar multiply-accumulate loops over {} in `{}` with no `tl.dot`: nothing runs on the tensor cores. Keep PyTorch's convolution (cuDNN) with a fused Triton epilogue, or write an implicit GEMM with `tl.dot`",
                 vars.join(", "),

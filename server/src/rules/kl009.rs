@@ -25,7 +25,10 @@ whose operand is loaded from an input indexed by the time step, from a
 buffer the loop does not write: the input projection `x_t @ W_ih`, computed
 step by step. A product whose other operand is the carried state
 (`h = tl.dot(h, m_t) + e_t`, a chunked linear recurrence) depends on the
-previous step and is not reported.
+previous step and is not reported; nor is one whose other operand changes
+with the step too (two tiles of the same chunk) or is made in the kernel
+(`tl.full(..., 1)` for a row sum): the projection multiplies each step's
+input by weights every step reads.
 
 ## Why is this bad?
 The input projection does not depend on the hidden state: for all steps it
@@ -88,8 +91,47 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 if operands.iter().any(|o| k.deps_before(*o, src, at).iter().any(|n| k.holds_previous_step(t, n, at))) {
                     continue;
                 }
-                let hit = operands.iter().find_map(|o| {
-                    let deps = k.deps_before(*o, src, call.node.start_byte());
+                // The projection multiplies the step's input by something every step
+                // shares (the weights); when both factors change with the step
+                // (`tl.dot(v_c, tl.trans(g_c))` of one chunk's own rows) there is no
+                // one GEMM for all steps to hoist.
+                let (factors, per_step): (Vec<_>, Vec<bool>) = if call.is_tl("dot") {
+                    let f = operands.clone();
+                    let p = f.iter().map(|o| k.deps_before(*o, src, at).contains(var.as_str())).collect();
+                    (f, p)
+                } else {
+                    let product = operands.first().copied().and_then(|o| {
+                        let mut o = o;
+                        while o.kind() == "parenthesized_expression" {
+                            o = o.named_child(0)?;
+                        }
+                        (o.kind() == "binary_operator").then_some(o)
+                    });
+                    match product.and_then(|p| Some((p.child_by_field_name("left")?, p.child_by_field_name("right")?)))
+                    {
+                        Some((l, r)) => {
+                            let f = vec![l, r];
+                            let p = f.iter().map(|o| k.deps_before(*o, src, at).contains(var.as_str())).collect();
+                            (f, p)
+                        }
+                        None => (operands.clone(), vec![false; operands.len()]),
+                    }
+                };
+                // ... and the shared factor is read from memory (weights), not made in
+                // the kernel: a product by `tl.full(..., 1)` is a row sum.
+                let from_memory = |o: &tree_sitter::Node| {
+                    model.text(*o).contains("load(")
+                        || k.deps_before(*o, src, at)
+                            .iter()
+                            .any(|n| k.assigns.iter().any(|a| &a.target == n && model.text(a.value).contains("load(")))
+                };
+                let hit = factors.iter().enumerate().find_map(|(i, o)| {
+                    let deps = k.deps_before(*o, src, at);
+                    let others_shared = per_step.iter().enumerate().all(|(j, p)| j == i || !p)
+                        && factors.iter().enumerate().any(|(j, f)| j != i && from_memory(f));
+                    if !others_shared {
+                        return None;
+                    }
                     inputs.iter().filter(|b| deps.contains(b.as_str())).min().cloned()
                 });
                 let Some(input) = hit else { continue };
