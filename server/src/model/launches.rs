@@ -333,11 +333,16 @@ fn contains(outer: Node, inner: Node) -> bool {
     outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
 }
 
-/// The host names behind an argument: its identifiers, mapped through `names`
+/// The host names behind an argument: the tensor it views, else its identifiers, mapped through `names`
 /// (a helper's parameter -> the caller's names) when it is a helper's parameter.
 fn arg_names(model: &FileModel, arg: Node, names: &HashMap<String, HashSet<String>>) -> HashSet<String> {
+    // A view of a tensor (`y[n]`, `out[lo:hi]`, `h.view(...)`) passes that tensor's
+    // memory; the names that index it (`n`, `lo`) are not memory the kernel touches.
     let mut ids = Vec::new();
-    collect_identifiers(arg, model.src, &mut ids);
+    match view_base(arg, model.src) {
+        Some(base) => ids.push(base.to_string()),
+        None => collect_identifiers(arg, model.src, &mut ids),
+    }
     let mut out = HashSet::new();
     for id in ids {
         match names.get(&id) {
