@@ -328,9 +328,14 @@ impl<'m, 'a> Walker<'m, 'a> {
                 }
             }
         }
-        // Header expressions belong to the enclosing loops.
+        // Header expressions belong to the enclosing loops, but for a `while` in
+        // host code: its condition runs every iteration (`while flag.item():` waits
+        // for the GPU each time round), so it belongs to the loop itself.
+        let condition_each_step = matches!(scope, Scope::Host(_)) && node.kind() == "while_statement";
         for part in [field!(node, "right"), field!(node, "condition")].into_iter().flatten() {
-            self.visit(part, scope, loops, class, depth + 1);
+            if !(condition_each_step && node.child_by_field_name("condition") == Some(part)) {
+                self.visit(part, scope, loops, class, depth + 1);
+            }
         }
         let idx = match scope {
             Scope::Host(f) => {
@@ -355,6 +360,11 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
         };
         loops.push(idx);
+        if condition_each_step {
+            if let Some(condition) = field!(node, "condition") {
+                self.visit(condition, scope, loops, class, depth + 1);
+            }
+        }
         self.visit(body, scope, loops, class, depth + 1);
         loops.pop();
         if let Some(alt) = field!(node, "alternative") {
