@@ -69,7 +69,7 @@ class PrintedRounds(unittest.TestCase):
         with redirect_stdout(out):
             agreement_table.main([rounds(f) for f in ("run1.json", "run2.json", "run3.json", "run4.json",
                                                       "run5.txt", "run6.txt", "run7.json", "run8.json",
-                                                      "run9.json")]
+                                                      "run9.json", "run10.json", "run11.json", "run12.json")]
                                  + ["--exclude", "run1.json:lstm_bidir_persistent.py",
                                     "--exclude", "run2.json:gru_bidir_persistent.py",
                                     "--exclude", "run2.json:gru_bidir_hidden_persistent.py"])
