@@ -332,10 +332,10 @@ impl<'m, 'a> Walker<'m, 'a> {
         // host code: its condition runs every iteration (`while flag.item():` waits
         // for the GPU each time round), so it belongs to the loop itself.
         let condition_each_step = matches!(scope, Scope::Host(_)) && node.kind() == "while_statement";
-        for part in [field!(node, "right"), field!(node, "condition")].into_iter().flatten() {
-            if !(condition_each_step && node.child_by_field_name("condition") == Some(part)) {
-                self.visit(part, scope, loops, class, depth + 1);
-            }
+        let condition = field!(node, "condition");
+        let before = if condition_each_step { None } else { condition };
+        for part in [field!(node, "right"), before].into_iter().flatten() {
+            self.visit(part, scope, loops, class, depth + 1);
         }
         let idx = match scope {
             Scope::Host(f) => {
@@ -360,10 +360,8 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
         };
         loops.push(idx);
-        if condition_each_step {
-            if let Some(condition) = field!(node, "condition") {
-                self.visit(condition, scope, loops, class, depth + 1);
-            }
+        if let Some(condition) = condition.filter(|_| condition_each_step) {
+            self.visit(condition, scope, loops, class, depth + 1);
         }
         self.visit(body, scope, loops, class, depth + 1);
         loops.pop();

@@ -95,44 +95,40 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 // shares (the weights); when both factors change with the step
                 // (`tl.dot(v_c, tl.trans(g_c))` of one chunk's own rows) there is no
                 // one GEMM for all steps to hoist.
-                let (factors, per_step): (Vec<_>, Vec<bool>) = if call.is_tl("dot") {
-                    let f = operands.clone();
-                    let p = f.iter().map(|o| k.deps_before(*o, src, at).contains(var.as_str())).collect();
-                    (f, p)
+                let factors: Vec<tree_sitter::Node> = if call.is_tl("dot") {
+                    operands.clone()
                 } else {
-                    let product = operands.first().copied().and_then(|o| {
-                        let mut o = o;
-                        while o.kind() == "parenthesized_expression" {
-                            o = o.named_child(0)?;
-                        }
-                        (o.kind() == "binary_operator").then_some(o)
-                    });
-                    match product.and_then(|p| Some((p.child_by_field_name("left")?, p.child_by_field_name("right")?)))
-                    {
-                        Some((l, r)) => {
-                            let f = vec![l, r];
-                            let p = f.iter().map(|o| k.deps_before(*o, src, at).contains(var.as_str())).collect();
-                            (f, p)
-                        }
-                        None => (operands.clone(), vec![false; operands.len()]),
+                    // `tl.sum(a * b)`: the factors of the product.
+                    let mut o = operands.first().copied();
+                    while let Some(p) = o.filter(|p| p.kind() == "parenthesized_expression") {
+                        o = p.named_child(0);
                     }
+                    o.filter(|p| p.kind() == "binary_operator")
+                        .and_then(|p| Some(vec![p.child_by_field_name("left")?, p.child_by_field_name("right")?]))
+                        .unwrap_or_default()
                 };
+                let deps: Vec<_> = factors.iter().map(|f| k.deps_before(*f, src, at)).collect();
+                let per_step: Vec<bool> = deps.iter().map(|d| d.contains(var.as_str())).collect();
                 // ... and the shared factor is read from memory (weights), not made in
                 // the kernel: a product by `tl.full(..., 1)` is a row sum.
-                let from_memory = |o: &tree_sitter::Node| {
-                    model.text(*o).contains("load(")
-                        || k.deps_before(*o, src, at)
-                            .iter()
-                            .any(|n| k.assigns.iter().any(|a| &a.target == n && model.text(a.value).contains("load(")))
-                };
-                let hit = factors.iter().enumerate().find_map(|(i, o)| {
-                    let deps = k.deps_before(*o, src, at);
-                    let others_shared = per_step.iter().enumerate().all(|(j, p)| j == i || !p)
-                        && factors.iter().enumerate().any(|(j, f)| j != i && from_memory(f));
-                    if !others_shared {
+                let from_memory: Vec<bool> = factors
+                    .iter()
+                    .zip(&deps)
+                    .map(|(f, d)| {
+                        model.text(*f).contains("load(")
+                            || d.iter().any(|n| {
+                                k.assigns.iter().any(|a| &a.target == n && model.text(a.value).contains("load("))
+                            })
+                    })
+                    .collect();
+                let hit = (0..factors.len()).find_map(|i| {
+                    let others = (0..factors.len()).filter(|&j| j != i);
+                    let shared_weights =
+                        others.clone().all(|j| !per_step[j]) && others.into_iter().any(|j| from_memory[j]);
+                    if !shared_weights {
                         return None;
                     }
-                    inputs.iter().filter(|b| deps.contains(b.as_str())).min().cloned()
+                    inputs.iter().filter(|b| deps[i].contains(b.as_str())).min().cloned()
                 });
                 let Some(input) = hit else { continue };
                 let message = format!(
