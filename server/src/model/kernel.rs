@@ -83,8 +83,13 @@ impl<'a> Kernel<'a> {
     }
 
     /// A loop that walks tiles: its step, or a factor its variable is
-    /// multiplied by, is a `tl.constexpr` block size.
-    pub fn is_tile_loop(&self, l: usize, src: &str) -> bool {
+    /// multiplied by, is a `tl.constexpr` block size. A factor alone is not
+    /// enough when the loop is a recurrence whose bound does not involve it:
+    /// `for t in range(T): ... x_ptr + t * H + cols` walks time steps of a
+    /// row `H` wide (`tl.arange(0, H)` makes `H` a constexpr), where a tile
+    /// walk's bound is counted in its blocks (`tl.cdiv(N, BLOCK)`, `N // BLOCK`).
+    pub fn is_tile_loop(&self, l: usize, model: &FileModel) -> bool {
+        let src = model.src;
         let lp = &self.loops[l];
         if let Some(step) = lp.step {
             let mut ids = Vec::new();
@@ -94,7 +99,27 @@ impl<'a> Kernel<'a> {
             }
         }
         let Some(var) = &lp.var else { return false };
-        self.products.iter().any(|(a, b)| (a == var && self.is_constexpr(b)) || (b == var && self.is_constexpr(a)))
+        let factors: Vec<&String> = self
+            .products
+            .iter()
+            .filter_map(|(a, b)| {
+                if a == var && self.is_constexpr(b) {
+                    Some(b)
+                } else if b == var && self.is_constexpr(a) {
+                    Some(a)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        if factors.is_empty() {
+            return false;
+        }
+        let bound: HashSet<String> = match lp.stop.or(lp.head) {
+            Some(stop) => self.deps(stop, src),
+            None => HashSet::new(),
+        };
+        factors.iter().any(|f| bound.contains(f.as_str())) || !self.is_recurrence(l, model)
     }
 
     /// Whether the loop's variable starts from, or strides by, the grid (a
@@ -135,7 +160,7 @@ impl<'a> Kernel<'a> {
     pub fn time_loops(&self, model: &FileModel) -> Vec<usize> {
         let src = model.src;
         let candidate = |l: usize| {
-            !self.is_tile_loop(l, src)
+            !self.is_tile_loop(l, model)
                 && !self.loop_follows_grid(l, src)
                 && self.calls_in_loop(l).any(|c| c.is_tl("store"))
                 && self.calls_in_loop(l).any(|c| c.is_tl("load"))

@@ -136,7 +136,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in model.checked_kernels() {
         for (l, lp) in k.loops.iter().enumerate() {
             let Some(var) = &lp.var else { continue };
-            if !k.is_tile_loop(l, src) || k.loop_follows_grid(l, src) {
+            if !k.is_tile_loop(l, model) || k.loop_follows_grid(l, src) {
                 continue;
             }
             let offsets_store = k
