@@ -23,6 +23,10 @@ pair it runs, for R rounds, each in a new process and in rotating order:
      the kernel-lsp binary in place of the harness (`--python` names a small
      wrapper): the environment, process group, pipes, affinity and parent
      that `kernel-lsp bench` gives the harness, with KernelBench's flow.
+  f  the harness run as a script (`python HARNESS run ARGV`, the argv the binary
+     gives it, the binary's cached copy when there is one), started by this
+     Python driver as agreement.py starts KernelBench: `kernel-lsp bench`
+     without the binary.
   e  one process that runs both whole flows alternately (KernelBench's
      evaluator and the harness's run_benchmark, in the order given by
      --mixed-order, flipped every other round): the flows side by side in one
@@ -58,7 +62,7 @@ SEED = 42
 # (server/src/bench/mod.rs harness_args, config.rs defaults)
 BENCH_FLAGS = ["--profile", "kernelbench", "--precision", "fp32", "--atol", "0.01", "--rtol", "0.01",
                "--trials", "5", "--warmup", "10", "--repeats", "50"]
-DEFAULT_SECONDS = {"a": 15, "b": 30, "c": 50, "d": 18, "e": 50}
+DEFAULT_SECONDS = {"a": 15, "b": 30, "c": 50, "d": 18, "e": 50, "f": 30}
 
 
 # ---------------------------------------------------------------- small helpers
@@ -371,6 +375,25 @@ def run_mode(opts, ag, mode, rnd, wrapper):
             res = {"failed": True, "stdout": proc.stdout[-2000:], "stderr": proc.stderr[-2000:]}
         rec.update(ref_ms=res.get("kernelbench_ref_ms"), new_ms=res.get("kernelbench_new_ms"),
                    speedup=res.get("kernelbench_speedup"), correct=res.get("correct"), detail=res)
+    elif mode == "f":
+        harness = cached_harness(opts.harness)
+        proc = subprocess.run([sys.executable, harness, "run", *harness_argv(ref, cand)], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL)
+        res = {}
+        for line in proc.stdout.splitlines():
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("type") == "result":
+                res = msg
+        keep = {k: res.get(k) for k in ("kernelbench_ref_ms", "kernelbench_new_ms", "kernelbench_speedup",
+                                        "graph_ref_ms", "ref_ms", "new_ms", "speedup", "phase_s", "pid", "error")}
+        keep["harness"], keep["exit"] = harness, proc.returncode
+        if not res:
+            keep["stderr_tail"] = proc.stderr[-2000:]
+        rec.update(ref_ms=res.get("kernelbench_ref_ms"), new_ms=res.get("kernelbench_new_ms"),
+                   speedup=res.get("kernelbench_speedup"), correct=res.get("correct"), detail=keep)
     elif mode == "e":
         order = opts.mixed_order if rnd % 2 == 1 else opts.mixed_order.translate(str.maketrans("KH", "HK"))
         r = child(opts, ["--mixed-one", *common_child_args(opts), "--mixed-order", order],
@@ -384,6 +407,13 @@ def run_mode(opts, ag, mode, rnd, wrapper):
         rec.update(correct=all(f.get("correct") for f in flows) if flows else None, detail=r)
     rec["seconds"] = time.time() - started
     return rec
+
+
+def cached_harness(fallback):
+    """The copy of harness.py the binary wrote (same text), else the repository's."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ.get("HOME", "/tmp"), ".cache")
+    path = os.path.join(base, "kernel-lsp", f"harness-{sha256(fallback)[:16]}.py")
+    return path if os.path.isfile(path) else fallback
 
 
 def fmt(x, spec="{:.3f}"):
@@ -457,7 +487,7 @@ def spread(xs):
 
 def summarize(path):
     recs = [json.loads(line) for line in open(path) if line.strip()]
-    runs = [r for r in recs if r.get("mode") in ("a", "b", "c", "d", "e")]
+    runs = [r for r in recs if r.get("mode") in ("a", "b", "c", "d", "e", "f")]
     print(f"# {path}: {len(runs)} processes\n")
     print("## Per-process KernelBench figures (ms; speedup = ref/new)\n")
     print("| mode | round | pos | ref | new | speedup | seconds |")
@@ -474,7 +504,7 @@ def summarize(path):
     print("\n## Medians by mode (min-max)\n")
     print("| mode | n | ref median | ref min-max | new median | new min-max | speedup median | speedup min-max |")
     print("|---|---|---|---|---|---|---|---|")
-    rows = {m: [r for r in runs if r["mode"] == m] for m in "abcd"}
+    rows = {m: [r for r in runs if r["mode"] == m] for m in "abcdf"}
     for m, rs in rows.items():
         if not rs:
             continue

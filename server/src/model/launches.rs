@@ -170,7 +170,7 @@ fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
     let mut reads: Vec<(usize, HashSet<String>)> = Vec::new();
     for &li in func.launches.iter().filter(|&&i| model.launches[i].loops.contains(&l)) {
         let mut read = HashSet::new();
-        launch_flow(model, li, &identity, &mut written, &mut read);
+        launch_flow(model, li, &identity, Unknown::Everything, &mut written, &mut read);
         reads.push((model.launches[li].node.start_byte(), read));
     }
     let mut launching_calls: Vec<Node> = Vec::new();
@@ -181,7 +181,7 @@ fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
             }
             launching_calls.push(call.node);
             let mut read = HashSet::new();
-            helper_flow(model, call.node, callee, &identity, 0, &mut written, &mut read);
+            helper_flow(model, call.node, callee, &identity, Unknown::Everything, 0, &mut written, &mut read);
             reads.push((call.node.start_byte(), read));
         }
     }
@@ -355,10 +355,44 @@ fn arg_names(model: &FileModel, arg: Node, names: &HashMap<String, HashSet<Strin
     out
 }
 
+/// What a launch argument of a kernel whose memory access is not visible may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unknown {
+    /// Memory read and written (KL001: a launch may carry state through it).
+    Everything,
+    /// Nothing known (a tensor must be shown to be one).
+    Nothing,
+}
+
+/// Names in host function `f` that launches (direct, or through the helpers
+/// it calls) pass for a pointer the kernel loads from or stores to: tensors
+/// on the GPU. Arguments of kernels whose memory access is not visible are
+/// left out, so a scalar (`n`) is never taken for a tensor.
+pub fn gpu_tensor_names(model: &FileModel, f: usize) -> HashSet<String> {
+    let func = &model.host_fns[f];
+    let identity: HashMap<String, HashSet<String>> = HashMap::new();
+    let mut out = HashSet::new();
+    let mut read = HashSet::new();
+    for &li in &func.launches {
+        launch_flow(model, li, &identity, Unknown::Nothing, &mut out, &mut read);
+    }
+    for call in &func.calls {
+        for callee in model.callees(f, call) {
+            if callee != f && !model.launches_reached(callee).is_empty() {
+                helper_flow(model, call.node, callee, &identity, Unknown::Nothing, 0, &mut out, &mut read);
+            }
+        }
+    }
+    out.extend(read);
+    out.remove("self");
+    out
+}
+
 fn launch_flow(
     model: &FileModel,
     li: usize,
     names: &HashMap<String, HashSet<String>>,
+    unknown: Unknown,
     written: &mut HashSet<String>,
     read: &mut HashSet<String>,
 ) {
@@ -381,10 +415,11 @@ fn launch_flow(
             }
             // A kernel this file does not define, or whose memory access is not
             // visible: every argument may be read and written.
-            _ => {
+            _ if unknown == Unknown::Everything => {
                 written.extend(host.iter().cloned());
                 read.extend(host);
             }
+            _ => {}
         }
     }
 }
@@ -394,6 +429,7 @@ fn helper_flow(
     call: Node,
     callee: usize,
     names: &HashMap<String, HashSet<String>>,
+    unknown: Unknown,
     depth: usize,
     written: &mut HashSet<String>,
     read: &mut HashSet<String>,
@@ -417,14 +453,14 @@ fn helper_flow(
     for &li in &helper.launches {
         let mut w = HashSet::new();
         let mut r = HashSet::new();
-        launch_flow(model, li, &inner, &mut w, &mut r);
+        launch_flow(model, li, &inner, unknown, &mut w, &mut r);
         written.extend(w.into_iter().filter(|n| !helper_local(helper, n, &inner)));
         read.extend(r.into_iter().filter(|n| !helper_local(helper, n, &inner)));
     }
     for c in &helper.calls {
         for g in model.callees(callee, c) {
             if g != callee {
-                helper_flow(model, c.node, g, &inner, depth + 1, written, read);
+                helper_flow(model, c.node, g, &inner, unknown, depth + 1, written, read);
             }
         }
     }
@@ -513,7 +549,8 @@ fn first_callers_in_loops(model: &FileModel) -> HashMap<usize, (usize, usize)> {
                 continue;
             }
             for callee in model.callees(g, call) {
-                if callee != g && call.callee == model.host_fns[callee].name {
+                let name = call.callee.trim_start_matches('.');
+                if callee != g && (name == model.host_fns[callee].name || name.ends_with(".apply")) {
                     out.entry(callee).or_insert((g, c));
                 }
             }

@@ -39,8 +39,26 @@ impl<'a> FileModel<'a> {
             }
             map
         });
-        let Some([candidates, module_level]) = index.get(&call.callee) else { return Vec::new() };
         let start_of = |i: usize| self.host_fns[i].node.start_byte();
+        // The definition of `name` nearest before the call that `fits`, else the first after it.
+        let nearest_fitting = |name: &str, fits: &dyn Fn(usize) -> bool| -> Vec<usize> {
+            let Some([all, _]) = index.get(name) else { return Vec::new() };
+            let split = all.partition_point(|&i| start_of(i) < at);
+            let before = all[..split].iter().rev().copied().inspect(|_| self.step(1)).find(|&i| fits(i));
+            before
+                .or_else(|| all[split..].iter().copied().inspect(|_| self.step(1)).find(|&i| fits(i)))
+                .into_iter()
+                .collect()
+        };
+        // `StepFunction.apply(...)` runs that autograd `Function`'s static `forward`.
+        if let Some(class) = call.callee.strip_suffix(".apply") {
+            return nearest_fitting("forward", &|i| self.host_fns[i].class.as_deref() == Some(class));
+        }
+        // `self.cell.step(...)`: a method of an object the instance holds, of a class defined here.
+        if let Some(method) = call.callee.strip_prefix('.') {
+            return nearest_fitting(method, &|i| self.host_fns[i].class.is_some());
+        }
+        let Some([candidates, module_level]) = index.get(&call.callee) else { return Vec::new() };
         // Definitions inside the top-level statement that holds the call: only they can be local.
         let mut top = call.node;
         while let Some(p) = top.parent() {

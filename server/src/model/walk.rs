@@ -470,6 +470,22 @@ impl<'m, 'a> Walker<'m, 'a> {
                     t if t.ends_with(".tolist") => Some(".tolist()"),
                     t if t.ends_with(".numpy") => Some(".numpy()"),
                     t if t.ends_with(".synchronize") => Some(".synchronize()"),
+                    // `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`: a copy to the host.
+                    t if t.ends_with(".to")
+                        && args
+                            .first()
+                            .into_iter()
+                            .chain(kwargs.iter().filter(|(k, _)| k == "device").map(|(_, v)| v))
+                            .any(|a| {
+                                let a: String = self.text(*a).chars().filter(|c| !c.is_whitespace()).collect();
+                                matches!(
+                                    a.as_str(),
+                                    "\"cpu\"" | "'cpu'" | "torch.device(\"cpu\")" | "torch.device('cpu')"
+                                )
+                            }) =>
+                    {
+                        Some(".to(\"cpu\")")
+                    }
                     _ => None,
                 };
                 if let Some(what) = sync {
@@ -478,9 +494,20 @@ impl<'m, 'a> Walker<'m, 'a> {
                 let callee = match func.kind() {
                     "identifier" => Some(ftext.to_string()),
                     "attribute" => {
-                        let obj = field!(func, "object").map(|o| self.text(o)).unwrap_or("");
+                        let object = field!(func, "object");
+                        let obj = object.map(|o| self.text(o)).unwrap_or("");
                         let attr = field!(func, "attribute").map(|a| self.text(a)).unwrap_or("");
-                        (obj == "self" || obj == "cls").then(|| attr.to_string())
+                        if obj == "self" || obj == "cls" {
+                            Some(attr.to_string())
+                        } else if obj.starts_with("self.") {
+                            // A method of an object the instance holds (`self.cell.step(...)`): `.step`.
+                            Some(format!(".{attr}"))
+                        } else if attr == "apply" && object.is_some_and(|o| o.kind() == "identifier") {
+                            // `StepFunction.apply(...)` runs the autograd `Function`'s static `forward`.
+                            Some(format!("{obj}.apply"))
+                        } else {
+                            None
+                        }
                     }
                     _ => None,
                 };

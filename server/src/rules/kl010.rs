@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{field, range_of, FileModel, HostFn};
+use crate::model::{field, gpu_tensor_names, range_of, FileModel, HostFn, LoopKind};
 
 use super::Rule;
 
@@ -20,15 +20,20 @@ pub const RULE: Rule = Rule {
 const DOC: &str = r#"# KL010 host-sync-in-loop
 
 ## What it does
-Finds calls that wait for the GPU (`.item()`, `.cpu()`, `.tolist()`,
-`.numpy()`, `torch.cuda.synchronize()`) inside a loop of `forward` or of a
-function that launches kernels.
+Finds what waits for the GPU inside a loop of `forward` or of a function
+that launches kernels: calls (`.item()`, `.cpu()`, `.to("cpu")`,
+`.tolist()`, `.numpy()`, `torch.cuda.synchronize()`), a helper of the file
+that makes one of those calls (`check_finite(x)`), and waits no call names,
+on a tensor a launch passes for memory or what tensor methods make of it:
+its truth value (`if err < tol:`, `while not done:`, `assert`), `float(t)`,
+`int(t)`, `bool(t)`, `print(t)`, and `{t.mean()}` in an f-string.
 
 Not reported: test and benchmark code, where waiting is the point (a
 function named `test*` or `bench*`, a method of a `Test*` class, anything
-under `if __name__ == "__main__":`), and a call on a value that is on the
-CPU already (`torch.tensor(lengths).cumsum(0).tolist()`: a tensor built
-without `device=`, or what `.cpu()` returned).
+under `if __name__ == "__main__":`, loops at module level, which are a
+script's), and a call on a value that is on the CPU already
+(`torch.tensor(lengths).cumsum(0).tolist()`: a tensor built without
+`device=`, or what `.cpu()` returned).
 
 ## Why is this bad?
 Each one stops the CPU until every queued kernel has finished, so the GPU
@@ -50,34 +55,286 @@ reads), or check once after the loop.
 "#;
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for (f, func) in model.host_fns.iter().enumerate() {
-        if func.syncs.is_empty() {
+    // Index 0 is the module scope: a loop there is a script's (a demo, a timing loop), not a forward pass.
+    for (f, func) in model.host_fns.iter().enumerate().skip(1) {
+        if func.loops.is_empty() {
             continue;
         }
         let launches = func.name == "forward" || !model.launches_reached(f).is_empty();
         if !launches || is_test_or_benchmark(func) {
             continue;
         }
+        // (where, what waits, the loop it waits in)
+        let mut found: Vec<(Node, String, usize)> = Vec::new();
+        for sync in func.syncs.iter() {
+            if let Some(&l) = sync.loops.last().filter(|_| !on_cpu_already(model, func, sync.node)) {
+                found.push((sync.node, format!("`{}`", sync.what), l));
+            }
+        }
+        // A helper called in the loop that waits itself (`check_finite(x)` reading `.item()`).
+        for call in func.calls.iter() {
+            let Some(&l) = call.loops.last() else { continue };
+            if let Some((helper, what)) = helper_sync(model, f, call.node, 0) {
+                found.push((call.node, format!("`{helper}` (it calls `{what}`)"), l));
+            }
+        }
+        // Waits no call names: a tensor's truth value, `float(t)`, a tensor in an f-string.
+        let tensors = gpu_tensor_names(model, f);
+        if !tensors.is_empty() {
+            let mut implicit = Vec::new();
+            for (l, lp) in func.loops.iter().enumerate() {
+                if lp.parent.is_none() {
+                    implicit_syncs(model, &tensors, lp.body, &mut implicit);
+                }
+                // A `while` condition runs every iteration.
+                if let Some(cond) =
+                    lp.head.filter(|h| lp.kind == LoopKind::While && tensor_valued(model, &tensors, *h, 0))
+                {
+                    found.push((cond, truth_value(model, cond), l));
+                }
+            }
+            for (n, what) in implicit {
+                if let Some(l) = innermost_loop(func, n) {
+                    found.push((n, what, l));
+                }
+            }
+        }
+        found.sort_by_key(|(n, _, _)| n.start_byte());
         // One diagnostic a line: `int(a[i].item() - a[j].item())` is one wait to fix, not two.
         let mut lines_seen: Vec<usize> = Vec::new();
-        for sync in func.syncs.iter().filter(|s| !s.loops.is_empty()) {
-            if under_main_guard(model, sync.node) || on_cpu_already(model, func, sync.node) {
+        for (node, what, l) in found {
+            if under_main_guard(model, node) {
                 continue;
             }
-            let line_start = model.src[..sync.node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+            let line_start = model.src[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
             if lines_seen.contains(&line_start) {
                 continue;
             }
             lines_seen.push(line_start);
-            let l = *sync.loops.last().unwrap_or(&0);
             let message = format!(
-                "`{}` inside a loop in `{}` waits for the GPU on every iteration: the GPU idles while Python prepares the next launch. Keep the check on the GPU or move it after the loop",
-                sync.what, func.name
+                "{what} inside a loop in `{}` waits for the GPU on every iteration: the GPU idles while Python prepares the next launch. Keep the check on the GPU or move it after the loop",
+                func.name
             );
-            out.push(
-                RULE.diagnostic(range_of(sync.node), message).with_related(func.loops[l].header_range, "the loop"),
-            );
+            out.push(RULE.diagnostic(range_of(node), message).with_related(func.loops[l].header_range, "the loop"));
         }
+    }
+}
+
+/// The innermost loop of `func` whose body holds `node`.
+fn innermost_loop(func: &HostFn, node: Node) -> Option<usize> {
+    (0..func.loops.len()).filter(|&l| func.loops[l].contains(node)).max_by_key(|&l| func.loops[l].body.start_byte())
+}
+
+/// A host function of this file that `call` (in function `f`) reaches and
+/// that waits for the GPU outside its own loops (those KL010 reports where
+/// they are): its name and the wait. Two helpers deep at most.
+fn helper_sync(model: &FileModel, f: usize, call: Node, depth: usize) -> Option<(String, String)> {
+    let func = &model.host_fns[f];
+    let hcall = func.calls.iter().find(|c| c.node.id() == call.id())?;
+    for g in model.callees(f, hcall) {
+        let helper = &model.host_fns[g];
+        if g == f || is_test_or_benchmark(helper) {
+            continue;
+        }
+        let waits = helper
+            .syncs
+            .iter()
+            .find(|s| s.loops.is_empty() && !on_cpu_already(model, helper, s.node) && !under_main_guard(model, s.node));
+        if let Some(s) = waits {
+            return Some((helper.name.clone(), s.what.clone()));
+        }
+        if depth < 1 {
+            for c in helper.calls.iter().filter(|c| c.loops.is_empty()) {
+                if let Some((_, what)) = helper_sync(model, g, c.node, depth + 1) {
+                    return Some((helper.name.clone(), what));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Methods whose result is a tensor where the receiver is one.
+const TENSOR_METHODS: &[&str] = &[
+    "any",
+    "all",
+    "sum",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "mean",
+    "norm",
+    "abs",
+    "sqrt",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "eq",
+    "ne",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "square",
+    "float",
+    "double",
+    "half",
+    "clone",
+    "contiguous",
+    "view",
+    "reshape",
+    "flatten",
+    "squeeze",
+    "count_nonzero",
+    "prod",
+    "std",
+    "var",
+    "allclose",
+    "equal",
+];
+/// `torch.*` functions whose result is a tensor (or, for `allclose` and
+/// `equal`, a Python bool read from the GPU) where an argument is a tensor.
+const TORCH_TENSOR_FNS: &[&str] = &[
+    "isnan",
+    "isinf",
+    "isfinite",
+    "any",
+    "all",
+    "sum",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "mean",
+    "abs",
+    "norm",
+    "allclose",
+    "equal",
+    "count_nonzero",
+    "ne",
+    "eq",
+    "gt",
+    "lt",
+    "ge",
+    "le",
+    "logical_not",
+    "prod",
+    "std",
+    "var",
+];
+
+/// Whether `e` evaluates to a GPU tensor: a name a launch passes for memory,
+/// an element or slice of one, what a tensor method or `torch.*` function
+/// makes of one, or arithmetic and comparisons with one.
+fn tensor_valued(model: &FileModel, tensors: &std::collections::HashSet<String>, e: Node, depth: usize) -> bool {
+    if depth > 12 {
+        return false;
+    }
+    let rec = |n: Node| tensor_valued(model, tensors, n, depth + 1);
+    match e.kind() {
+        "identifier" => tensors.contains(model.text(e)),
+        "subscript" => field!(e, "value").is_some_and(rec),
+        "parenthesized_expression" => e.named_child(0).is_some_and(rec),
+        "call" => {
+            let Some(function) = field!(e, "function").filter(|f| f.kind() == "attribute") else { return false };
+            let (Some(object), Some(attr)) = (field!(function, "object"), field!(function, "attribute")) else {
+                return false;
+            };
+            let attr = model.text(attr);
+            if model.text(object) == "torch" {
+                let Some(args) = field!(e, "arguments") else { return false };
+                let mut c = args.walk();
+                let any = TORCH_TENSOR_FNS.contains(&attr) && args.named_children(&mut c).any(rec);
+                any
+            } else {
+                TENSOR_METHODS.contains(&attr) && rec(object)
+            }
+        }
+        "comparison_operator" => {
+            // `x is None`, `k in cache` compare identities and keys, not values.
+            let mut c = e.walk();
+            let identity = e
+                .children(&mut c)
+                .any(|op| !op.is_named() && matches!(op.kind(), "is" | "in" | "not" | "is not" | "not in"));
+            let mut c = e.walk();
+            let any = !identity && e.named_children(&mut c).any(rec);
+            any
+        }
+        "boolean_operator" | "binary_operator" => {
+            field!(e, "left").is_some_and(rec) || field!(e, "right").is_some_and(rec)
+        }
+        "not_operator" | "unary_operator" => field!(e, "argument").is_some_and(rec),
+        _ => false,
+    }
+}
+
+/// Waits in `body` that no call names: the truth value of a tensor (`if err
+/// < tol:`, `while not done:`, `assert`), `float(t)`, `int(t)`, `bool(t)`,
+/// `print(t)`, `str(t)`, and a tensor formatted in an f-string. Nested
+/// definitions are not entered (they run when called).
+fn implicit_syncs<'a>(
+    model: &FileModel<'a>,
+    tensors: &std::collections::HashSet<String>,
+    body: Node<'a>,
+    found: &mut Vec<(Node<'a>, String)>,
+) {
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "function_definition" | "class_definition" | "lambda" => continue,
+            "if_statement" | "elif_clause" | "while_statement" => {
+                if let Some(cond) = field!(n, "condition").filter(|c| tensor_valued(model, tensors, *c, 0)) {
+                    found.push((cond, truth_value(model, cond)));
+                }
+            }
+            "assert_statement" => {
+                if let Some(cond) = n.named_child(0).filter(|c| tensor_valued(model, tensors, *c, 0)) {
+                    found.push((cond, truth_value(model, cond)));
+                }
+            }
+            "call" => {
+                let conversion = field!(n, "function")
+                    .filter(|f| f.kind() == "identifier")
+                    .map(|f| model.text(f))
+                    .filter(|f| matches!(*f, "float" | "int" | "bool" | "print" | "str"));
+                if let Some(conv) = conversion {
+                    let args = field!(n, "arguments");
+                    let arg = args.and_then(|a| {
+                        let mut c = a.walk();
+                        let first = a.named_children(&mut c).find(|x| tensor_valued(model, tensors, *x, 0));
+                        first
+                    });
+                    if arg.is_some() {
+                        found.push((n, format!("`{conv}(...)` of a tensor")));
+                    }
+                }
+            }
+            "interpolation" => {
+                if let Some(expr) = n.named_child(0).filter(|x| tensor_valued(model, tensors, *x, 0)) {
+                    found.push((n, format!("formatting a tensor in an f-string (`{{{}}}`)", short(model.text(expr)))));
+                }
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.children(&mut c));
+    }
+}
+
+fn truth_value(model: &FileModel, cond: Node) -> String {
+    format!("the truth value of a tensor (`{}`)", short(model.text(cond)))
+}
+
+fn short(text: &str) -> String {
+    let t: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if t.chars().count() > 40 {
+        format!("{}...", t.chars().take(40).collect::<String>())
+    } else {
+        t
     }
 }
 
