@@ -1,6 +1,6 @@
 """Writes the public names of an installed `triton.language` to triton_language_names.txt.
 
-KL005 (unknown-triton-function) checks `tl.X` against this list, so it must
+KL005 (unknown-triton-function) checks `tl.X` (and `tl.math.X`, as `math.X`) against this list, so it must
 come from a real Triton, not from memory. Run it with the Python that has
 the Triton you target:
 
@@ -19,6 +19,9 @@ def main():
     print("# by server/data/gen_triton_names.py; one name per line")
     for name in public_names(tl):
         print(name)
+    # `tl.math.X` is checked as `math.X`.
+    for name in public_names(tl.math):
+        print(f"math.{name}")
 
 
 if __name__ == "__main__":

@@ -27,14 +27,16 @@ pub fn generated_from() -> &'static str {
 }
 
 pub fn all() -> impl Iterator<Item = &'static str> {
-    let mut v: Vec<&'static str> = names().iter().copied().collect();
+    // Top-level names only: `math.exp` is `tl.math.exp`, not a `tl.` name.
+    let mut v: Vec<&'static str> = names().iter().copied().filter(|n| !n.contains('.')).collect();
     v.sort_unstable();
     v.into_iter()
 }
 
 /// The fixed script run in the configured interpreter: it imports Triton and
-/// prints its version and the public names of `triton.language`. No user code runs.
-pub const SCRIPT: &str = "import triton, triton.language as tl\nprint(triton.__version__)\nprint('\\n'.join(n for n in dir(tl) if not n.startswith('_')))\n";
+/// prints its version and the public names of `triton.language` and of
+/// `triton.language.math` (as `math.NAME`). No user code runs.
+pub const SCRIPT: &str = "import triton, triton.language as tl\nprint(triton.__version__)\nprint('\\n'.join(n for n in dir(tl) if not n.startswith('_')))\nprint('\\n'.join('math.' + n for n in dir(tl.math) if not n.startswith('_')))\n";
 
 /// Asks `python` for its `triton.language` names (`python -c SCRIPT`),
 /// killing it after `timeout`. Called at the edges only (the CLI's start, the

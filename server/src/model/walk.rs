@@ -35,6 +35,7 @@ fn kinds() -> &'static Kinds {
             "subscript",
             "binary_operator",
             "attribute",
+            "import_from_statement",
         ];
         Kinds { interesting: names.iter().map(|n| language.id_for_node_kind(n, true)).filter(|id| *id != 0).collect() }
     })
@@ -168,9 +169,39 @@ impl<'m, 'a> Walker<'m, 'a> {
             "attribute" => {
                 if let (Some(obj), Some(attr)) = (field!(node, "object"), field!(node, "attribute")) {
                     let obj_text = self.text(obj);
-                    if (obj.kind() == "identifier" && self.m.is_tl_alias(obj_text)) || obj_text == "triton.language" {
+                    let is_tl = |o: Node, text: &str| {
+                        (o.kind() == "identifier" && self.m.is_tl_alias(text)) || text == "triton.language"
+                    };
+                    if is_tl(obj, obj_text) {
                         let name = self.text(attr).to_string();
                         self.m.tl_attrs.push((name, node));
+                    } else if obj.kind() == "attribute"
+                        && field!(obj, "attribute").is_some_and(|m| self.text(m) == "math")
+                        && field!(obj, "object").is_some_and(|o| is_tl(o, self.text(o)))
+                    {
+                        // `tl.math.tanh`: checked as `math.tanh`.
+                        self.m.tl_attrs.push((format!("math.{}", self.text(attr)), node));
+                    }
+                }
+            }
+            "import_from_statement" => {
+                // `from triton.language import tanh` and `from triton.language.math import tanh`:
+                // each imported name is checked as `tl.tanh` (`tl.math.tanh`) is.
+                let module: String =
+                    field!(node, "module_name").map(|m| self.text(m).split_whitespace().collect()).unwrap_or_default();
+                let prefix = match module.as_str() {
+                    "triton.language" => Some(""),
+                    "triton.language.math" => Some("math."),
+                    _ => None,
+                };
+                if let Some(prefix) = prefix {
+                    let mut c = node.walk();
+                    let names: Vec<Node<'a>> = node.children_by_field_name("name", &mut c).collect();
+                    for n in names {
+                        let name = if n.kind() == "aliased_import" { field!(n, "name") } else { Some(n) };
+                        if let Some(name) = name {
+                            self.m.tl_attrs.push((format!("{prefix}{}", self.text(name)), name));
+                        }
                     }
                 }
             }

@@ -89,7 +89,25 @@ fn guarded(attr: Node, name: &str, src: &str) -> bool {
             c.contains("hasattr(") && (c.contains(&format!("'{name}'")) || c.contains(&format!("\"{name}\"")))
         })
     };
-    let on_version = |cond: Option<Node>| cond.map(text).is_some_and(|c| c.contains("version"));
+    // A test on the version, directly or through a flag the module sets from it
+    // (`TRITON3 = version.parse(triton.__version__) >= ...`, then `if TRITON3:`).
+    let version_flag = |name: &str| {
+        src.lines().any(|l| {
+            l.strip_prefix(name)
+                .and_then(|rest| rest.trim_start().strip_prefix('='))
+                .is_some_and(|v| !v.starts_with('=') && v.contains("version"))
+        })
+    };
+    let on_version = |cond: Option<Node>| {
+        cond.map(text).is_some_and(|c| {
+            c.contains("version")
+                || c.split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                    .any(|w| !w.is_empty() && w != "not" && version_flag(w))
+        })
+    };
+    // An import that a failed import falls back on, or that is tried: the
+    // file imports what the installed Triton has (`ImportError`).
+    let import = matches!(attr.parent().map(|p| p.kind()), Some("import_from_statement" | "aliased_import"));
     let mut node = attr;
     while let Some(parent) = node.parent() {
         match parent.kind() {
@@ -127,12 +145,21 @@ fn guarded(attr: Node, name: &str, src: &str) -> bool {
                         h.kind() == "except_clause" && {
                             let t = text(h);
                             let head = t.split(':').next().unwrap_or("").trim();
-                            head == "except" || head.contains("AttributeError") || head.contains("Exception")
+                            head == "except"
+                                || head.contains("AttributeError")
+                                || head.contains("Exception")
+                                || (import && head.contains("ImportError"))
                         }
                     });
                     if catches {
                         return true;
                     }
+                }
+            }
+            "except_clause" if import => {
+                let head = text(parent);
+                if head.split(':').next().unwrap_or("").contains("ImportError") {
+                    return true;
                 }
             }
             _ => {}
@@ -160,7 +187,12 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
         if guarded(*attr, name, model.src) {
             continue;
         }
-        let tl = field!(attr, "object").map(|o| model.text(o)).unwrap_or("tl");
+        // `tl.math.tanh` is fixed as `tl.tanh` is, with `tl`'s own functions.
+        let (base, object) = match name.strip_prefix("math.") {
+            Some(base) => (base, field!(attr, "object").and_then(|o| field!(o, "object"))),
+            None => (name.as_str(), field!(attr, "object")),
+        };
+        let tl = object.map(|o| model.text(o)).unwrap_or("tl");
         let fix =
             attr.parent().filter(|p| p.kind() == "call" && field!(p, "function") == Some(*attr)).and_then(|call| {
                 let (args, kwargs) = call_arguments(call, model.src);
@@ -168,10 +200,10 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                     return None;
                 }
                 let texts: Vec<&str> = args.iter().map(|a| model.text(*a).trim()).collect();
-                let new_text = replacement(name, tl, &texts)?;
+                let new_text = replacement(base, tl, &texts)?;
                 Some(Fix {
-                    title: format!("Replace `{tl}.{name}(...)` with `{new_text}`"),
-                    applicability: if name == "pow" || name == "power" {
+                    title: format!("Replace `{}(...)` with `{new_text}`", model.text(*attr)),
+                    applicability: if base == "pow" || base == "power" {
                         Applicability::NeedsReview
                     } else {
                         Applicability::Safe
@@ -179,7 +211,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                     edits: vec![Edit { range: range_of(call), new_text }],
                 })
             });
-        let hint = match name.as_str() {
+        let hint = match base {
             "tanh" => " Use `2 * tl.sigmoid(2 * x) - 1` or `libdevice.tanh`.",
             "relu" => " Use `tl.maximum(x, 0.0)`.",
             "pow" | "power" => " Use `libdevice.pow` or `tl.exp2(tl.log2(x) * y)` for positive x.",
