@@ -73,7 +73,64 @@ fn is_window_times_weights(model: &FileModel, k: &Kernel, value: Node, loops: &[
         model.text(n).contains("load(")
             || ids.iter().any(|id| k.assigns.iter().any(|a| &a.target == id && model.text(a.value).contains("load(")))
     };
-    varies(left) >= 2 && varies(right) >= 2 && loaded(left) && loaded(right)
+    varies(left) >= 2
+        && varies(right) >= 2
+        && loaded(left)
+        && loaded(right)
+        && shaped_like_gemm(model, k, value, left, right, &loop_vars)
+}
+
+/// Whether the two factors could be a matrix product's, not a depthwise
+/// (per-channel) one: their load addresses share no index besides the loops
+/// summed over. A depthwise convolution reads `x[c, iy, ix]` and `w[c, ky, kx]`:
+/// each output channel reads one input channel (both addresses use `c`), so
+/// there is no GEMM to give `tl.dot`. A direct convolution's addresses share
+/// only the summed `ic, ky, kx`.
+fn shaped_like_gemm(model: &FileModel, k: &Kernel, value: Node, left: Node, right: Node, summed: &[&str]) -> bool {
+    let src = model.src;
+    // The names the load's address is written with, for a factor that is a load or a name bound to one.
+    let address_names = |n: Node| -> Option<Vec<String>> {
+        let load = find_load(n, src).or_else(|| {
+            let mut ids = Vec::new();
+            collect_identifiers(n, src, &mut ids);
+            ids.iter().find_map(|id| k.assigns.iter().rfind(|a| &a.target == id).and_then(|a| find_load(a.value, src)))
+        })?;
+        let pointer = load.child_by_field_name("arguments")?.named_child(0)?;
+        let mut ids = Vec::new();
+        collect_identifiers(pointer, src, &mut ids);
+        Some(ids)
+    };
+    let (Some(a), Some(b)) = (address_names(left), address_names(right)) else { return true };
+    // `tl.sum(x * w, axis=0)` also sums over the vector axis a `tl.arange` index walks.
+    let reduced = model.text(value).contains("sum(");
+    let vector_axis = |name: &str| {
+        k.assigns.iter().any(|a| a.target == name && model.text(a.value).contains("arange("))
+            && !k.var_deps(name, src).iter().any(|d| d.starts_with("@pid"))
+    };
+    let index = |name: &String| {
+        !summed.contains(&name.as_str())
+            && !(reduced && vector_axis(name))
+            && k.param(name).is_none()
+            && !k.is_constexpr(name)
+            && !k.var_deps(name, src).iter().any(|d| summed.contains(&d.as_str()))
+    };
+    !a.iter().filter(|n| index(n)).any(|n| b.contains(n))
+}
+
+/// The first `tl.load(...)` call in an expression.
+fn find_load<'a>(node: Node<'a>, src: &str) -> Option<Node<'a>> {
+    let mut found = None;
+    crate::model::visit_nodes(node, &mut |n| {
+        let is_load = n.kind() == "call"
+            && n.child_by_field_name("function")
+                .filter(|f| f.kind() == "attribute")
+                .and_then(|f| f.child_by_field_name("attribute"))
+                .is_some_and(|a| src.get(a.byte_range()) == Some("load"));
+        if found.is_none() && is_load {
+            found = Some(n);
+        }
+    });
+    found
 }
 
 /// A loop whose variable picks a block of elements: it steps by a block size,
