@@ -14,7 +14,8 @@ impl<'a> FileModel<'a> {
     /// Whether a host loop walks time steps (a sequence dimension) rather than
     /// layers or a fixed count: its bound comes from a tensor's shape, or its
     /// variable indexes a tensor that is not a module attribute. A loop over
-    /// `self.*` (layers, parameters) is never a time loop.
+    /// `self.*` (layers, parameters) is not a time loop unless the attribute's
+    /// name counts time steps (`self.seq_len`, `self.num_steps`).
     pub fn is_time_loop(&self, f: usize, l: usize) -> bool {
         let func = &self.host_fns[f];
         let lp = &func.loops[l];
@@ -24,7 +25,8 @@ impl<'a> FileModel<'a> {
         };
         if let Some(b) = bound {
             if self.rooted_in_self(f, b, 0) {
-                return false;
+                // `range(self.seq_len)`, `range(self.num_steps)`: a configured number of time steps.
+                return counts_steps(self.text(b).trim());
             }
             if self.shape_derived(f, b) {
                 return true;
@@ -32,7 +34,8 @@ impl<'a> FileModel<'a> {
             // Iterating a tensor directly: `for x_t in x` / `x.unbind(0)`.
             if lp.kind == LoopKind::For && lp.start.is_none() && lp.stop.is_none() {
                 let t = self.text(b);
-                if t.contains(".unbind(") || t.contains(".split(") || t.contains(".chunk(") {
+                let views = [".unbind(", ".split(", ".chunk(", ".transpose(", ".permute(", ".flip(", ".movedim("];
+                if views.iter().any(|v| t.contains(v)) {
                     return true;
                 }
             }
@@ -154,6 +157,22 @@ impl<'a> FileModel<'a> {
         }
         t
     }
+}
+
+/// `self.seq_len`, `self.num_steps`, `self.T`: a plain attribute of the module
+/// whose name says it counts time steps (a layer count or an iteration
+/// budget does not).
+fn counts_steps(t: &str) -> bool {
+    let Some(attr) = t.strip_prefix("self.") else { return false };
+    if !attr.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return false;
+    }
+    let attr = attr.to_ascii_lowercase();
+    let words: Vec<&str> = attr.split('_').filter(|w| !w.is_empty()).collect();
+    words
+        .iter()
+        .any(|w| matches!(*w, "seq" | "seqlen" | "step" | "steps" | "timesteps" | "time" | "horizon" | "t" | "tsteps"))
+        || (words.contains(&"len") && !words.iter().any(|w| w.contains("hidden") || w.contains("feat")))
 }
 
 /// `rnn.num_layers`, `gru.num_directions`: a plain attribute that counts the
