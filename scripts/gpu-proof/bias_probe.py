@@ -33,11 +33,17 @@ pair it runs, for R rounds, each in a new process and in rotating order:
      process, started as the harness starts.
 
 Every process's record is one JSON line in OUT/bias.jsonl, written as soon as
-it ends. `--summarize OUT/bias.jsonl` prints the tables.
+it ends. `--summarize OUT/bias.jsonl` prints the tables. `--as-agreement` turns
+the a and b processes of one or more bias.jsonl files into agreement.py's
+records (agreement.json's shape, on stdout), for agreement_table.py to pool:
+a and b are agreement.py's own two paths, so each round that ran both is one
+agreement round (KernelBench's evaluator and `kernel-lsp bench` in new
+processes, in the order the probe's rotation gave them); modes c-f are left out.
 
     python bias_probe.py --kernelbench KB --kernel-lsp BIN --ref REF.py --cand CAND.py \
         [--rounds R] [--modes a,b,c,d,e] [--budget S] [--pin CPU] [--out DIR]
     python bias_probe.py --summarize OUT/bias.jsonl
+    python bias_probe.py --as-agreement call1/bias.jsonl [call2/bias.jsonl ...] > runN.json
 
 Needs a GPU, torch, triton and a KernelBench checkout (imported at run time,
 through agreement.py's import_kernelbench).
@@ -560,6 +566,53 @@ def summarize(path):
             print(f"\nmedian KB/harness: ref {med(rr):.4f}, new {med(rn):.4f}, speedup {med(rs):.4f}")
 
 
+# ---------------------------------------------------------------- as agreement.py's records
+
+
+def as_agreement(paths):
+    """agreement.py's records (a list of pair records, as agreement.json holds them) from the
+    a and b processes of probe runs: per file and round, the round's a process (KernelBench's
+    evaluator through agreement.kernelbench_in_fresh_process) is the round's `kernelbench`
+    record and its b process (`kernel-lsp bench` through agreement.kernel_lsp_verdict) its
+    `kernel_lsp` record; `first` says which of the two ran first. A round that ran only one of
+    them (a budget stop) is left out. Rounds are numbered 1.. over the files, in the order given;
+    `probe` keeps where each came from: file, the probe's round, its order of modes, and the
+    modes that ran between the two."""
+    ag = load_agreement()
+    by = {}
+    for path in paths:
+        with open(path) as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+        metas = [r for r in recs if r.get("mode") == "meta"]
+        if len(metas) != 1:
+            raise SystemExit(f"{path}: {len(metas)} meta lines; one probe run a file")
+        meta = metas[0]
+        pair = f"{os.path.basename(meta['cand'])} vs {os.path.basename(meta['ref'])}"
+        rounds = {}
+        for r in recs:
+            if r.get("mode") in ("a", "b"):
+                got = rounds.setdefault(r["round"], {})
+                if r["mode"] in got:
+                    raise SystemExit(f"{path}: round {r['round']} has two {r['mode']} processes")
+                got[r["mode"]] = r
+        name = os.path.relpath(os.path.abspath(path), REPO)
+        if name.startswith(".."):
+            name = os.path.basename(path)
+        runs = by.setdefault(pair, [])
+        for rnd in sorted(rounds):
+            got = rounds[rnd]
+            if set(got) != {"a", "b"}:
+                continue
+            a, b = got["a"], got["b"]
+            lo, hi = sorted((a["pos"], b["pos"]))
+            order = ["kb", "kl"] if a["pos"] < b["pos"] else ["kl", "kb"]
+            runs.append({"round": len(runs) + 1, "first": order[0], "kernelbench": a["detail"],
+                         "kernel_lsp": b["detail"], "order": order,
+                         "probe": {"file": name, "round": rnd, "modes": a["order"],
+                                   "between": a["order"][lo + 1:hi]}})
+    return [ag.summarize(pair, runs) for pair, runs in by.items() if runs]
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -579,6 +632,8 @@ def main():
     p.add_argument("--pattern-ref", default="KHHK", help="mode c: blocks on the reference, K/H")
     p.add_argument("--mixed-order", default="KHHK", help="mode e: flows in odd rounds (K/H swapped in even ones)")
     p.add_argument("--summarize", metavar="JSONL")
+    p.add_argument("--as-agreement", nargs="+", metavar="JSONL",
+                   help="print the a/b rounds of these bias.jsonl files as agreement.py's records (JSON)")
     # internal: one child process
     p.add_argument("--probe-one", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--mixed-one", action="store_true", help=argparse.SUPPRESS)
@@ -587,6 +642,9 @@ def main():
     opts = p.parse_args()
     if opts.summarize:
         return summarize(opts.summarize)
+    if opts.as_agreement:
+        json.dump(as_agreement(opts.as_agreement), sys.stdout, indent=1, default=str)
+        return print()
     missing = [n for n in ("kernelbench", "kernel_lsp", "ref", "cand") if not getattr(opts, n)]
     if missing:
         p.error("needs " + ", ".join("--" + n.replace("_", "-") for n in missing))

@@ -1,8 +1,10 @@
 """agreement_table.py on the committed H100 rounds (no GPU needed):
     python3 -m unittest discover -s scripts/gpu-proof -p 'test_*.py'"""
 import io
+import json
 import os
 import sys
+import tempfile
 import unittest
 from contextlib import redirect_stdout
 
@@ -10,6 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROUNDS = os.path.join(HERE, "..", "..", "docs", "results", "agreement-h100-rounds")
 sys.path.insert(0, HERE)
 import agreement_table
+import bias_probe
 
 
 def rounds(name):
@@ -30,9 +33,10 @@ class PrintedRounds(unittest.TestCase):
                 self.assertAlmostEqual(a["kernelbench"]["speedup"], b["kernelbench"]["speedup"], delta=0.006)
                 self.assertAlmostEqual(a["kernel_lsp"]["speedup"], b["kernel_lsp"]["speedup"], delta=0.006)
 
-    def test_the_printed_lines_of_runs_7_to_9_match_their_json(self):
+    def test_the_printed_lines_of_runs_7_to_9_and_14_match_their_json(self):
         # run8's time limit stopped it after round 7 of 9: its printed lines and JSON both hold 7
-        for run in ("run7", "run8", "run9"):
+        # run14's time limit stopped it in round 12 of 20: both hold 11
+        for run in ("run7", "run8", "run9", "run14"):
             from_json = {r["pair"]: r["runs"] for r in agreement_table.pooled([rounds(run + ".json")])}
             from_text = {r["pair"]: r["runs"] for r in agreement_table.pooled([rounds(run + ".txt")])}
             self.assertEqual(sorted(from_json), sorted(from_text), run)
@@ -69,7 +73,8 @@ class PrintedRounds(unittest.TestCase):
         with redirect_stdout(out):
             agreement_table.main([rounds(f) for f in ("run1.json", "run2.json", "run3.json", "run4.json",
                                                       "run5.txt", "run6.txt", "run7.json", "run8.json",
-                                                      "run9.json", "run10.json", "run11.json", "run12.json")]
+                                                      "run9.json", "run10.json", "run11.json", "run12.json",
+                                                      "run13.json", "run14.json")]
                                  + ["--exclude", "run1.json:lstm_bidir_persistent.py",
                                     "--exclude", "run2.json:gru_bidir_persistent.py",
                                     "--exclude", "run2.json:gru_bidir_hidden_persistent.py"])
@@ -126,6 +131,64 @@ class KernelBenchAgainstItself(unittest.TestCase):
         self.assertEqual([r["kernelbench_again"]["speedup"] for r in runs], [10.6, 11.2])
         self.assertEqual(runs[1]["order"], ["kl", "kb", "kb2"])
         self.assertEqual(runs[1]["first"], "kl")
+
+
+BIAS = os.path.join(HERE, "..", "..", "docs", "results", "bias-h100")
+
+
+def probe_line(mode, rnd, pos, order, speedup):
+    """One bias.jsonl process record, as bias_probe.run_mode writes it (detail: agreement.py's own)."""
+    if mode == "a":
+        detail = {"correct": True, "speedup": speedup, "seconds": 10, "why": ""}
+    else:
+        detail = {"correct": True, "speedup": speedup, "seconds": 20, "why": "", "message": "", "result": {}}
+    return {"mode": mode, "round": rnd, "pos": pos, "order": order, "speedup": speedup, "correct": True,
+            "detail": detail, "seconds": 1}
+
+
+class BiasProbeAsAgreement(unittest.TestCase):
+    def test_run13_is_what_the_converter_makes_of_the_probe_records(self):
+        made = bias_probe.as_agreement([os.path.join(BIAS, "call1", "bias.jsonl"),
+                                        os.path.join(BIAS, "call2", "bias.jsonl")])
+        with open(rounds("run13.json")) as f:
+            self.assertEqual(json.loads(json.dumps(made, default=str)), json.load(f))
+        # 2 + 5 rounds of 39 (call 1's third round stopped before a and b), speedups of modes a and b
+        (rec,) = made
+        self.assertEqual(rec["pair"], "gru_wavefront.py vs 39_GRU.py")
+        self.assertEqual([r["round"] for r in rec["runs"]], list(range(1, 8)))
+        self.assertEqual([r["first"] for r in rec["runs"]], ["kb", "kl", "kb", "kl", "kb", "kb", "kb"])
+        self.assertAlmostEqual(rec["runs"][1]["kernelbench"]["speedup"], 30.3015, places=3)
+        self.assertAlmostEqual(rec["runs"][1]["kernel_lsp"]["speedup"], 26.4615, places=3)
+        self.assertEqual(rec["runs"][1]["probe"]["between"], ["c", "d", "e"])
+
+    def test_rounds_pair_a_with_b_and_leave_the_other_modes_and_half_rounds_out(self):
+        lines = [{"mode": "meta", "ref": "/x/KernelBench/level3/39_GRU.py", "cand": "/y/gru_wavefront.py"},
+                 probe_line("a", 1, 0, ["a", "b", "c"], 10.0), probe_line("b", 1, 1, ["a", "b", "c"], 9.0),
+                 probe_line("c", 1, 2, ["a", "b", "c"], 99.0),
+                 probe_line("b", 2, 0, ["b", "c", "a"], 12.0), probe_line("c", 2, 1, ["b", "c", "a"], 99.0),
+                 probe_line("a", 2, 2, ["b", "c", "a"], 11.0),
+                 probe_line("c", 3, 0, ["c", "a", "b"], 99.0), probe_line("a", 3, 1, ["c", "a", "b"], 13.0)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "bias.jsonl")
+            with open(path, "w") as f:
+                f.write("".join(json.dumps(x) + "\n" for x in lines))
+            (rec,) = bias_probe.as_agreement([path])
+            table = io.StringIO()
+            with redirect_stdout(table):
+                out = os.path.join(d, "run.json")
+                with open(out, "w") as f:
+                    json.dump([rec], f)
+                agreement_table.main([out])
+        self.assertEqual(rec["pair"], "gru_wavefront.py vs 39_GRU.py")
+        runs = rec["runs"]
+        self.assertEqual([(r["kernelbench"]["speedup"], r["kernel_lsp"]["speedup"]) for r in runs],
+                         [(10.0, 9.0), (11.0, 12.0)])
+        self.assertEqual([(r["first"], r["order"]) for r in runs], [("kb", ["kb", "kl"]), ("kl", ["kl", "kb"])])
+        self.assertEqual(runs[1]["probe"], {"file": "bias.jsonl", "round": 2, "modes": ["b", "c", "a"],
+                                            "between": ["c"]})
+        self.assertEqual((rec["kernelbench_median"], rec["kernel_lsp_median"]), (10.5, 10.5))
+        self.assertIn("| gru_wavefront.py vs 39_GRU.py | 2 | correct / correct, same | 10.00x / 11.00x | "
+                      "9.00x / 12.00x | 10.50x | 10.50x | 1.000 |", table.getvalue())
 
 
 if __name__ == "__main__":

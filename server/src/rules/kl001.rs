@@ -24,11 +24,16 @@ const DOC: &str = r#"# KL001 python-time-loop-launch
 Finds Triton kernels launched inside a Python loop over time steps
 (`for t in range(seq_len)`, `for t in range(seq_len - 1, -1, -1)`,
 `reversed(range(steps))`, `while t < T`), directly or through a helper
-function that launches, and estimates the launches per forward.
+function that launches (also `StepFunction.apply(...)`, an autograd
+`Function`'s `forward`, and a method of an object the module holds,
+`self.cell.step(...)`), and estimates the launches per forward.
 
-The loop is recognised by what it does, not by its name: its bound comes
-from a tensor's shape, or its variable indexes an input tensor. A loop over
-layers (`range(self.num_layers)`) alone is not a time loop. And it must carry
+The loop is recognised by what it does: its bound comes from a tensor's
+shape, or its variable indexes an input tensor, or it walks a tensor's time
+axis (`enumerate(x.transpose(0, 1))`, `x.unbind(0)`), or its bound is a
+module attribute whose name counts time steps (`self.seq_len`,
+`self.num_steps`). A loop over layers (`range(self.num_layers)`) alone is
+not a time loop. And it must carry
 state from one step's launch to the next: a tensor that a launch writes is
 read by a launch of a later step (the hidden state `h`, in place, through
 `h = step(x[t], h)`, or through a new view of the same tensor each step,
