@@ -58,7 +58,8 @@ pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(Str
                         kwargs.push((src[n.byte_range()].to_string(), v));
                     }
                 }
-                "comment" => {}
+                // `**config` names no parameter by position.
+                "comment" | "dictionary_splat" => {}
                 _ => args.push(a),
             }
         }

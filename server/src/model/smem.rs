@@ -184,6 +184,12 @@ pub fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec
     let autotuned = !out.is_empty();
     for launch in model.launches_of_kernel(k) {
         let mut values = defaults.clone();
+        // `kernel[grid](..., **CONFIG)` with `CONFIG = dict(BLOCK_M=128, ...)` or `{"BLOCK_M": 128, ...}`.
+        for (name, val) in splat_entries(model, launch.host_fn, launch.node) {
+            if let Some(v) = model.eval_int(launch.host_fn, val, 0) {
+                values.insert(name, (v, model.int_literal_node(launch.host_fn, val)));
+            }
+        }
         for (name, val) in &launch.kwargs {
             if let Some(v) = model.eval_int(launch.host_fn, *val, 0) {
                 let literal = model.int_literal_node(launch.host_fn, *val);
@@ -212,6 +218,44 @@ fn closing_paren(call: Node) -> usize {
     let mut c = args.walk();
     let last = args.named_children(&mut c).last();
     last.map(|l| l.end_byte()).unwrap_or(end)
+}
+
+/// The entries of the dictionaries a call unpacks with `**`: a `dict(...)`
+/// call or a `{...}` literal, written there or bound to a name in the calling
+/// function or at module level. (name, value) in the order written.
+fn splat_entries<'a>(model: &FileModel<'a>, f: usize, call: Node<'a>) -> Vec<(String, Node<'a>)> {
+    let mut out = Vec::new();
+    let Some(args) = field!(call, "arguments") else { return out };
+    let mut c = args.walk();
+    for splat in args.named_children(&mut c).filter(|a| a.kind() == "dictionary_splat") {
+        let Some(mut value) = splat.named_child(0) else { continue };
+        if value.kind() == "identifier" {
+            let name = model.text(value);
+            let bound = [f, 0].into_iter().find_map(|g| {
+                model.host_fns[g].assigns.iter().rfind(|a| a.target == name && !a.augmented).map(|a| a.value)
+            });
+            match bound {
+                Some(v) => value = v,
+                None => continue,
+            }
+        }
+        match value.kind() {
+            "call" if field!(value, "function").is_some_and(|func| model.text(func) == "dict") => {
+                out.extend(call_arguments(value, model.src).1);
+            }
+            "dictionary" => {
+                let mut dc = value.walk();
+                for pair in value.named_children(&mut dc).filter(|p| p.kind() == "pair") {
+                    let (Some(key), Some(val)) = (field!(pair, "key"), field!(pair, "value")) else { continue };
+                    if key.kind() == "string" {
+                        out.push((model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string(), val));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn resolve_module_list<'a>(model: &FileModel<'a>, node: Node<'a>) -> Node<'a> {
