@@ -134,6 +134,18 @@ impl<'a> Launch<'a> {
     pub fn kwarg(&self, name: &str) -> Option<Node<'a>> {
         self.kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
     }
+
+    /// What the launch passes for parameter `name`, the `index`-th of its
+    /// kernel: by keyword, or by position (while no `*args` comes before it).
+    pub fn value_for(&self, name: &str, index: usize) -> Option<Node<'a>> {
+        self.kwarg(name).or_else(|| {
+            let positional = &self.args[..self.args.len().min(index + 1)];
+            if positional.iter().any(|a| a.kind() == "list_splat") {
+                return None;
+            }
+            self.args.get(index).copied()
+        })
+    }
 }
 
 /// `# kernel-lsp: ignore` / `# kernel-lsp: ignore[KL001, ...]`.

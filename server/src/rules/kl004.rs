@@ -145,6 +145,47 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
     }
 }
 
+/// The integer a constexpr bound expression comes to, with `param` giving
+/// the value of each constexpr parameter (a launch's); the operators Triton folds.
+fn evaluate(
+    k: &Kernel,
+    model: &FileModel,
+    node: Node,
+    param: &dyn Fn(&str) -> Option<i64>,
+    depth: usize,
+) -> Option<i64> {
+    if depth > 8 {
+        return None;
+    }
+    let text = model.text(node).trim();
+    match node.kind() {
+        "integer" => parse_int(text),
+        "parenthesized_expression" => evaluate(k, model, node.named_child(0)?, param, depth + 1),
+        "identifier" => {
+            if k.param(text).is_some_and(|p| p.constexpr) {
+                return param(text);
+            }
+            let assigns: Vec<_> = k.assigns.iter().filter(|a| a.target == text).collect();
+            match assigns.as_slice() {
+                [one] if !one.augmented => evaluate(k, model, one.value, param, depth + 1),
+                _ => None,
+            }
+        }
+        "binary_operator" => {
+            let a = evaluate(k, model, field!(node, "left")?, param, depth + 1)?;
+            let b = evaluate(k, model, field!(node, "right")?, param, depth + 1)?;
+            match field!(node, "operator").map(|o| model.text(o)).unwrap_or("") {
+                "+" => a.checked_add(b),
+                "-" => a.checked_sub(b),
+                "*" => a.checked_mul(b),
+                "//" if b != 0 => Some(a / b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// What the call sites of a `@triton.jit` helper give for one of its parameters.
 enum Callers<'a> {
     /// Launched from host code, or called nowhere in the file: the parameter
@@ -287,6 +328,38 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     out.push(RULE.diagnostic(range_of(call.node), message));
                 }
                 (Bound::Const(0), Bound::ConstexprParam(p)) => constexpr_bounds.push((p.clone(), call.node)),
+                // `tl.arange(0, 3 * H)`: a power of two for no power-of-two `H`; worked out per launch.
+                (Bound::Const(_) | Bound::ConstexprParam(_) | Bound::ConstexprExpr, Bound::ConstexprExpr)
+                | (Bound::ConstexprExpr, Bound::Const(_) | Bound::ConstexprParam(_)) => {
+                    for launch in model.launches_of_kernel(k) {
+                        let env = |name: &str| -> Option<i64> {
+                            let (i, p) = k.params.iter().enumerate().find(|(_, p)| p.name == name)?;
+                            match launch.value_for(name, i) {
+                                Some(v) => model.eval_int(launch.host_fn, v, 0),
+                                None => p.default.and_then(|d| parse_int(model.text(d).trim())),
+                            }
+                        };
+                        let (Some(s), Some(e)) = (evaluate(k, model, start, &env, 0), evaluate(k, model, end, &env, 0))
+                        else {
+                            continue;
+                        };
+                        if !is_pow2(e - s) {
+                            let message = format!(
+                                "`{}` has length {} at this launch, not a power of two: compilation fails with \"arange's range must be a power of 2\". Use an arange of {} and a mask",
+                                model.text(call.node).trim(),
+                                e - s,
+                                ((e - s).max(1) as u64).next_power_of_two()
+                            );
+                            out.push(
+                                RULE.diagnostic(range_of(call.node), message).with_related(
+                                    launch.name_range,
+                                    format!("the launch of `{}` that gives it", k.name),
+                                ),
+                            );
+                            break;
+                        }
+                    }
+                }
                 _ => {}
             }
         }
@@ -323,8 +396,9 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     );
                 }
             }
+            let index = k.params.iter().position(|p| p.name == param).unwrap_or(usize::MAX);
             for launch in model.launches_of_kernel(k) {
-                let Some(value) = launch.kwarg(&param) else { continue };
+                let Some(value) = launch.value_for(&param, index) else { continue };
                 if let Some(v) = model.eval_int(launch.host_fn, value, 0).filter(|v| !is_pow2(*v)) {
                     let literal = model.int_literal_node(launch.host_fn, value);
                     let fix = literal.filter(|_| padding_safe()).map(|lit| pad_fix(&param, v, lit));
