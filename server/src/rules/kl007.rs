@@ -1,5 +1,7 @@
 //! KL007 tensor-indexed-by-tensor.
 
+use tree_sitter::Node;
+
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -53,6 +55,65 @@ fn unrolled_var(model: &FileModel, k: &Kernel, name: &str) -> bool {
     })
 }
 
+/// `tl.*` functions that return one block (not a tuple, as `tl.split` does).
+const BLOCK_MAKERS: &[&str] = &[
+    "load",
+    "zeros",
+    "full",
+    "arange",
+    "dot",
+    "sum",
+    "max",
+    "min",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sigmoid",
+    "where",
+    "maximum",
+    "minimum",
+    "abs",
+    "sqrt",
+    "rsqrt",
+    "cumsum",
+    "reshape",
+    "trans",
+    "broadcast_to",
+    "zeros_like",
+    "full_like",
+    "cast",
+    "softmax",
+    "fma",
+    "clamp",
+];
+
+/// Whether every binding of `name` in the kernel is a block a `tl.*` function
+/// makes, or arithmetic on such blocks (`x = tl.load(...) * 2`).
+fn made_by_tl(model: &FileModel, k: &Kernel, name: &str, depth: usize) -> bool {
+    if depth > 4 {
+        return false;
+    }
+    let binds: Vec<_> = k.assigns.iter().filter(|a| a.target == name).collect();
+    !binds.is_empty() && binds.iter().all(|a| !a.augmented && block_value(model, k, a.value, depth))
+}
+
+fn block_value(model: &FileModel, k: &Kernel, v: Node, depth: usize) -> bool {
+    match v.kind() {
+        "call" => {
+            k.calls.iter().any(|c| c.node == v && c.tl_name.as_deref().is_some_and(|n| BLOCK_MAKERS.contains(&n)))
+        }
+        "binary_operator" => {
+            let sides = [field!(v, "left"), field!(v, "right")];
+            sides.iter().flatten().any(|s| block_value(model, k, *s, depth))
+                && sides.iter().flatten().all(|s| s.kind() != "tuple")
+        }
+        "parenthesized_expression" => v.named_child(0).is_some_and(|i| block_value(model, k, i, depth)),
+        "identifier" => made_by_tl(model, k, model.text(v), depth + 1),
+        _ => false,
+    }
+}
+
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in model.checked_kernels() {
         for (sub, _) in &k.subscripts {
@@ -67,19 +128,33 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
             let mut c = sub.walk();
             let offending = sub.children_by_field_name("subscript", &mut c).find(|idx| {
-                if matches!(idx.kind(), "none" | "slice" | "ellipsis" | "integer") {
+                if matches!(idx.kind(), "none" | "slice" | "ellipsis") {
                     return false;
+                }
+                // `row[0]`: a constant picks one element, which a block made by
+                // `tl.load`, `tl.zeros`... does not allow either (a tuple does).
+                if idx.kind() == "integer" {
+                    return made_by_tl(model, k, name, 0);
                 }
                 let mut ids = Vec::new();
                 collect_identifiers(*idx, model.src, &mut ids);
                 ids.iter().any(|i| i != "None" && !k.is_constexpr(i) && !unrolled_var(model, k, i))
             });
             let Some(idx) = offending else { continue };
-            let message = format!(
-                "`{name}` is a Triton tensor indexed by the tensor `{}`: compilation fails with \"unsupported tensor index\". Load through pointer arithmetic instead: `tl.load(ptr + {})`",
-                model.text(idx).trim(),
-                model.text(idx).trim()
-            );
+            let message = if idx.kind() == "integer" {
+                format!(
+                    "`{name}` is a Triton tensor indexed by the constant `{}`: compilation fails with \"unsupported tensor index\". Load that element through pointer arithmetic instead (`tl.load(ptr + {})`), or reduce (`tl.sum(tl.where(offs == {}, {name}, 0), axis=0)`)",
+                    model.text(idx).trim(),
+                    model.text(idx).trim(),
+                    model.text(idx).trim()
+                )
+            } else {
+                format!(
+                    "`{name}` is a Triton tensor indexed by the tensor `{}`: compilation fails with \"unsupported tensor index\". Load through pointer arithmetic instead: `tl.load(ptr + {})`",
+                    model.text(idx).trim(),
+                    model.text(idx).trim()
+                )
+            };
             out.push(RULE.diagnostic(range_of(*sub), message));
         }
     }
