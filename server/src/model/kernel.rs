@@ -165,7 +165,13 @@ impl<'a> Kernel<'a> {
                 && self.calls_in_loop(l).any(|c| c.is_tl("store"))
                 && self.calls_in_loop(l).any(|c| c.is_tl("load"))
                 && (self.calls_in_loop(l).any(|c| c.is_tl("dot") || c.is_tl("sum"))
-                    || (0..self.loops.len()).any(|i| loop_within(&self.loops, i, l)))
+                    || (0..self.loops.len()).any(|i| loop_within(&self.loops, i, l))
+                    || self.calls_in_loop(l).any(|c| {
+                        c.tl_name.is_none()
+                            && model
+                                .kernel(&c.callee)
+                                .is_some_and(|h| h.name != self.name && h.product_params(model).is_some())
+                    }))
         };
         (0..self.loops.len())
             .filter(|&l| candidate(l))
@@ -211,6 +217,44 @@ impl<'a> Kernel<'a> {
         later
     }
 
+    /// For a `@triton.jit` helper that returns a product of one of its
+    /// parameters by a block it loads (`def project(x, w_ptr, ...): w =
+    /// tl.load(w_ptr + ...); return tl.dot(x, w)`): the indexes of the
+    /// parameters multiplied as they are passed, and of the pointer parameters
+    /// the loaded factor is read through.
+    pub fn product_params(&self, model: &FileModel) -> Option<(Vec<usize>, Vec<usize>)> {
+        let src = model.src;
+        let loaded = |n: Node| {
+            let mut ids = Vec::new();
+            collect_identifiers(n, src, &mut ids);
+            model.text(n).contains("load(")
+                || ids
+                    .iter()
+                    .any(|id| self.assigns.iter().any(|a| &a.target == id && model.text(a.value).contains("load(")))
+        };
+        let (mut direct, mut pointers) = (Vec::new(), Vec::new());
+        for call in self.calls.iter().filter(|c| c.is_tl("dot")) {
+            for o in [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten() {
+                let deps = self.deps(o, src);
+                for (i, p) in self.params.iter().enumerate() {
+                    if p.constexpr || !deps.contains(p.name.as_str()) {
+                        continue;
+                    }
+                    if !loaded(o) {
+                        direct.push(i);
+                    } else if self.calls.iter().any(|c| {
+                        c.is_tl("load")
+                            && c.arg(0, "pointer").and_then(|q| self.pointer_base(q, src)).as_deref()
+                                == Some(p.name.as_str())
+                    }) {
+                        pointers.push(i);
+                    }
+                }
+            }
+        }
+        (!direct.is_empty() && !pointers.is_empty()).then_some((direct, pointers))
+    }
+
     /// Whether loop `t` of kernel `k` is a recurrence: a state carried from step
     /// to step feeds a product (`tl.dot(h, w_hh)`, `tl.sum(h * w)`), either in
     /// registers (a name bound before the loop and rebound inside it, used
@@ -233,6 +277,19 @@ impl<'a> Kernel<'a> {
                 let mut ids = Vec::new();
                 collect_identifiers(o, src, &mut ids);
                 if ids.iter().any(|i| from_previous_step(i, o.start_byte())) {
+                    return true;
+                }
+            }
+        }
+        // A helper that multiplies what it is passed (`project(h, w_hh_ptr, ...)`).
+        for call in k.calls_in_loop(t).filter(|c| c.tl_name.is_none()) {
+            let Some(helper) = model.kernel(&call.callee).filter(|h| h.name != k.name) else { continue };
+            let Some((direct, _)) = helper.product_params(model) else { continue };
+            for i in direct {
+                let Some(a) = call.arg(i, &helper.params[i].name) else { continue };
+                let mut ids = Vec::new();
+                collect_identifiers(a, src, &mut ids);
+                if ids.iter().any(|id| from_previous_step(id, a.start_byte())) {
                     return true;
                 }
             }

@@ -79,6 +79,40 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             if inputs.is_empty() || !k.is_recurrence(t, model) {
                 continue;
             }
+            // A `@triton.jit` helper that multiplies what it is passed by weights it
+            // loads (`project(x_t, w_ih_ptr, ...)`): the step's input passed as the
+            // multiplied argument, a pointer the same at every step as the weights.
+            let through_helper = k.calls_in_loop(t).filter(|c| c.tl_name.is_none()).find_map(|call| {
+                let helper = model.kernel(&call.callee).filter(|h| h.name != k.name)?;
+                let (direct, pointers) = helper.product_params(model)?;
+                let at = call.node.start_byte();
+                let weights_fixed = pointers.iter().all(|&j| {
+                    call.arg(j, &helper.params[j].name)
+                        .is_some_and(|a| !k.deps_before(a, src, at).contains(var.as_str()))
+                });
+                if !weights_fixed {
+                    return None;
+                }
+                direct.iter().find_map(|&i| {
+                    let a = call.arg(i, &helper.params[i].name)?;
+                    let deps = k.deps_before(a, src, at);
+                    if deps.iter().any(|n| k.holds_previous_step(t, n, at)) {
+                        return None;
+                    }
+                    let input = inputs.iter().filter(|b| deps.contains(b.as_str())).min().cloned()?;
+                    Some((call.node, input, helper.name.clone()))
+                })
+            });
+            if let Some((node, input, helper)) = through_helper {
+                let message = format!(
+                    "input projection inside the time loop of `{}`: `{helper}` multiplies what it reads of `{input}` at step `{var}` by weights it loads, every step. Compute it for all steps as one GEMM before the kernel and load the precomputed gates here",
+                    k.name
+                );
+                out.push(
+                    RULE.diagnostic(range_of(node), message).with_related(k.loops[t].header_range, "the time loop"),
+                );
+                continue;
+            }
             for call in k.calls_in_loop(t).filter(|c| c.is_tl("dot") || c.is_tl("sum")) {
                 let operands: Vec<_> = if call.is_tl("dot") {
                     [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten().collect()
