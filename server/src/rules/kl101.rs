@@ -165,6 +165,19 @@ pub(super) fn is_torch_compute_call(
                 | "conv2d"
                 | "linear"
                 | "forward"
+                | "clamp"
+                | "clip"
+                | "relu_"
+                | "sigmoid_"
+                | "tanh_"
+                | "silu"
+                | "log"
+                | "sqrt"
+                | "rsqrt"
+                | "pow"
+                | "cumsum"
+                | "layer_norm"
+                | "softplus"
         );
     }
     false

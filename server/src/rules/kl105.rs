@@ -1,5 +1,7 @@
 //! KL105 side-stream-or-thread.
 
+use tree_sitter::Node;
+
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -63,6 +65,27 @@ const THREADS: &[&str] = &[
     "multiprocessing.Pool",
 ];
 
+/// Whether the stream that `stream_call` (`torch.cuda.Stream()`) makes is
+/// entered with `with` in `scope` (a `torch.cuda.Stream` is its own context
+/// manager): `with torch.cuda.Stream():`, or `s = torch.cuda.Stream()` (or
+/// `self.s = ...`) and then `with s:` (`with self.s:`) in the same function.
+fn entered_by_with(model: &FileModel, scope: Node, stream_call: Node) -> bool {
+    let bound: Option<&str> = stream_call.parent().and_then(|p| {
+        (p.kind() == "assignment" && field!(p, "right") == Some(stream_call))
+            .then(|| field!(p, "left").map(|l| model.text(l)))
+            .flatten()
+    });
+    let mut found = false;
+    crate::model::visit_nodes(scope, &mut |n| {
+        if found || n.kind() != "with_item" {
+            return;
+        }
+        let Some(value) = field!(n, "value") else { return };
+        found = value == stream_call || bound.is_some_and(|b| model.text(value) == b);
+    });
+    found
+}
+
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     if !hygiene::is_candidate(model) {
         return;
@@ -85,6 +108,12 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
                 let message = format!(
                     "`{}` issues the work on another CUDA stream: the benchmark's events on the current stream do not time it. Launch on the current stream",
+                    model.text(n)
+                );
+                out.push(RULE.diagnostic(range_of(n), message));
+            } else if callee == "torch.cuda.Stream" && entered_by_with(model, scope, n) {
+                let message = format!(
+                    "`with` on `{}`, a new CUDA stream, issues the work in its block on that stream: the benchmark's events on the current stream do not time it. Launch on the current stream",
                     model.text(n)
                 );
                 out.push(RULE.diagnostic(range_of(n), message));

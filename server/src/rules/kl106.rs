@@ -22,7 +22,7 @@ const DOC: &str = r#"# KL106 precision-downgrade
 ## What it does
 In a candidate file of an fp32 task, reports host code that casts tensors
 to half precision: `.half()`, `.bfloat16()`, `.to(torch.float16)`,
-`.to(dtype=torch.bfloat16)`, `.type(torch.half)`, a tensor created with
+`.to(dtype=torch.bfloat16)`, `.type(torch.half)` (or a legacy type, `torch.cuda.HalfTensor`), a tensor created with
 `dtype=torch.float16`, or `torch.autocast` to fp16/bf16. The task counts as
 fp32 unless the file's `get_inputs` (or its reference `Model`) already uses
 fp16 or bf16.
@@ -52,7 +52,16 @@ Keep the task's precision at the boundary; inside a kernel, load fp32 and
 cast the `tl.dot` operands if you want tensor cores, accumulating in fp32.
 "#;
 
-const HALF: &[&str] = &["torch.float16", "torch.half", "torch.bfloat16"];
+const HALF: &[&str] = &[
+    "torch.float16",
+    "torch.half",
+    "torch.bfloat16",
+    // The legacy tensor types `.type(...)` takes.
+    "torch.HalfTensor",
+    "torch.cuda.HalfTensor",
+    "torch.BFloat16Tensor",
+    "torch.cuda.BFloat16Tensor",
+];
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     if !hygiene::is_candidate(model) {
@@ -99,6 +108,12 @@ fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &str) -> bool 
     visit_nodes(node, &mut |n| {
         if matches!(n.kind(), "attribute" | "identifier")
             && imports.qualify(n, src).is_some_and(|q| HALF.contains(&q.as_str()))
+        {
+            found = true;
+        }
+        // `.type("torch.cuda.HalfTensor")`
+        if n.kind() == "string"
+            && HALF[3..].iter().any(|h| src[n.byte_range()].trim_matches(|c| c == '"' || c == '\'') == *h)
         {
             found = true;
         }

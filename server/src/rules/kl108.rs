@@ -35,7 +35,9 @@ answer must not do when it is verified:
   sibling module of yours is fine in the editor and refused in an answer;
 - `exec`, `eval`, `compile`, `__import__`, `globals`, `breakpoint`,
   `__builtins__`;
-- `open(...)` for writing (`"w"`, `"a"`, `"x"`, `"+"`);
+- `open(...)` for writing (`"w"`, `"a"`, `"x"`, `"+"`), and calls that write
+  a file given a path (`torch.save`, `np.save`, `np.savez`, `np.savetxt`,
+  `shutil.copy`/`move`, `Path.write_text`/`write_bytes`);
 - the environment: `os.environ` written, or read for any other name
   (an API key, for one), `os.system`, `os.putenv`;
 - code from outside the file: `torch.load`, `torch.hub.*`,
@@ -247,6 +249,12 @@ pub fn node_findings<'a>(
                     out.push((range_of(n), format!("calls `{callee}`")));
                 } else if bare && callee == "open" && opens_for_writing(n, src) {
                     out.push((range_of(n), "opens a file for writing".to_string()));
+                } else if FILE_WRITERS.contains(&callee.as_str())
+                    || (func.kind() == "attribute"
+                        && field!(func, "attribute")
+                            .is_some_and(|a| matches!(&src[a.byte_range()], "write_text" | "write_bytes")))
+                {
+                    out.push((range_of(n), format!("writes a file (`{}`)", &src[func.byte_range()])));
                 } else if FOREIGN_CODE.iter().any(|f| callee == *f || callee.starts_with(&format!("{f}."))) {
                     out.push((range_of(n), format!("calls `{callee}`, which loads code from outside the file")));
                 }
@@ -272,6 +280,18 @@ pub fn node_findings<'a>(
     }
     out
 }
+
+/// Calls that write a file wherever they are given a path.
+const FILE_WRITERS: &[&str] = &[
+    "torch.save",
+    "numpy.save",
+    "numpy.savez",
+    "numpy.savez_compressed",
+    "numpy.savetxt",
+    "shutil.copy",
+    "shutil.copyfile",
+    "shutil.move",
+];
 
 /// Why a use of `os` (`q` is the qualified chain at `node`) is refused, or `None` for a permitted read.
 fn os_use(node: tree_sitter::Node, q: &str, src: &str) -> Option<String> {
