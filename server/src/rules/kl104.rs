@@ -1,5 +1,7 @@
 //! KL104 output-reused-across-calls.
 
+use tree_sitter::Node;
+
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -70,9 +72,19 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     {
         for n in inside(&model.nodes().assignments, model.host_fns[f].node) {
             let Some(left) = field!(n, "left") else { continue };
-            let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
-            if let Some(attr) = target.and_then(|t| hygiene::self_attr(t, src)) {
-                stored.push((attr.to_string(), range_of(n)));
+            // `self.a, self.b = ...` stores into each target of the tuple.
+            let targets: Vec<Node> = if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
+                let mut c = left.walk();
+                let all = left.named_children(&mut c).collect();
+                all
+            } else {
+                vec![left]
+            };
+            for left in targets {
+                let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
+                if let Some(attr) = target.and_then(|t| hygiene::self_attr(t, src)) {
+                    stored.push((attr.to_string(), range_of(n)));
+                }
             }
         }
     }
