@@ -256,6 +256,34 @@ pub fn is_passthrough_method(name: &str) -> bool {
     )
 }
 
+/// Elementwise methods that finish a value where it is (an activation or a
+/// clamp after a GEMM): what they return is computed by what they are called on.
+fn is_epilogue_method(name: &str) -> bool {
+    matches!(
+        name,
+        "relu"
+            | "relu_"
+            | "sigmoid"
+            | "sigmoid_"
+            | "tanh"
+            | "tanh_"
+            | "clamp"
+            | "clamp_"
+            | "clip"
+            | "clip_"
+            | "abs"
+            | "neg"
+            | "add"
+            | "add_"
+            | "mul"
+            | "mul_"
+            | "sub"
+            | "sub_"
+            | "div"
+            | "div_"
+    )
+}
+
 /// `self.X = nn.T(...)` in a class: X -> T, for the `torch.nn` module types
 /// that compute (not containers, parameters or dropout).
 pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(String, String)> {
@@ -357,11 +385,25 @@ fn trace<'a>(
                 let name = field!(f, "attribute").map(|a| &src[a.byte_range()]).unwrap_or_default();
                 let object = field!(f, "object");
                 let on_value = object.is_some_and(|o| !matches!(&src[o.byte_range()], "torch" | "F" | "self"));
-                if is_passthrough_method(name) && on_value {
+                // A view, or an elementwise epilogue (`F.linear(...).relu_()`): the value is the receiver's.
+                if (is_passthrough_method(name) || is_epilogue_method(name)) && on_value {
                     if let Some(o) = object {
                         trace(model, func, o, before, depth + 1, seen, out);
                     }
                     return;
+                }
+                // `self._recurrence(x, h0)`: what that method of the class returns.
+                if object.is_some_and(|o| &src[o.byte_range()] == "self") {
+                    let class = model.host_fns.iter().find(|h| h.node == func).and_then(|h| h.class.clone());
+                    if let Some(m) = class.and_then(|c| method(model, &c, name)) {
+                        let body = model.host_fns[m].node;
+                        if body != func {
+                            for (ret, v) in returns(body) {
+                                trace(model, body, v, ret.start_byte(), depth + 1, seen, out);
+                            }
+                            return;
+                        }
+                    }
                 }
             }
             out.push(expr);

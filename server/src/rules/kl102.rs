@@ -201,3 +201,96 @@ fn task_ops(model: &FileModel, imports: &Imports) -> Vec<String> {
     }
     ops
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::checker::check_text;
+    use crate::config::Settings;
+
+    fn kl102(src: &str) -> Vec<String> {
+        let settings = Settings { select: vec!["KL102".into()], ..Settings::default() };
+        check_text(src, &settings).diagnostics.iter().map(|d| src[d.range.start..d.range.end].to_string()).collect()
+    }
+
+    const HEADER: &str = r#"
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.linear = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=offs < n), 0.0), mask=offs < n)
+"#;
+
+    /// The GEMM returned through a method of the class, or under an elementwise
+    /// epilogue (`.relu_()`), is still PyTorch doing the task's main work.
+    #[test]
+    fn a_method_or_an_epilogue_does_not_hide_the_returned_op() {
+        let through_method = format!(
+            "{HEADER}
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.linear = nn.Linear(n, n)
+
+    def _project(self, x):
+        return self.linear(x)
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel[(1,)](x, y, x.numel(), BLOCK=1024)
+        return self._project(x)
+"
+        );
+        assert_eq!(kl102(&through_method), vec!["self.linear(x)"]);
+        let epilogue = format!(
+            "{HEADER}
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(n, n))
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        relu_kernel[(1,)](x, y, x.numel(), BLOCK=1024)
+        return F.linear(x, self.w).relu_()
+"
+        );
+        assert_eq!(kl102(&epilogue), vec!["F.linear(x, self.w)"]);
+    }
+
+    /// The kernel's own output, returned through a method, is the kernel's work.
+    #[test]
+    fn the_kernels_output_through_a_method_does_not_fire() {
+        let src = format!(
+            "{HEADER}
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.linear = nn.Linear(n, n)
+
+    def _relu(self, h):
+        y = torch.empty_like(h)
+        relu_kernel[(1,)](h, y, h.numel(), BLOCK=1024)
+        return y
+
+    def forward(self, x):
+        return self._relu(self.linear(x))
+"
+        );
+        assert!(kl102(&src).is_empty(), "{:?}", kl102(&src));
+    }
+}

@@ -101,6 +101,10 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             .collect();
         for (ret, value) in hygiene::returns(func) {
             for origin in hygiene::origins(model, func, value, ret.start_byte()) {
+                // What a method this one returns from returns is checked in that method.
+                if !range_of(func).contains_range(range_of(origin)) {
+                    continue;
+                }
                 let Some(attr) = hygiene::self_attr(origin, src) else { continue };
                 let Some((_, at)) = stored.iter().find(|(a, _)| a == attr) else { continue };
                 // Stored earlier in this same call: the value was just computed.
