@@ -137,8 +137,9 @@ fn an_answer_that_runs_a_command_is_refused_before_anything_runs() {
     let _ = std::fs::remove_dir_all(&dir0);
 }
 
-/// `torch.save` passes the gate (torch is allowed); under bwrap the write into
-/// the project fails and the candidate fails with it.
+/// A write the static gate does not know (`tensor.numpy().tofile(path)`; it
+/// refuses `torch.save` and `open(..., "w")`) passes the gate; under bwrap the
+/// write into the project fails and the candidate fails with it.
 #[test]
 fn under_bwrap_an_answer_cannot_write_into_the_project() {
     if !bwrap_or_loud_skip("under_bwrap_an_answer_cannot_write_into_the_project") {

@@ -70,14 +70,22 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             let Some(launch) = launch_in(model, range_of(body)) else { continue };
             let mut cursor = n.walk();
             for handler in n.named_children(&mut cursor).filter(|c| c.kind() == "except_clause") {
-                let Some(torch) = torch_compute(handler, &imports, &modules, src) else { continue };
+                let in_handler = torch_compute(handler, &imports, &modules, src);
+                let after = || fallback_after(n, handler, &imports, &modules, src);
+                let Some(torch) = in_handler.or_else(after) else { continue };
                 let what = model.text(torch).split('(').next().unwrap_or_default().trim().to_string();
                 let start = handler.start_byte();
                 let header_end =
                     src[start..handler.end_byte()].find(':').map(|i| start + i + 1).unwrap_or(handler.end_byte());
-                let message = format!(
-                    "the `except` handler computes the result with PyTorch (`{what}`) when the kernel path fails: the score would time PyTorch and call it a kernel. Let the error surface instead"
-                );
+                let message = if in_handler.is_some() {
+                    format!(
+                        "the `except` handler computes the result with PyTorch (`{what}`) when the kernel path fails: the score would time PyTorch and call it a kernel. Let the error surface instead"
+                    )
+                } else {
+                    format!(
+                        "the `except` handler swallows the kernel's failure and PyTorch computes the result after it (`{what}`): the score would time PyTorch and call it a kernel. Let the error surface instead"
+                    )
+                };
                 out.push(
                     RULE.diagnostic(TextRange::new(start, header_end), message)
                         .with_related(launch, "the kernel path inside the `try`")
@@ -85,6 +93,42 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 );
             }
         }
+    }
+}
+
+/// A handler that neither raises nor returns lets the function run on past
+/// the `try`: PyTorch computing the result there (`return torch.relu(x)`,
+/// after the `try`, or after the `if self.use_triton:` holding it) is the
+/// fallback. The first PyTorch computation in a later statement of the
+/// enclosing blocks, up to the function.
+fn fallback_after<'a>(
+    try_stmt: tree_sitter::Node<'a>,
+    handler: tree_sitter::Node<'a>,
+    imports: &Imports,
+    modules: &[(String, String)],
+    src: &str,
+) -> Option<tree_sitter::Node<'a>> {
+    let mut leaves = false;
+    visit_nodes(handler, &mut |n| leaves |= matches!(n.kind(), "raise_statement" | "return_statement"));
+    if leaves {
+        return None;
+    }
+    let mut at = try_stmt;
+    loop {
+        let mut next = at.next_named_sibling();
+        while let Some(stmt) = next {
+            if let Some(found) = torch_compute(stmt, imports, modules, src) {
+                return Some(found);
+            }
+            next = stmt.next_named_sibling();
+        }
+        let block = at.parent()?;
+        let owner = block.parent()?;
+        if matches!(owner.kind(), "function_definition" | "class_definition" | "module") {
+            return None;
+        }
+        // Out of the `if`/`with`/`else` that holds it, to what follows that.
+        at = if owner.kind() == "else_clause" || owner.kind() == "elif_clause" { owner.parent()? } else { owner };
     }
 }
 
