@@ -54,11 +54,40 @@ impl<'a> FileModel<'a> {
         if let Some(class) = call.callee.strip_suffix(".apply") {
             return nearest_fitting("forward", &|i| self.host_fns[i].class.as_deref() == Some(class));
         }
-        // `self.cell.step(...)`: a method of an object the instance holds, of a class defined here.
+        // `self.cell.step(...)`: a method of an object the instance holds, of a class defined here:
+        // of the class `self.cell = Cell(...)` binds when there is one.
         if let Some(method) = call.callee.strip_prefix('.') {
-            return nearest_fitting(method, &|i| self.host_fns[i].class.is_some());
+            let held = field!(call.node, "function")
+                .and_then(|f| field!(f, "object"))
+                .and_then(|o| self.text(o).strip_prefix("self."))
+                .map(|attr| self.held_modules(class, attr, at))
+                .unwrap_or_default();
+            let of_held: Vec<usize> = held
+                .iter()
+                .flat_map(|h| nearest_fitting(method, &|i| self.host_fns[i].class.as_deref() == Some(*h)))
+                .collect();
+            if !of_held.is_empty() {
+                return of_held;
+            }
+            return nearest_fitting(method, &|i| self.host_fns[i].class.is_some() && i != caller);
         }
-        let Some([candidates, module_level]) = index.get(&call.callee) else { return Vec::new() };
+        // `Block()(x)`: calling a module runs its `forward`.
+        if let Some(class) = call.callee.strip_suffix("()") {
+            return nearest_fitting("forward", &|i| self.host_fns[i].class.as_deref() == Some(class));
+        }
+        let Some([candidates, module_level]) = index.get(&call.callee) else {
+            // `self.cell(x)`, where `self.cell = Cell(...)` and `Cell` is a module of this file: its `forward`.
+            let is_self_call =
+                field!(call.node, "function").and_then(|f| field!(f, "object")).is_some_and(|o| self.text(o) == "self");
+            if !is_self_call {
+                return Vec::new();
+            }
+            return self
+                .held_modules(class, &call.callee, at)
+                .iter()
+                .flat_map(|h| nearest_fitting("forward", &|i| self.host_fns[i].class.as_deref() == Some(*h)))
+                .collect();
+        };
         // Definitions inside the top-level statement that holds the call: only they can be local.
         let mut top = call.node;
         while let Some(p) = top.parent() {
@@ -115,6 +144,38 @@ impl<'a> FileModel<'a> {
             return vec![pick];
         }
         candidates.clone()
+    }
+
+    /// The classes of this file that `self.attr = Class(...)` binds in class
+    /// `class` (also inside `nn.Sequential(...)` / `nn.ModuleList([...])`).
+    fn held_modules(&self, class: Option<&str>, attr: &str, at: usize) -> Vec<&'a str> {
+        let mut found = Vec::new();
+        let Some(class) = class else { return found };
+        let Some(info) = self.classes.iter().rfind(|c| c.name == class && c.node.start_byte() <= at) else {
+            return found;
+        };
+        let target = format!("self.{attr}");
+        self.step(1);
+        super::nodes::visit_nodes(info.node, &mut |n| {
+            if n.kind() != "assignment" {
+                return;
+            }
+            let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
+            if self.text(left) != target {
+                return;
+            }
+            // The module built there, or those a container built there holds.
+            super::nodes::visit_nodes(right, &mut |c| {
+                let Some(f) = field!(c, "function").filter(|f| c.kind() == "call" && f.kind() == "identifier") else {
+                    return;
+                };
+                let name = self.text(f);
+                if self.classes.iter().any(|k| k.name == name) && !found.contains(&name) {
+                    found.push(name);
+                }
+            });
+        });
+        found
     }
 
     fn is_module_level(&self, i: usize) -> bool {

@@ -540,6 +540,10 @@ impl<'m, 'a> Walker<'m, 'a> {
                             None
                         }
                     }
+                    // `Block()(x)`: a module of this file built and called in one expression.
+                    "call" => field!(func, "function")
+                        .filter(|c| c.kind() == "identifier")
+                        .map(|c| format!("{}()", self.text(c))),
                     _ => None,
                 };
                 if let Some(callee) = callee {

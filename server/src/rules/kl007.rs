@@ -138,10 +138,17 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
                 let mut ids = Vec::new();
                 collect_identifiers(*idx, model.src, &mut ids);
+                // A constexpr or an unrolled loop's variable may index a tuple, not a block.
                 ids.iter().any(|i| i != "None" && !k.is_constexpr(i) && !unrolled_var(model, k, i))
+                    || (!ids.is_empty() && made_by_tl(model, k, name, 0))
             });
             let Some(idx) = offending else { continue };
-            let message = if idx.kind() == "integer" {
+            let constant = idx.kind() == "integer" || {
+                let mut ids = Vec::new();
+                collect_identifiers(idx, model.src, &mut ids);
+                ids.iter().all(|i| k.is_constexpr(i) || unrolled_var(model, k, i))
+            };
+            let message = if constant {
                 format!(
                     "`{name}` is a Triton tensor indexed by the constant `{}`: compilation fails with \"unsupported tensor index\". Load that element through pointer arithmetic instead (`tl.load(ptr + {})`), or reduce (`tl.sum(tl.where(offs == {}, {name}, 0), axis=0)`)",
                     model.text(idx).trim(),

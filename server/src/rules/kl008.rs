@@ -55,7 +55,7 @@ convolution as an implicit GEMM: gather an input tile of shape
 /// (`range(0, N, BLOCK)`) and multiply an input by itself or by a scale;
 /// interpolation multiplies by coefficients it computes: no product that
 /// belongs on tensor cores.
-fn is_window_times_weights(model: &FileModel, k: &Kernel, value: Node, loops: &[usize]) -> bool {
+fn is_window_times_weights<'a>(model: &FileModel<'a>, k: &Kernel<'a>, value: Node<'a>, loops: &[usize]) -> bool {
     let src = model.src;
     let Some(product) = find_product(value) else { return false };
     let (Some(left), Some(right)) = (product.child_by_field_name("left"), product.child_by_field_name("right")) else {
@@ -86,21 +86,51 @@ fn is_window_times_weights(model: &FileModel, k: &Kernel, value: Node, loops: &[
 /// each output channel reads one input channel (both addresses use `c`), so
 /// there is no GEMM to give `tl.dot`. A direct convolution's addresses share
 /// only the summed `ic, ky, kx`.
-fn shaped_like_gemm(model: &FileModel, k: &Kernel, value: Node, left: Node, right: Node, summed: &[&str]) -> bool {
+fn shaped_like_gemm<'a>(
+    model: &FileModel<'a>,
+    k: &Kernel<'a>,
+    value: Node<'a>,
+    left: Node<'a>,
+    right: Node<'a>,
+    summed: &[&str],
+) -> bool {
     let src = model.src;
-    // The names the load's address is written with, for a factor that is a load or a name bound to one.
-    let address_names = |n: Node| -> Option<Vec<String>> {
+    // The load's address, for a factor that is a load or a name bound to one.
+    let address = |n: Node<'a>| -> Option<Node<'a>> {
         let load = find_load(n, src).or_else(|| {
             let mut ids = Vec::new();
             collect_identifiers(n, src, &mut ids);
             ids.iter().find_map(|id| k.assigns.iter().rfind(|a| &a.target == id).and_then(|a| find_load(a.value, src)))
         })?;
-        let pointer = load.child_by_field_name("arguments")?.named_child(0)?;
+        load.child_by_field_name("arguments")?.named_child(0)
+    };
+    // The names an address is written with, through names that are addresses
+    // themselves (`base = x_ptr + nc * H * W`, then `base + ih * W + iw`).
+    let address_names = |pointer: Node| -> Vec<String> {
         let mut ids = Vec::new();
         collect_identifiers(pointer, src, &mut ids);
-        Some(ids)
+        let mut i = 0;
+        while i < ids.len() && ids.len() < 64 {
+            let binds: Vec<_> = k.assigns.iter().filter(|a| a.target == ids[i]).collect();
+            if let [one] = binds.as_slice() {
+                let mut inner = Vec::new();
+                collect_identifiers(one.value, src, &mut inner);
+                if inner.iter().any(|n| k.param(n).is_some_and(|p| !p.constexpr) && n.ends_with("ptr")) {
+                    for n in inner {
+                        if !ids.contains(&n) {
+                            ids.push(n);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        ids
     };
-    let (Some(a), Some(b)) = (address_names(left), address_names(right)) else { return true };
+    let (Some(pa), Some(pb)) = (address(left), address(right)) else { return true };
+    let (a, b) = (address_names(pa), address_names(pb));
+    // What each address depends on through any name.
+    let (deps_a, deps_b) = (k.deps(pa, src), k.deps(pb, src));
     // `tl.sum(x * w, axis=0)` also sums over the vector axis a `tl.arange` index walks.
     let reduced = model.text(value).contains("sum(");
     let vector_axis = |name: &str| {
@@ -114,7 +144,12 @@ fn shaped_like_gemm(model: &FileModel, k: &Kernel, value: Node, left: Node, righ
             && !k.is_constexpr(name)
             && !k.var_deps(name, src).iter().any(|d| summed.contains(&d.as_str()))
     };
-    !a.iter().filter(|n| index(n)).any(|n| b.contains(n))
+    // An index one address is written with that the other also depends on
+    // (`x[nc, ...]` and `w[nc % C, ...]`): per channel, not a matrix product.
+    let shared = |names: &[String], other: &std::collections::HashSet<String>| {
+        names.iter().filter(|n| index(n)).any(|n| other.contains(n.as_str()))
+    };
+    !shared(&a, &deps_b) && !shared(&b, &deps_a)
 }
 
 /// The first `tl.load(...)` call in an expression.

@@ -76,3 +76,69 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         out.push(RULE.diagnostic(k.name_range, message).with_related(forward_name, "`forward` launches nothing"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::checker::check_text;
+    use crate::config::Settings;
+
+    fn kl103(src: &str) -> usize {
+        let settings = Settings { select: vec!["KL103".into()], ..Settings::default() };
+        check_text(src, &settings).diagnostics.len()
+    }
+
+    const KERNEL_AND_MODULE: &str = r#"
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def halve_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 0.5, mask=offs < n)
+
+
+class Halve(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        halve_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+"#;
+
+    /// Calling a module of this file runs its `forward`: held as an attribute,
+    /// inside `nn.Sequential`, or built and called in one expression.
+    #[test]
+    fn a_kernel_launched_by_a_held_module_is_launched() {
+        for (init, call) in [
+            ("self.half = Halve()", "self.half(x)"),
+            ("self.half = nn.Sequential(Halve())", "self.half(x)"),
+            ("pass", "Halve()(x)"),
+        ] {
+            let src = format!(
+                "{KERNEL_AND_MODULE}
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+
+    def forward(self, x):
+        return {call}
+"
+            );
+            assert_eq!(kl103(&src), 0, "{init} / {call}");
+        }
+        // The same module defined but never called from forward: the kernel is never launched.
+        let unused = format!(
+            "{KERNEL_AND_MODULE}
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x * 0.5
+"
+        );
+        assert_eq!(kl103(&unused), 1);
+    }
+}
