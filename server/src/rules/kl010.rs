@@ -154,7 +154,9 @@ fn helper_sync(model: &FileModel, f: usize, call: Node, depth: usize) -> Option<
     None
 }
 
-/// Methods whose result is a tensor where the receiver is one.
+/// Methods, and `torch.*` functions, whose result is a tensor where the
+/// receiver (an argument) is one; for `allclose` and `equal`, a Python bool
+/// read from the GPU.
 const TENSOR_METHODS: &[&str] = &[
     "any",
     "all",
@@ -196,36 +198,6 @@ const TENSOR_METHODS: &[&str] = &[
     "allclose",
     "equal",
 ];
-/// `torch.*` functions whose result is a tensor (or, for `allclose` and
-/// `equal`, a Python bool read from the GPU) where an argument is a tensor.
-const TORCH_TENSOR_FNS: &[&str] = &[
-    "isnan",
-    "isinf",
-    "isfinite",
-    "any",
-    "all",
-    "sum",
-    "max",
-    "min",
-    "amax",
-    "amin",
-    "mean",
-    "abs",
-    "norm",
-    "allclose",
-    "equal",
-    "count_nonzero",
-    "ne",
-    "eq",
-    "gt",
-    "lt",
-    "ge",
-    "le",
-    "logical_not",
-    "prod",
-    "std",
-    "var",
-];
 
 /// Whether `e` evaluates to a GPU tensor: a name a launch passes for memory,
 /// an element or slice of one, what a tensor method or `torch.*` function
@@ -248,7 +220,7 @@ fn tensor_valued(model: &FileModel, tensors: &std::collections::HashSet<String>,
             if model.text(object) == "torch" {
                 let Some(args) = field!(e, "arguments") else { return false };
                 let mut c = args.walk();
-                let any = TORCH_TENSOR_FNS.contains(&attr) && args.named_children(&mut c).any(rec);
+                let any = TENSOR_METHODS.contains(&attr) && args.named_children(&mut c).any(rec);
                 any
             } else {
                 TENSOR_METHODS.contains(&attr) && rec(object)
