@@ -205,6 +205,9 @@ pub struct FileModel<'a> {
     steps: AtomicUsize,
     /// Host functions by name, each list in document order (built on first use).
     pub(super) fn_index: OnceLock<HashMap<String, [Vec<usize>; 2]>>,
+    /// (index in `classes`, attribute) -> the classes of this file that
+    /// `self.attribute = Class(...)` binds in that class (`FileModel::callees`).
+    pub(super) held_index: OnceLock<HashMap<(usize, String), Vec<&'a str>>>,
     /// Nodes by kind for the whole-file questions (built on first use).
     nodes: OnceLock<NodeIndex<'a>>,
     /// Names -> indexes, so that questions asked once per kernel, launch or
@@ -289,6 +292,7 @@ impl<'a> FileModel<'a> {
             focus: [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)],
             steps: AtomicUsize::new(0),
             fn_index: OnceLock::new(),
+            held_index: OnceLock::new(),
             nodes: OnceLock::new(),
             by_name: OnceLock::new(),
         };

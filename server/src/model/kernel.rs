@@ -217,6 +217,20 @@ impl<'a> Kernel<'a> {
         later
     }
 
+    /// Whether `name` is bound somewhere in the kernel to a value read from memory (`w = tl.load(...)`).
+    pub fn binds_load(&self, name: &str, src: &str) -> bool {
+        self.assigns
+            .iter()
+            .any(|a| a.target == name && src.get(a.value.byte_range()).is_some_and(|v| v.contains("load(")))
+    }
+
+    /// Whether `expr` reads memory: it loads, or names a value bound to a load.
+    pub fn loaded(&self, expr: Node, src: &str) -> bool {
+        let mut ids = Vec::new();
+        collect_identifiers(expr, src, &mut ids);
+        src.get(expr.byte_range()).is_some_and(|t| t.contains("load(")) || ids.iter().any(|id| self.binds_load(id, src))
+    }
+
     /// For a `@triton.jit` helper that returns a product of one of its
     /// parameters by a block it loads (`def project(x, w_ptr, ...): w =
     /// tl.load(w_ptr + ...); return tl.dot(x, w)`): the indexes of the
@@ -224,14 +238,6 @@ impl<'a> Kernel<'a> {
     /// the loaded factor is read through.
     pub fn product_params(&self, model: &FileModel) -> Option<(Vec<usize>, Vec<usize>)> {
         let src = model.src;
-        let loaded = |n: Node| {
-            let mut ids = Vec::new();
-            collect_identifiers(n, src, &mut ids);
-            model.text(n).contains("load(")
-                || ids
-                    .iter()
-                    .any(|id| self.assigns.iter().any(|a| &a.target == id && model.text(a.value).contains("load(")))
-        };
         let (mut direct, mut pointers) = (Vec::new(), Vec::new());
         for call in self.calls.iter().filter(|c| c.is_tl("dot")) {
             for o in [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten() {
@@ -240,7 +246,7 @@ impl<'a> Kernel<'a> {
                     if p.constexpr || !deps.contains(p.name.as_str()) {
                         continue;
                     }
-                    if !loaded(o) {
+                    if !self.loaded(o, src) {
                         direct.push(i);
                     } else if self.calls.iter().any(|c| {
                         c.is_tl("load")

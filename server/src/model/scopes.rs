@@ -148,34 +148,41 @@ impl<'a> FileModel<'a> {
 
     /// The classes of this file that `self.attr = Class(...)` binds in class
     /// `class` (also inside `nn.Sequential(...)` / `nn.ModuleList([...])`).
+    /// Every class's bindings are read once, on the first question.
     fn held_modules(&self, class: Option<&str>, attr: &str, at: usize) -> Vec<&'a str> {
-        let mut found = Vec::new();
-        let Some(class) = class else { return found };
-        let Some(info) = self.classes.iter().rfind(|c| c.name == class && c.node.start_byte() <= at) else {
-            return found;
+        let Some(class) = class else { return Vec::new() };
+        let Some(ci) = self.classes.iter().rposition(|c| c.name == class && c.node.start_byte() <= at) else {
+            return Vec::new();
         };
-        let target = format!("self.{attr}");
         self.step(1);
-        super::nodes::visit_nodes(info.node, &mut |n| {
-            if n.kind() != "assignment" {
-                return;
+        let index = self.held_index.get_or_init(|| {
+            let mut index: HashMap<(usize, String), Vec<&'a str>> = HashMap::new();
+            for (ci, info) in self.classes.iter().enumerate() {
+                super::nodes::visit_nodes(info.node, &mut |n| {
+                    if n.kind() != "assignment" {
+                        return;
+                    }
+                    let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
+                    let Some(attr) = self.text(left).strip_prefix("self.") else { return };
+                    // The module built there, or those a container built there holds.
+                    super::nodes::visit_nodes(right, &mut |c| {
+                        let Some(f) = field!(c, "function").filter(|f| c.kind() == "call" && f.kind() == "identifier")
+                        else {
+                            return;
+                        };
+                        let name = self.text(f);
+                        if self.classes.iter().any(|k| k.name == name) {
+                            let held = index.entry((ci, attr.to_string())).or_default();
+                            if !held.contains(&name) {
+                                held.push(name);
+                            }
+                        }
+                    });
+                });
             }
-            let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
-            if self.text(left) != target {
-                return;
-            }
-            // The module built there, or those a container built there holds.
-            super::nodes::visit_nodes(right, &mut |c| {
-                let Some(f) = field!(c, "function").filter(|f| c.kind() == "call" && f.kind() == "identifier") else {
-                    return;
-                };
-                let name = self.text(f);
-                if self.classes.iter().any(|k| k.name == name) && !found.contains(&name) {
-                    found.push(name);
-                }
-            });
+            index
         });
-        found
+        index.get(&(ci, attr.to_string())).cloned().unwrap_or_default()
     }
 
     fn is_module_level(&self, i: usize) -> bool {

@@ -120,11 +120,8 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
                 let vals: Vec<i64> =
                     parts.iter().filter_map(|b| if let Bound::Const(v) = b { Some(*v) } else { None }).collect();
                 let op = field!(node, "operator").map(|o| model.text(o)).unwrap_or("");
-                let v = match (op, vals.as_slice()) {
-                    ("+", [a, b]) => a.checked_add(*b),
-                    ("-", [a, b]) => a.checked_sub(*b),
-                    ("*", [a, b]) => a.checked_mul(*b),
-                    ("//", [a, b]) if *b != 0 => Some(a / b),
+                let v = match vals.as_slice() {
+                    [a, b] => fold(op, *a, *b),
                     _ => None,
                 };
                 return v.map(Bound::Const).unwrap_or(Bound::ConstexprExpr);
@@ -142,6 +139,17 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
                 None => Bound::Unknown,
             }
         }
+    }
+}
+
+/// `a op b` for the operators Triton folds in a constexpr bound.
+fn fold(op: &str, a: i64, b: i64) -> Option<i64> {
+    match op {
+        "+" => a.checked_add(b),
+        "-" => a.checked_sub(b),
+        "*" => a.checked_mul(b),
+        "//" if b != 0 => Some(a / b),
+        _ => None,
     }
 }
 
@@ -174,13 +182,7 @@ fn evaluate(
         "binary_operator" => {
             let a = evaluate(k, model, field!(node, "left")?, param, depth + 1)?;
             let b = evaluate(k, model, field!(node, "right")?, param, depth + 1)?;
-            match field!(node, "operator").map(|o| model.text(o)).unwrap_or("") {
-                "+" => a.checked_add(b),
-                "-" => a.checked_sub(b),
-                "*" => a.checked_mul(b),
-                "//" if b != 0 => Some(a / b),
-                _ => None,
-            }
+            fold(field!(node, "operator").map(|o| model.text(o)).unwrap_or(""), a, b)
         }
         _ => None,
     }

@@ -148,18 +148,14 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 collect_identifiers(idx, model.src, &mut ids);
                 ids.iter().all(|i| k.is_constexpr(i) || unrolled_var(model, k, i))
             };
+            let at = model.text(idx).trim();
             let message = if constant {
                 format!(
-                    "`{name}` is a Triton tensor indexed by the constant `{}`: compilation fails with \"unsupported tensor index\". Load that element through pointer arithmetic instead (`tl.load(ptr + {})`), or reduce (`tl.sum(tl.where(offs == {}, {name}, 0), axis=0)`)",
-                    model.text(idx).trim(),
-                    model.text(idx).trim(),
-                    model.text(idx).trim()
+                    "`{name}` is a Triton tensor indexed by the constant `{at}`: compilation fails with \"unsupported tensor index\". Load that element through pointer arithmetic instead (`tl.load(ptr + {at})`), or reduce (`tl.sum(tl.where(offs == {at}, {name}, 0), axis=0)`)"
                 )
             } else {
                 format!(
-                    "`{name}` is a Triton tensor indexed by the tensor `{}`: compilation fails with \"unsupported tensor index\". Load through pointer arithmetic instead: `tl.load(ptr + {})`",
-                    model.text(idx).trim(),
-                    model.text(idx).trim()
+                    "`{name}` is a Triton tensor indexed by the tensor `{at}`: compilation fails with \"unsupported tensor index\". Load through pointer arithmetic instead: `tl.load(ptr + {at})`"
                 )
             };
             out.push(RULE.diagnostic(range_of(*sub), message));

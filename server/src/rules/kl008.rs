@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{collect_identifiers, FileModel, Kernel};
+use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
 use super::Rule;
 
@@ -67,16 +67,10 @@ fn is_window_times_weights<'a>(model: &FileModel<'a>, k: &Kernel<'a>, value: Nod
         let deps = k.deps(n, src);
         loop_vars.iter().filter(|v| deps.contains(**v)).count()
     };
-    let loaded = |n: Node| {
-        let mut ids = Vec::new();
-        collect_identifiers(n, src, &mut ids);
-        model.text(n).contains("load(")
-            || ids.iter().any(|id| k.assigns.iter().any(|a| &a.target == id && model.text(a.value).contains("load(")))
-    };
     varies(left) >= 2
         && varies(right) >= 2
-        && loaded(left)
-        && loaded(right)
+        && k.loaded(left, src)
+        && k.loaded(right, src)
         && shaped_like_gemm(model, k, value, left, right, &loop_vars)
 }
 
@@ -96,14 +90,22 @@ fn shaped_like_gemm<'a>(
 ) -> bool {
     let src = model.src;
     // The load's address, for a factor that is a load or a name bound to one.
+    let load_in = |n: Node| k.calls.iter().find(|c| c.is_tl("load") && range_of(n).contains_range(range_of(c.node)));
     let address = |n: Node<'a>| -> Option<Node<'a>> {
-        let load = find_load(n, src).or_else(|| {
+        let load = load_in(n).or_else(|| {
             let mut ids = Vec::new();
             collect_identifiers(n, src, &mut ids);
-            ids.iter().find_map(|id| k.assigns.iter().rfind(|a| &a.target == id).and_then(|a| find_load(a.value, src)))
+            ids.iter().find_map(|id| k.assigns.iter().rfind(|a| &a.target == id).and_then(|a| load_in(a.value)))
         })?;
-        load.child_by_field_name("arguments")?.named_child(0)
+        load.arg(0, "pointer")
     };
+    // The buffers the kernel loads from and stores to.
+    let buffers: std::collections::HashSet<String> = k
+        .calls
+        .iter()
+        .filter(|c| c.is_tl("load") || c.is_tl("store"))
+        .filter_map(|c| c.arg(0, "pointer").and_then(|p| k.pointer_base(p, src)))
+        .collect();
     // The names an address is written with, through names that are addresses
     // themselves (`base = x_ptr + nc * H * W`, then `base + ih * W + iw`).
     let address_names = |pointer: Node| -> Vec<String> {
@@ -113,9 +115,9 @@ fn shaped_like_gemm<'a>(
         while i < ids.len() && ids.len() < 64 {
             let binds: Vec<_> = k.assigns.iter().filter(|a| a.target == ids[i]).collect();
             if let [one] = binds.as_slice() {
-                let mut inner = Vec::new();
-                collect_identifiers(one.value, src, &mut inner);
-                if inner.iter().any(|n| k.param(n).is_some_and(|p| !p.constexpr) && n.ends_with("ptr")) {
+                if k.pointer_base(one.value, src).is_some_and(|b| buffers.contains(&b)) {
+                    let mut inner = Vec::new();
+                    collect_identifiers(one.value, src, &mut inner);
                     for n in inner {
                         if !ids.contains(&n) {
                             ids.push(n);
@@ -150,22 +152,6 @@ fn shaped_like_gemm<'a>(
         names.iter().filter(|n| index(n)).any(|n| other.contains(n.as_str()))
     };
     !shared(&a, &deps_b) && !shared(&b, &deps_a)
-}
-
-/// The first `tl.load(...)` call in an expression.
-fn find_load<'a>(node: Node<'a>, src: &str) -> Option<Node<'a>> {
-    let mut found = None;
-    crate::model::visit_nodes(node, &mut |n| {
-        let is_load = n.kind() == "call"
-            && n.child_by_field_name("function")
-                .filter(|f| f.kind() == "attribute")
-                .and_then(|f| f.child_by_field_name("attribute"))
-                .is_some_and(|a| src.get(a.byte_range()) == Some("load"));
-        if found.is_none() && is_load {
-            found = Some(n);
-        }
-    });
-    found
 }
 
 /// A loop whose variable picks a block of elements: it steps by a block size,

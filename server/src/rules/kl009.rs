@@ -148,12 +148,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 let from_memory: Vec<bool> = factors
                     .iter()
                     .zip(&deps)
-                    .map(|(f, d)| {
-                        model.text(*f).contains("load(")
-                            || d.iter().any(|n| {
-                                k.assigns.iter().any(|a| &a.target == n && model.text(a.value).contains("load("))
-                            })
-                    })
+                    .map(|(f, d)| model.text(*f).contains("load(") || d.iter().any(|n| k.binds_load(n, src)))
                     .collect();
                 let hit = (0..factors.len()).find_map(|i| {
                     let others = (0..factors.len()).filter(|&j| j != i);

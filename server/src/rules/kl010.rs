@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{field, gpu_tensor_names, range_of, FileModel, HostFn, LoopKind};
+use crate::model::{field, gpu_tensor_names, range_of, FileModel, HCall, HostFn, LoopKind};
 
 use super::Rule;
 
@@ -74,7 +74,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         // A helper called in the loop that waits itself (`check_finite(x)` reading `.item()`).
         for call in func.calls.iter() {
             let Some(&l) = call.loops.last() else { continue };
-            if let Some((helper, what)) = helper_sync(model, f, call.node, 0) {
+            if let Some((helper, what)) = helper_sync(model, f, call, 0) {
                 found.push((call.node, format!("`{helper}` (it calls `{what}`)"), l));
             }
         }
@@ -128,10 +128,8 @@ fn innermost_loop(func: &HostFn, node: Node) -> Option<usize> {
 /// A host function of this file that `call` (in function `f`) reaches and
 /// that waits for the GPU outside its own loops (those KL010 reports where
 /// they are): its name and the wait. Two helpers deep at most.
-fn helper_sync(model: &FileModel, f: usize, call: Node, depth: usize) -> Option<(String, String)> {
-    let func = &model.host_fns[f];
-    let hcall = func.calls.iter().find(|c| c.node.id() == call.id())?;
-    for g in model.callees(f, hcall) {
+fn helper_sync(model: &FileModel, f: usize, call: &HCall, depth: usize) -> Option<(String, String)> {
+    for g in model.callees(f, call) {
         let helper = &model.host_fns[g];
         if g == f || is_test_or_benchmark(helper) {
             continue;
@@ -145,7 +143,7 @@ fn helper_sync(model: &FileModel, f: usize, call: Node, depth: usize) -> Option<
         }
         if depth < 1 {
             for c in helper.calls.iter().filter(|c| c.loops.is_empty()) {
-                if let Some((_, what)) = helper_sync(model, g, c.node, depth + 1) {
+                if let Some((_, what)) = helper_sync(model, g, c, depth + 1) {
                     return Some((helper.name.clone(), what));
                 }
             }
