@@ -26,8 +26,15 @@
 //! finding of the hygiene rules before or after (they report in kernels and
 //! read inside them); otherwise,
 //! and whenever a cached position cannot be mapped, the file is analysed
-//! afresh. Either way the result equals [`super::check`] on the same text
-//! (the property tests in `lsp::document` check that on random edit sequences).
+//! afresh, or, when the edit is in host code (a launching helper,
+//! `forward`, a class), analysed on the host path: the host rules run again,
+//! on a model in which every statement that only defines kernels the edit
+//! cannot affect is a stub (its kernels' headers are read, not their bodies;
+//! what the host rules ask of them comes from the views kept here), and those
+//! statements keep their kernel-rule, KL005, KL107 and KL108 findings
+//! (`host_incremental`). Either way the result equals [`super::check`] on the
+//! same text (the property tests in `lsp::document` check that on random
+//! edit sequences, on all three paths).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -57,11 +64,26 @@ pub struct Snapshot {
     estimates: HashMap<String, String>,
     /// Kernel name -> launch sites.
     launch_counts: HashMap<String, usize>,
-    /// Whether this snapshot was derived from the previous one rather than built afresh.
-    incremental: bool,
+    /// How this snapshot was made.
+    path: Path,
+    /// Statements read as stubs (the host path), for tests and benchmarks.
+    stubs: usize,
     /// For a KernelBench candidate (a `ModelNew` file), whose hygiene rules
     /// (KL101-KL109) read the whole file: the imports they qualify names with.
     candidate: Option<Arc<Imports>>,
+}
+
+/// How a snapshot was made from the previous one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// A full analysis.
+    Fresh,
+    /// Only kernels changed: the changed statements and what their kernel
+    /// rules read were re-read; the host rules' findings moved.
+    Kernels,
+    /// Host code changed: the host rules ran again, on a model whose
+    /// unaffected kernel statements are stubs (`host_incremental`).
+    Host,
 }
 
 /// A statement where it is now: what was found in it (shared between
@@ -78,7 +100,7 @@ struct Unit {
 }
 
 /// What one top-level statement contributes, at the positions it was read at.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct UnitFacts {
     /// The statement's node kind.
     kind: u16,
@@ -127,10 +149,15 @@ pub fn analyze(
     previous: Option<&Snapshot>,
 ) -> (CheckResult, Snapshot) {
     let snapshot = match previous {
-        Some(p) if p.settings == *settings => incremental(text, tree, p).unwrap_or_else(|why| {
-            tracing::debug!("analysing afresh: {why}");
-            full(text, tree, settings)
-        }),
+        Some(p) if p.settings == *settings => incremental(text, tree, p)
+            .or_else(|why| {
+                tracing::debug!("not a kernel edit: {why}");
+                host_incremental(text, tree, p)
+            })
+            .unwrap_or_else(|why| {
+                tracing::debug!("analysing afresh: {why}");
+                full(text, tree, settings)
+            }),
         _ => full(text, tree, settings),
     };
     (with_syntax_errors(snapshot.result(index), text, tree), snapshot)
@@ -243,7 +270,8 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
         units,
         host_diags,
         launch_counts,
-        incremental: false,
+        path: Path::Fresh,
+        stubs: 0,
         candidate: hygiene::is_candidate(&model).then(|| Arc::new(hygiene::imports(&model))),
     }
 }
@@ -387,33 +415,9 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
         return Err("the imports changed");
     }
-    // Statements before and after the edits that read as they did: same kind
-    // and text (a top-level statement without syntax errors then parses the
-    // same), and for one with errors the same syntax tree.
-    let same = |o: usize, i: usize| {
-        let (u, n) = (&prev.units[o], nodes[i]);
-        u.facts.kind == n.kind_id()
-            && u.facts.error_shape.is_some() == n.has_error()
-            && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
-            && u.facts.error_shape.as_ref().is_none_or(|s| *s == shape(n))
-    };
     let (old_len, new_len) = (prev.units.len(), nodes.len());
-    let mut prefix = 0;
-    while prefix < old_len && prefix < new_len && same(prefix, prefix) {
-        prefix += 1;
-    }
-    let mut suffix = 0;
-    while suffix < old_len - prefix && suffix < new_len - prefix && same(old_len - 1 - suffix, new_len - 1 - suffix) {
-        suffix += 1;
-    }
-    let mut matched: Vec<Option<usize>> = vec![None; new_len];
-    let mut old_to_new: Vec<Option<usize>> = vec![None; old_len];
-    for i in (0..prefix).chain(new_len - suffix..new_len) {
-        let o = if i < prefix { i } else { i + old_len - new_len };
-        matched[i] = Some(o);
-        old_to_new[o] = Some(i);
-    }
-    let changed_old: Vec<usize> = (prefix..old_len - suffix).collect();
+    let (matched, old_to_new) = match_units(prev, &nodes, text);
+    let changed_old: Vec<usize> = (0..old_len).filter(|&o| old_to_new[o].is_none()).collect();
     if changed_old.iter().any(|&o| !prev.units[o].facts.neutral) {
         return Err("a changed statement had host code");
     }
@@ -624,9 +628,257 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
         host_diags: remap_all(&prev.host_diags)?,
         estimates: prev.estimates.clone(),
         launch_counts: prev.launch_counts.clone(),
-        incremental: true,
+        path: Path::Kernels,
+        stubs: 0,
         candidate: prev.candidate.clone(),
     })
+}
+
+/// The analysis of an edit of host code: a launching helper, `forward`, a
+/// class. The host rules read the whole file, so they run again, on a model
+/// in which the statements that only define kernels, and whose kernel rules
+/// read nothing the edit changed, are stubs: their kernels' headers are
+/// read, their bodies are not, and the host-side questions about them are
+/// answered from the views this snapshot kept ([`FileModel::build_stubbed`]).
+/// Those statements keep their kernel-rule and KL005 findings, and their
+/// KL107/KL108 findings (each depends on its node and the file's imports
+/// alone). Every other statement is read afresh.
+///
+/// Refused (the file is analysed afresh) when a changed statement, before or
+/// after, defines a kernel, assigns a module-level name or holds the word
+/// `import`, or when the file stops or starts being a candidate.
+fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot, &'static str> {
+    let nodes = top_level(tree);
+    let aliases = imports_of(&nodes, text);
+    if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
+        return Err("the imports changed");
+    }
+    let (old_len, new_len) = (prev.units.len(), nodes.len());
+    let (matched, old_to_new) = match_units(prev, &nodes, text);
+    let changed_old: Vec<usize> = (0..old_len).filter(|&o| old_to_new[o].is_none()).collect();
+    for &o in &changed_old {
+        let u = &prev.units[o];
+        if !u.facts.kernels.is_empty() || u.facts.module_assigns {
+            return Err("a changed statement defined kernels or module-level names");
+        }
+        if prev.text.get(u.range.start..u.range.end).is_none_or(has_import_keyword) {
+            return Err("a changed statement imported");
+        }
+    }
+    if (0..new_len).any(|i| matched[i].is_none() && text.get(nodes[i].byte_range()).is_none_or(has_import_keyword)) {
+        return Err("a changed statement imports");
+    }
+    let hygiene_local = |code: &str| code == kl107::RULE.code || code == kl108::RULE.code;
+    // A statement whose kernels can be stubs: it defines kernels and nothing
+    // else (no host code, no syntax error), and its host-rule findings are
+    // the node-local ones.
+    let stubbable = |o: usize| {
+        let f = &prev.units[o].facts;
+        f.neutral
+            && !f.kernels.is_empty()
+            && f.error_shape.is_none()
+            && f.diags.iter().all(|d| !rules::by_code(&d.code).is_some_and(is_host_rule) || hygiene_local(&d.code))
+    };
+    // The kernels launched from a changed statement read it (their launch
+    // sites): those are walked and checked, with every kernel they call or
+    // that calls them, and every kernel of a statement that is not a stub.
+    let mut walked: HashSet<String> =
+        changed_old.iter().flat_map(|&o| prev.units[o].facts.launched.iter().cloned()).collect();
+    let defined: HashSet<&str> =
+        prev.units.iter().flat_map(|u| u.facts.kernels.iter().map(|k| k.name.as_str())).collect();
+    let mut attempt = 0;
+    loop {
+        for i in 0..new_len {
+            if let Some(o) = matched[i].filter(|&o| !stubbable(o)) {
+                walked.extend(prev.units[o].facts.kernels.iter().map(|k| k.name.clone()));
+            }
+        }
+        loop {
+            let mut more = Vec::new();
+            for u in &prev.units {
+                let f = &u.facts;
+                // Calls to names no kernel here defines (`range`, a library's function) link nothing.
+                let helpers = f.helper_callees.iter().filter(|c| defined.contains(c.as_str()));
+                let defines = f.kernels.iter().any(|k| walked.contains(&k.name));
+                if defines || helpers.clone().any(|c| walked.contains(c)) {
+                    more.extend(f.kernels.iter().map(|k| &k.name).chain(helpers).filter(|n| !walked.contains(*n)));
+                }
+            }
+            if more.is_empty() {
+                break;
+            }
+            walked.extend(more.into_iter().cloned());
+        }
+        let stub: Vec<bool> = (0..new_len)
+            .map(|i| {
+                matched[i].is_some_and(|o| {
+                    stubbable(o) && !prev.units[o].facts.kernels.iter().any(|k| walked.contains(&k.name))
+                })
+            })
+            .collect();
+        let views: Vec<Vec<KernelHostView>> = (0..new_len)
+            .map(|i| match matched[i].filter(|_| stub[i]) {
+                Some(o) => prev.units[o].facts.kernels.iter().map(|k| k.host_view.clone()).collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        let units: Vec<(Node, Option<&[KernelHostView]>)> =
+            (0..new_len).map(|i| (nodes[i], stub[i].then_some(views[i].as_slice()))).collect();
+        let two_threads = text.len() >= PARALLEL_INDEX_BYTES;
+        let model = FileModel::build_stubbed(text, tree, &units, &aliases, two_threads)
+            .ok_or("a stub's kernels are not as they were")?;
+        let read: Vec<usize> = (0..new_len).filter(|&i| !stub[i]).collect();
+        let (fresh, loose) = facts(&model, &nodes, &read, &prev.settings);
+        // The changed statements as they are now: no kernels, no module-level
+        // names, and what they launch walked.
+        let mut missing = Vec::new();
+        for (&i, (f, _)) in read.iter().zip(&fresh) {
+            if matched[i].is_none() {
+                if !f.kernels.is_empty() || f.module_assigns {
+                    return Err("a changed statement defines kernels or module-level names");
+                }
+                missing.extend(f.launched.iter().filter(|k| !walked.contains(*k)).cloned());
+            }
+        }
+        if !missing.is_empty() {
+            attempt += 1;
+            if attempt > 1 {
+                return Err("the launched kernels did not settle");
+            }
+            walked.extend(missing);
+            continue;
+        }
+        let candidate = hygiene::is_candidate(&model);
+        if candidate != prev.candidate.is_some() {
+            return Err("the file became, or stopped being, a candidate");
+        }
+        let host = host_rules(&model, &prev.settings, two_threads);
+        let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
+        let mut slot = vec![usize::MAX; new_len];
+        for (s, &i) in read.iter().enumerate() {
+            slot[i] = s;
+        }
+        let mut fresh = fresh;
+        let mut host_diags = loose;
+        let mut on_stubs: HashMap<usize, Vec<Diagnostic>> = HashMap::new();
+        for d in host {
+            match home(&ranges, &d) {
+                Some(i) if stub[i] => on_stubs.entry(i).or_default().push(d),
+                Some(i) => fresh[slot[i]].0.diags.push(d),
+                None => host_diags.push(d),
+            }
+        }
+        let old_ranges: Vec<TextRange> = prev.units.iter().map(|u| u.range).collect();
+        let map = |pos: usize| -> Option<usize> {
+            let o = unit_of(&old_ranges, pos)?;
+            let n = old_to_new[o]?;
+            Some(pos - old_ranges[o].start + nodes[n].start_byte())
+        };
+        let mut fresh = fresh.into_iter();
+        let mut out = Vec::with_capacity(new_len);
+        for (i, node) in nodes.iter().enumerate() {
+            let range = range_of(*node);
+            if !stub[i] {
+                let (facts, foreign) = fresh.next().ok_or("a statement was not re-read")?;
+                out.push(Unit { facts: Arc::new(facts), range, delta: 0, foreign });
+                continue;
+            }
+            let old = &prev.units[matched[i].ok_or("a stub was not matched")?];
+            let delta = old.delta + (range.start as isize - old.range.start as isize);
+            let foreign = old
+                .foreign
+                .iter()
+                .map(|d| remap(d, &map))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("a cached position lies in a changed statement")?;
+            let facts = match on_stubs.remove(&i) {
+                None => old.facts.clone(),
+                // A host rule reported in a stub (on its header): its findings, at the positions they were read at.
+                Some(found) => {
+                    let mut facts = (*old.facts).clone();
+                    facts.diags.extend(found.iter().map(|d| shifted(d, -delta)));
+                    Arc::new(facts)
+                }
+            };
+            out.push(Unit { facts, range, delta, foreign });
+        }
+        let mut launch_counts = HashMap::new();
+        for l in &model.launches {
+            *launch_counts.entry(l.kernel.clone()).or_insert(0) += 1;
+        }
+        return Ok(Snapshot {
+            settings: prev.settings.clone(),
+            text: text.clone(),
+            estimates: launch_estimates(&model),
+            tl_aliases: aliases.0,
+            triton_aliases: aliases.1,
+            units: out,
+            host_diags,
+            launch_counts,
+            path: Path::Host,
+            stubs: stub.iter().filter(|s| **s).count(),
+            candidate: candidate.then(|| Arc::new(hygiene::imports(&model))),
+        });
+    }
+}
+
+/// The host rules' findings on `model`: with `two_threads`, half of the
+/// rules run on a second thread (the model is only read; the findings are
+/// sorted later, so the order they come in does not matter).
+fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool) -> Vec<Diagnostic> {
+    let host: Vec<&rules::Rule> = rules::RULES.iter().filter(|r| is_host_rule(r) && settings.enabled(r.code)).collect();
+    let run = |some: &[&rules::Rule]| {
+        let mut out = Vec::new();
+        for rule in some {
+            (rule.check)(model, settings, &mut out);
+        }
+        out
+    };
+    if !two_threads || host.len() < 2 {
+        return run(&host);
+    }
+    let (here, there) = host.split_at(host.len() / 2);
+    std::thread::scope(|scope| {
+        let other = std::thread::Builder::new().name("host-rules".to_string()).spawn_scoped(scope, || run(there));
+        let mut out = run(here);
+        match other {
+            Ok(h) => out.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+            Err(_) => out.extend(run(there)),
+        }
+        out
+    })
+}
+
+/// Which statements an edit left as they were: those before and after the
+/// edited span that read as they did (same kind and text: a top-level
+/// statement without syntax errors then parses the same; for one with
+/// errors, the same syntax tree). Returns, for each new statement, the old
+/// one it matches, and for each old statement the new one.
+fn match_units(prev: &Snapshot, nodes: &[Node], text: &str) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
+    let same = |o: usize, i: usize| {
+        let (u, n) = (&prev.units[o], nodes[i]);
+        u.facts.kind == n.kind_id()
+            && u.facts.error_shape.is_some() == n.has_error()
+            && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
+            && u.facts.error_shape.as_ref().is_none_or(|s| *s == shape(n))
+    };
+    let (old_len, new_len) = (prev.units.len(), nodes.len());
+    let mut prefix = 0;
+    while prefix < old_len && prefix < new_len && same(prefix, prefix) {
+        prefix += 1;
+    }
+    let mut suffix = 0;
+    while suffix < old_len - prefix && suffix < new_len - prefix && same(old_len - 1 - suffix, new_len - 1 - suffix) {
+        suffix += 1;
+    }
+    let mut matched: Vec<Option<usize>> = vec![None; new_len];
+    let mut old_to_new: Vec<Option<usize>> = vec![None; old_len];
+    for i in (0..prefix).chain(new_len - suffix..new_len) {
+        let o = if i < prefix { i } else { i + old_len - new_len };
+        matched[i] = Some(o);
+        old_to_new[o] = Some(i);
+    }
+    (matched, old_to_new)
 }
 
 fn is_host_rule(rule: &rules::Rule) -> bool {
@@ -763,7 +1015,17 @@ impl Snapshot {
 
     /// Whether this snapshot was derived from the previous one rather than built afresh.
     pub fn is_incremental(&self) -> bool {
-        self.incremental
+        self.path != Path::Fresh
+    }
+
+    /// How this snapshot was made.
+    pub fn path(&self) -> Path {
+        self.path
+    }
+
+    /// How many top-level statements the host path read as stubs (0 on the other paths).
+    pub fn stubs(&self) -> usize {
+        self.stubs
     }
 }
 
@@ -782,11 +1044,10 @@ mod tests {
         assert!(!has_import_keyword("imports = []"));
     }
 
-    /// The two-thread full analysis (node index beside the model, host rules
-    /// beside the kernel rules) gives what one thread gives, on a candidate
-    /// large enough to take it, with findings of every reach.
-    #[test]
-    fn two_threads_give_what_one_gives() {
+    /// A candidate of about 64 KB: blocks of a kernel (with a KL108 finding
+    /// inside) and a helper that launches it in a time loop, and a `forward`
+    /// that calls every helper. Returns the text and the number of blocks.
+    fn many_blocks() -> (String, usize) {
         let mut text = String::from(
             "import os\nimport torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n",
         );
@@ -819,6 +1080,15 @@ def run{i}(x, h, steps):
             text.push_str(&format!("        x = run{j}(x, x, 8)\n"));
         }
         text.push_str("        return x\n");
+        (text, i)
+    }
+
+    /// The two-thread full analysis (node index beside the model, host rules
+    /// beside the kernel rules) gives what one thread gives, on a candidate
+    /// large enough to take it, with findings of every reach.
+    #[test]
+    fn two_threads_give_what_one_gives() {
+        let (text, _) = many_blocks();
         let text: Arc<str> = Arc::from(text.as_str());
         let tree = crate::model::parse(&text, None);
         let settings = Settings::default();
@@ -834,5 +1104,50 @@ def run{i}(x, h, steps):
         }
         assert_eq!(one, two);
         assert_eq!(two, check(&text, &tree, &settings));
+    }
+
+    /// An edit of host code (a helper in the middle, then `forward`) takes
+    /// the host path, reads the kernels the edited statement does not launch
+    /// as stubs, and gives what a full analysis gives, KL108 inside the
+    /// stubbed kernels included.
+    #[test]
+    fn host_edits_read_unaffected_kernels_as_stubs() {
+        let (text, blocks) = many_blocks();
+        let settings = Settings::default();
+        let mut text: Arc<str> = Arc::from(text.as_str());
+        let mut tree = crate::model::parse(&text, None);
+        let (_, mut snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
+        let middle = format!("def run{}(", blocks / 2);
+        for (anchor, old, new) in [
+            (middle.as_str(), "out = torch.empty_like(h)", "out = torch.empty_like(h) * 2"),
+            (middle.as_str(), "out = torch.empty_like(h) * 2", "out = torch.zeros_like(h) * 2"),
+            ("def forward", "x = x.half()", "x = x.float()"),
+        ] {
+            let at = text.find(anchor).expect("anchor");
+            let start = at + text[at..].find(old).expect("old");
+            let edited = format!("{}{new}{}", &text[..start], &text[start + old.len()..]);
+            let index = LineIndex::new(&text);
+            let new_index = LineIndex::new(&edited);
+            let point = |index: &LineIndex, b: usize| {
+                let row = index.line_of(b);
+                tree_sitter::Point::new(row, b - index.line_start(row))
+            };
+            tree.edit(&tree_sitter::InputEdit {
+                start_byte: start,
+                old_end_byte: start + old.len(),
+                new_end_byte: start + new.len(),
+                start_position: point(&index, start),
+                old_end_position: point(&index, start + old.len()),
+                new_end_position: point(&new_index, start + new.len()),
+            });
+            text = Arc::from(edited.as_str());
+            tree = crate::model::parse(&text, Some(&tree));
+            let (result, next) = analyze(&text, &tree, &settings, &new_index, Some(&snapshot));
+            assert_eq!(next.path(), Path::Host, "{new}");
+            assert!(next.stubs() + 2 >= blocks, "{} stubs for {blocks} kernels", next.stubs());
+            assert!(result.diagnostics.iter().filter(|d| d.code == "KL108").count() >= blocks);
+            assert_eq!(result, check(&text, &tree, &settings), "{new}");
+            snapshot = next;
+        }
     }
 }

@@ -312,6 +312,7 @@ fn point_of(index: &LineIndex, byte: usize) -> Point {
 mod tests {
     use super::*;
     use crate::checker;
+    use crate::checker::incremental::Path;
 
     const FIXTURE: &str = r#"import triton
 import triton.language as tl
@@ -484,10 +485,11 @@ class ModelNew(torch.nn.Module):
     /// Random edit batches through the path the server takes (`apply_changes`,
     /// then an analysis job from the previous snapshot) give, after every batch,
     /// the text, line index and analysis that a fresh parse and analysis of the
-    /// same text give. Returns how many analyses were incremental.
-    fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> usize {
+    /// same text give. Returns how many analyses took the kernel path, how
+    /// many the host path, and how many of those read some statement as a stub.
+    fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> (usize, usize, usize) {
         let settings = Arc::new(Settings::default());
-        let mut incremental = 0;
+        let (mut incremental, mut host, mut stubbed) = (0, 0, 0);
         let mut syntax_errors = 0;
         for seed in 1..=seeds {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -534,7 +536,9 @@ class ModelNew(torch.nn.Module):
                     continue;
                 }
                 let analysis = doc.analysis_job().run();
-                incremental += usize::from(analysis.snapshot.is_incremental());
+                incremental += usize::from(analysis.snapshot.path() == Path::Kernels);
+                host += usize::from(analysis.snapshot.path() == Path::Host);
+                stubbed += usize::from(analysis.snapshot.stubs() > 0);
                 assert!(doc.install(version, analysis));
                 syntax_errors += usize::from(doc.result.diagnostics.iter().any(|d| d.code == "KL900"));
                 // Exactly what a full analysis of the same tree gives. (After
@@ -572,26 +576,29 @@ class ModelNew(torch.nn.Module):
         }
         // The edits break the syntax often: KL900 must have been compared too.
         assert!(syntax_errors > 0, "no analysis reported a syntax error");
-        incremental
+        (incremental, host, stubbed)
     }
 
     #[test]
     fn random_edits_match_a_fresh_analysis() {
-        let incremental = random_edits(FIXTURE, SNIPPETS, 40, 30);
-        assert!(incremental > 0, "no analysis took the incremental path");
+        let (incremental, host, _) = random_edits(FIXTURE, SNIPPETS, 40, 30);
+        assert!(incremental > 0, "no analysis took the kernel path");
+        assert!(host > 0, "no analysis took the host path");
     }
 
     /// Edits that rename kernels, move definitions, change helpers, launches,
     /// module constants, imports and suppressions in a file whose definitions read each other.
     #[test]
     fn random_edits_across_linked_definitions_match_a_fresh_analysis() {
-        let incremental = random_edits(LINKED, LINKED_SNIPPETS, 60, 30);
-        assert!(incremental > 0, "no analysis took the incremental path");
+        let (incremental, host, stubbed) = random_edits(LINKED, LINKED_SNIPPETS, 60, 30);
+        assert!(incremental > 0, "no analysis took the kernel path");
+        assert!(host > 0, "no analysis took the host path");
+        assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
     }
 
     /// Replaces the first `old` after `anchor` with `new` and runs the analysis
-    /// job; returns whether it was incremental, after checking it against a fresh analysis.
-    fn edit_and_check(doc: &mut Document, version: i32, anchor: &str, old: &str, new: &str) -> bool {
+    /// job; returns how the analysis was made, after checking it against a fresh analysis.
+    fn edit_and_check(doc: &mut Document, version: i32, anchor: &str, old: &str, new: &str) -> Path {
         let text = doc.text().to_string();
         let at =
             text.find(anchor).expect("anchor") + text[text.find(anchor).expect("anchor")..].find(old).expect("old");
@@ -606,11 +613,11 @@ class ModelNew(torch.nn.Module):
         };
         doc.apply_changes(version, &[change], Encoding::Utf16);
         let analysis = doc.analysis_job().run();
-        let incremental = analysis.snapshot.is_incremental();
+        let path = analysis.snapshot.path();
         doc.install(version, analysis);
         let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
         assert_eq!(doc.result, fresh, "after replacing {old:?} with {new:?} at {anchor:?}");
-        incremental
+        path
     }
 
     /// The cases the incremental path exists for take it, and stay exact:
@@ -622,23 +629,20 @@ class ModelNew(torch.nn.Module):
     fn typing_in_kernels_is_incremental_and_exact() {
         let mut doc = Document::new(LINKED, 0, Arc::new(Settings::default()));
         let anchor = "def mm_kernel";
-        assert!(edit_and_check(&mut doc, 1, anchor, "tl.dot(a, b)", "tl.dot(a, b) +"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 1, anchor, "tl.dot(a, b)", "tl.dot(a, b) +"));
         assert!(doc.result.diagnostics.len() > 3);
-        assert!(edit_and_check(&mut doc, 2, anchor, "tl.dot(a, b) +", "tl.dot(a, b) + 1"));
-        assert!(edit_and_check(&mut doc, 3, anchor, "tl.dot(a, b) + 1", "tl.dot(a, b) +"));
-        assert!(edit_and_check(&mut doc, 4, "def step_kernel", "tl.tanh(acc)", "tl.tanh(acc * 2)"));
-        assert!(edit_and_check(&mut doc, 5, "def grid_barrier", "< target", "< target + 1"));
-        assert!(edit_and_check(
-            &mut doc,
-            6,
-            "def grid_barrier",
-            "tl.atomic_add(bar_ptr, 1)",
-            "tl.atomic_xchg(bar_ptr, 1)"
-        ));
-        // Host code, kernel names and imports are analysed afresh, still exactly.
-        assert!(!edit_and_check(&mut doc, 7, "def run_step", "range(steps)", "range(h.size(0))"));
-        assert!(!edit_and_check(&mut doc, 8, "def mm_kernel", "mm_kernel", "mm2_kernel"));
-        assert!(!edit_and_check(&mut doc, 9, "import triton.language", "as tl", "as tk"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 2, anchor, "tl.dot(a, b) +", "tl.dot(a, b) + 1"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 3, anchor, "tl.dot(a, b) + 1", "tl.dot(a, b) +"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 4, "def step_kernel", "tl.tanh(acc)", "tl.tanh(acc * 2)"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 5, "def grid_barrier", "< target", "< target + 1"));
+        assert_eq!(
+            Path::Kernels,
+            edit_and_check(&mut doc, 6, "def grid_barrier", "tl.atomic_add(bar_ptr, 1)", "tl.atomic_xchg(bar_ptr, 1)")
+        );
+        // Host code takes the host path; kernel names and imports are analysed afresh; all exactly.
+        assert_eq!(Path::Host, edit_and_check(&mut doc, 7, "def run_step", "range(steps)", "range(h.size(0))"));
+        assert_eq!(Path::Fresh, edit_and_check(&mut doc, 8, "def mm_kernel", "mm_kernel", "mm2_kernel"));
+        assert_eq!(Path::Fresh, edit_and_check(&mut doc, 9, "import triton.language", "as tl", "as tk"));
     }
 
     /// A helper whose arange bound is a parameter, called from a kernel and
@@ -683,21 +687,22 @@ def run(x, y):
         let kl004 = |doc: &Document| doc.result.diagnostics.iter().filter(|d| d.code == "KL004").count();
         let mut doc = Document::new(HELPERS, 0, Arc::new(Settings::default()));
         assert_eq!(kl004(&doc), 0);
-        assert!(edit_and_check(&mut doc, 1, "def caller", "_tile(x_ptr, B)", "_tile(x_ptr, n)"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 1, "def caller", "_tile(x_ptr, B)", "_tile(x_ptr, n)"));
         assert_eq!(kl004(&doc), 1, "{:?}", doc.result.diagnostics);
-        assert!(edit_and_check(&mut doc, 2, "def caller", "_tile(x_ptr, n)", "_tile(x_ptr, B)"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 2, "def caller", "_tile(x_ptr, n)", "_tile(x_ptr, B)"));
         assert_eq!(kl004(&doc), 0);
         // Through `_through`: `other` is two calls away from `_tile`'s arange.
-        assert!(edit_and_check(&mut doc, 3, "def other", "_through(x_ptr, B)", "_through(x_ptr, n)"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 3, "def other", "_through(x_ptr, B)", "_through(x_ptr, n)"));
         assert_eq!(kl004(&doc), 1, "{:?}", doc.result.diagnostics);
-        assert!(edit_and_check(&mut doc, 4, "def other", "_through(x_ptr, n)", "_through(x_ptr, B)"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 4, "def other", "_through(x_ptr, n)", "_through(x_ptr, B)"));
         assert_eq!(kl004(&doc), 0);
     }
 
     #[test]
     fn random_edits_of_helpers_and_callers_match_a_fresh_analysis() {
-        let incremental = random_edits(HELPERS, HELPER_SNIPPETS, 40, 30);
-        assert!(incremental > 0, "no analysis took the incremental path");
+        let (incremental, host, _) = random_edits(HELPERS, HELPER_SNIPPETS, 40, 30);
+        assert!(incremental > 0, "no analysis took the kernel path");
+        assert!(host > 0, "no analysis took the host path");
     }
 
     /// A KernelBench candidate: `ModelNew`, launching helpers, and the host
@@ -782,7 +787,10 @@ class ModelNew(nn.Module):
     /// fresh analysis.
     #[test]
     fn random_edits_of_a_candidates_host_code_match_a_fresh_analysis() {
-        let incremental = random_edits(CANDIDATE, CANDIDATE_SNIPPETS, 60, 30);
+        let (incremental, host, stubbed) = random_edits(CANDIDATE, CANDIDATE_SNIPPETS, 60, 30);
+        eprintln!("candidate: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs");
+        assert!(host > 0, "no analysis took the host path");
+        assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
         // Edits inside kernels still take the incremental path in a candidate.
         assert!(incremental > 0, "no analysis took the incremental path");
     }
@@ -797,28 +805,28 @@ class ModelNew(nn.Module):
         let mut doc = Document::new(&with_imports, 0, Arc::new(Settings::default()));
         let count = |doc: &Document, code: &str| doc.result.diagnostics.iter().filter(|d| d.code == code).count();
         let kernel = "def gelu_kernel";
-        assert!(edit_and_check(&mut doc, 1, kernel, "1.702 * x", "1.7 * x"));
-        assert!(!edit_and_check(&mut doc, 2, kernel, "    x = tl.load", "    eval(\"1\")\n    x = tl.load"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 1, kernel, "1.702 * x", "1.7 * x"));
+        assert_ne!(
+            Path::Kernels,
+            edit_and_check(&mut doc, 2, kernel, "    x = tl.load", "    eval(\"1\")\n    x = tl.load")
+        );
         assert_eq!(count(&doc, "KL108"), 1, "{:?}", doc.result.diagnostics);
-        assert!(!edit_and_check(&mut doc, 3, kernel, "    eval(\"1\")\n", ""));
+        assert_ne!(Path::Kernels, edit_and_check(&mut doc, 3, kernel, "    eval(\"1\")\n", ""));
         assert_eq!(count(&doc, "KL108"), 0);
-        assert!(!edit_and_check(
-            &mut doc,
-            4,
-            kernel,
-            "    x = tl.load",
-            "    time.perf_counter = None\n    x = tl.load"
-        ));
+        assert_ne!(
+            Path::Kernels,
+            edit_and_check(&mut doc, 4, kernel, "    x = tl.load", "    time.perf_counter = None\n    x = tl.load")
+        );
         assert_eq!(count(&doc, "KL107"), 1, "{:?}", doc.result.diagnostics);
-        assert!(!edit_and_check(&mut doc, 5, kernel, "    time.perf_counter = None\n", ""));
+        assert_ne!(Path::Kernels, edit_and_check(&mut doc, 5, kernel, "    time.perf_counter = None\n", ""));
         assert_eq!(count(&doc, "KL107"), 0);
-        assert!(!edit_and_check(&mut doc, 6, "import time", "import time", "import tim"));
-        assert!(edit_and_check(&mut doc, 7, kernel, "1.7 * x", "1.702 * x"));
+        assert_eq!(Path::Fresh, edit_and_check(&mut doc, 6, "import time", "import time", "import tim"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 7, kernel, "1.7 * x", "1.702 * x"));
         // `forward` stops launching: KL103 on both kernels' names, which typing
         // in a kernel must not drop.
-        assert!(!edit_and_check(&mut doc, 8, "def forward", "run_steps(x, 4)", "x * 2"));
+        assert_eq!(Path::Host, edit_and_check(&mut doc, 8, "def forward", "run_steps(x, 4)", "x * 2"));
         assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
-        assert!(!edit_and_check(&mut doc, 9, kernel, "1.702 * x", "1.7 * x"));
+        assert_ne!(Path::Kernels, edit_and_check(&mut doc, 9, kernel, "1.702 * x", "1.7 * x"));
         assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
     }
 
@@ -863,14 +871,23 @@ def run(x, h, T):
         );
         assert_eq!(kl001(&doc), 1);
         // No longer reading `h`: the loop carries no state, and KL001 goes.
-        assert!(!edit_and_check(&mut doc, 5, "def step", "h = tl.load(h_ptr + offs)", "h = tl.load(x_ptr + offs)"));
+        assert_ne!(
+            Path::Kernels,
+            edit_and_check(&mut doc, 5, "def step", "h = tl.load(h_ptr + offs)", "h = tl.load(x_ptr + offs)")
+        );
         assert_eq!(kl001(&doc), 0, "{:?}", doc.result.diagnostics);
-        assert!(!edit_and_check(&mut doc, 6, "def step", "h = tl.load(x_ptr + offs)", "h = tl.load(h_ptr + offs)"));
+        assert_ne!(
+            Path::Kernels,
+            edit_and_check(&mut doc, 6, "def step", "h = tl.load(x_ptr + offs)", "h = tl.load(h_ptr + offs)")
+        );
         assert_eq!(kl001(&doc), 1);
         // The parameters renamed: the launch's arguments map to other names.
-        assert!(!edit_and_check(&mut doc, 7, "def step", "x_ptr, h_ptr, out_ptr", "h_ptr, x_ptr, out_ptr"));
+        assert_ne!(
+            Path::Kernels,
+            edit_and_check(&mut doc, 7, "def step", "x_ptr, h_ptr, out_ptr", "h_ptr, x_ptr, out_ptr")
+        );
         // Typing that leaves loads, stores and parameters alone stays incremental.
-        assert!(edit_and_check(&mut doc, 8, "def step", "h + x)", "h + x * 2)"));
+        assert_eq!(Path::Kernels, edit_and_check(&mut doc, 8, "def step", "h + x)", "h + x * 2)"));
     }
 
     /// The random-edit property over every rule's fixture (each a kernel
@@ -901,12 +918,18 @@ def run(x, h, T):
             .collect();
         paths.sort();
         assert!(paths.len() >= 20, "{} fixtures", paths.len());
-        let mut incremental = 0;
+        let (mut incremental, mut host, mut stubbed) = (0, 0, 0);
         for path in &paths {
             let text = std::fs::read_to_string(path).expect("fixture");
-            incremental += random_edits(&text, GENERIC, 6, 20);
+            let (kernels, host_path, with_stubs) = random_edits(&text, GENERIC, 6, 20);
+            incremental += kernels;
+            host += host_path;
+            stubbed += with_stubs;
         }
-        assert!(incremental > 0, "no analysis took the incremental path");
+        eprintln!("rule fixtures: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs");
+        assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
+        assert!(incremental > 0, "no analysis took the kernel path");
+        assert!(host > 0, "no analysis took the host path");
     }
 
     #[test]

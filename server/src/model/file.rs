@@ -21,7 +21,7 @@ use tree_sitter::{Node, Tree};
 use super::index::NodeIndex;
 use super::nodes::range_of;
 use super::walk::{Scope, Walker};
-use super::{imports, Kernel};
+use super::{imports, Kernel, KernelHostView};
 use crate::text::TextRange;
 
 #[derive(Debug, Clone)]
@@ -210,6 +210,9 @@ pub struct FileModel<'a> {
     pub(super) held_index: OnceLock<HashMap<(usize, String), Vec<&'a str>>>,
     /// Nodes by kind for the whole-file questions (built on first use).
     nodes: OnceLock<NodeIndex<'a>>,
+    /// For a model of some top-level statements: those whose nodes the
+    /// node index lists (the statements walked, not those stubbed).
+    indexed: Option<Vec<Node<'a>>>,
     /// Names -> indexes, so that questions asked once per kernel, launch or
     /// function stay linear (built on first use; see `by_name`).
     by_name: OnceLock<ByName>,
@@ -261,13 +264,68 @@ impl<'a> FileModel<'a> {
         units: &[Node<'a>],
         aliases: &(Vec<String>, Vec<String>),
     ) -> Self {
-        Self::build_from(src, tree, Some(units), Some(aliases))
+        let units: Vec<(Node<'a>, Option<&[KernelHostView]>)> = units.iter().map(|u| (*u, None)).collect();
+        Self::build_from(src, tree, Some(&units), Some(aliases))
+    }
+
+    /// [`Self::build_partial`] where some statements are stubs: statements
+    /// that only define kernels (`Some(views)`: their kernels' host views, in
+    /// document order), of which only the kernels' headers are read. Their
+    /// kernels answer the host-side questions from the views
+    /// ([`Kernel::stub`]); the kernel rules must not be asked about them, and
+    /// the node index ([`Self::nodes`]) lists only the statements walked.
+    /// `None` if a stub's kernels are not the ones its views describe.
+    /// With `index_beside`, the node index is built on a second thread while the model is.
+    pub fn build_stubbed(
+        src: &'a str,
+        tree: &'a Tree,
+        units: &[(Node<'a>, Option<&[KernelHostView]>)],
+        aliases: &(Vec<String>, Vec<String>),
+        index_beside: bool,
+    ) -> Option<Self> {
+        let mut model = if index_beside {
+            let walked: Vec<Node<'a>> = units.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect();
+            let (model, index) = std::thread::scope(|scope| {
+                let index = std::thread::Builder::new()
+                    .name("node-index".to_string())
+                    .spawn_scoped(scope, || NodeIndex::build_units(&walked, src));
+                let model = Self::build_from(src, tree, Some(units), Some(aliases));
+                // A thread that could not start, or failed, leaves the index to be built on first use.
+                (model, index.ok().and_then(|h| h.join().ok()))
+            });
+            if let Some(index) = index {
+                let _ = model.nodes.set(index);
+            }
+            model
+        } else {
+            Self::build_from(src, tree, Some(units), Some(aliases))
+        };
+        let mut next = 0;
+        for (unit, views) in units {
+            let range = range_of(*unit);
+            while next < model.kernels.len() && model.kernels[next].node.start_byte() < range.start {
+                next += 1;
+            }
+            let Some(views) = views else { continue };
+            for view in views.iter() {
+                let k = model.kernels.get_mut(next).filter(|k| range.contains_range(range_of(k.node)))?;
+                if k.params.iter().map(|p| p.name.as_str()).ne(view.params.iter().map(String::as_str)) {
+                    return None;
+                }
+                k.stub = Some(view.clone());
+                next += 1;
+            }
+            if model.kernels.get(next).is_some_and(|k| range.contains_range(range_of(k.node))) {
+                return None;
+            }
+        }
+        Some(model)
     }
 
     fn build_from(
         src: &'a str,
         tree: &'a Tree,
-        units: Option<&[Node<'a>]>,
+        units: Option<&[(Node<'a>, Option<&[KernelHostView]>)]>,
         aliases: Option<&(Vec<String>, Vec<String>)>,
     ) -> Self {
         let root = tree.root_node();
@@ -294,6 +352,7 @@ impl<'a> FileModel<'a> {
             fn_index: OnceLock::new(),
             held_index: OnceLock::new(),
             nodes: OnceLock::new(),
+            indexed: units.map(|u| u.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect()),
             by_name: OnceLock::new(),
         };
         model.host_fns.push(HostFn {
@@ -308,11 +367,12 @@ impl<'a> FileModel<'a> {
             assigns: Vec::new(),
             syncs: Vec::new(),
         });
-        let mut walker = Walker { m: &mut model, pending_launches: Vec::new() };
+        let mut walker = Walker { m: &mut model, pending_launches: Vec::new(), stub_kernels: false };
         match units {
             // Each top-level statement is walked exactly as the walk of the root reaches it (depth 1).
             Some(units) => {
-                for unit in units {
+                for (unit, stub) in units {
+                    walker.stub_kernels = stub.is_some();
                     walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
                 }
             }
@@ -359,7 +419,10 @@ impl<'a> FileModel<'a> {
     /// Imports, calls, assignments, attributes, `try` statements and
     /// `__builtins__` of the whole file, in document order (one walk, on first use).
     pub fn nodes(&self) -> &NodeIndex<'a> {
-        self.nodes.get_or_init(|| NodeIndex::build(self.tree.root_node(), self.src))
+        self.nodes.get_or_init(|| match &self.indexed {
+            Some(units) => NodeIndex::build_units(units, self.src),
+            None => NodeIndex::build(self.tree.root_node(), self.src),
+        })
     }
 
     pub fn text(&self, node: Node) -> &'a str {

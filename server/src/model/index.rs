@@ -28,9 +28,14 @@ pub struct NodeIndex<'a> {
 impl<'a> NodeIndex<'a> {
     /// Walks `root` once, exactly as [`visit_nodes`] does.
     pub(super) fn build(root: Node<'a>, src: &str) -> Self {
+        Self::build_units(&[root], src)
+    }
+
+    /// [`Self::build`] over some top-level statements, in document order.
+    pub(super) fn build_units(units: &[Node<'a>], src: &str) -> Self {
         let ids = Ids::get();
         let mut index = NodeIndex::default();
-        visit_nodes(root, &mut |n| {
+        let mut visit = |n: Node<'a>| {
             let k = n.kind_id();
             if k == ids.call {
                 index.calls.push(n);
@@ -47,7 +52,10 @@ impl<'a> NodeIndex<'a> {
             } else if k == ids.try_statement {
                 index.tries.push(n);
             }
-        });
+        };
+        for unit in units {
+            visit_nodes(*unit, &mut visit);
+        }
         index
     }
 }

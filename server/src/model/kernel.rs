@@ -62,6 +62,10 @@ pub struct Kernel<'a> {
     pub subscripts: Vec<(Node<'a>, Vec<usize>)>,
     /// Identifier pairs multiplied together (`n * BLOCK_N`), for tile-loop recognition.
     pub products: Vec<(String, String)>,
+    /// A kernel whose body was not walked (`FileModel::build_stubbed`): only
+    /// its header is read, and what the host-side analysis reads of its body
+    /// is this view, kept from an earlier analysis.
+    pub stub: Option<super::KernelHostView>,
 }
 
 impl<'a> Kernel<'a> {

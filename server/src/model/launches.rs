@@ -483,6 +483,9 @@ pub struct KernelHostView {
 }
 
 pub fn kernel_host_view(model: &FileModel, k: &Kernel) -> KernelHostView {
+    if let Some(view) = &k.stub {
+        return view.clone();
+    }
     let sorted = |set: HashSet<String>| {
         let mut v: Vec<String> = set.into_iter().collect();
         v.sort_unstable();
@@ -498,6 +501,10 @@ pub fn kernel_host_view(model: &FileModel, k: &Kernel) -> KernelHostView {
 /// when it stores nowhere visible (its memory access sits in helpers or
 /// descriptors this analysis does not follow).
 fn pointer_access(model: &FileModel, k: &Kernel) -> Option<(HashSet<String>, HashSet<String>)> {
+    if let Some(view) = &k.stub {
+        let set = |v: &[String]| v.iter().cloned().collect::<HashSet<String>>();
+        return view.access.as_ref().map(|(stores, loads)| (set(stores), set(loads)));
+    }
     let mut stores = HashSet::new();
     let mut loads = HashSet::new();
     for c in &k.calls {

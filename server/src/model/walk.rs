@@ -50,6 +50,8 @@ pub(super) enum Scope {
 pub(super) struct Walker<'m, 'a> {
     pub(super) m: &'m mut FileModel<'a>,
     pub(super) pending_launches: Vec<Launch<'a>>,
+    /// Record kernels' headers only, not walking their bodies (`FileModel::build_stubbed`).
+    pub(super) stub_kernels: bool,
 }
 
 impl<'m, 'a> Walker<'m, 'a> {
@@ -268,8 +270,11 @@ impl<'m, 'a> Walker<'m, 'a> {
                 assigns: Vec::new(),
                 subscripts: Vec::new(),
                 products: Vec::new(),
+                stub: None,
             });
-            self.visit(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
+            if !self.stub_kernels {
+                self.visit(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
+            }
             return;
         }
         let params = field!(def, "parameters")
