@@ -283,8 +283,11 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--kernel-lsp" => kernel_lsp = args.next().expect("--kernel-lsp PATH"),
-            // a path is made absolute: the servers run in a temporary directory
+            // A path is made absolute: the servers run in a temporary directory.
+            "--kernel-lsp" => {
+                let p = args.next().expect("--kernel-lsp PATH");
+                kernel_lsp = std::path::absolute(&p).map_or(p, |a| a.display().to_string());
+            }
             "--ruff" => {
                 ruff = args.next().map(|p| {
                     if p.contains('/') {
