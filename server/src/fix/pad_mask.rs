@@ -137,12 +137,41 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
         });
     }
 
-    // Verify: the result parses, and every arange that had the runtime bound now has the constexpr one.
-    let fixed = apply_edits(src, &edits).ok()?;
-    let tree = model::parse(&fixed, None);
-    if tree.root_node().has_error() {
-        return None;
+    // Verify: each top-level statement the edits touch (the kernel's, and
+    // those of its launches) parses on its own once edited, and every arange
+    // that had the runtime bound now has the constexpr one. Statement by
+    // statement, not the whole file: what the fix is then depends on the
+    // kernel and its launch sites alone (a syntax error elsewhere does not
+    // take it away, and the incremental analysis may keep it while that
+    // code changes), and a large file is not parsed again for each fix.
+    let mut statements: Vec<Node> = Vec::new();
+    for e in &edits {
+        let statement = top_level_of(model, e.range.start)?;
+        if !statements.iter().any(|s| s.id() == statement.id()) {
+            statements.push(statement);
+        }
     }
+    let mut kernel_fixed = None;
+    for statement in &statements {
+        let r = range_of(*statement);
+        let local: Vec<Edit> = edits
+            .iter()
+            .filter(|e| r.start <= e.range.start && e.range.end <= r.end)
+            .map(|e| Edit {
+                range: TextRange::new(e.range.start - r.start, e.range.end - r.start),
+                new_text: e.new_text.clone(),
+            })
+            .collect();
+        let fixed = apply_edits(src.get(r.start..r.end)?, &local).ok()?;
+        if model::parse(&fixed, None).root_node().has_error() {
+            return None;
+        }
+        if r.contains_range(range_of(k.node)) {
+            kernel_fixed = Some(fixed);
+        }
+    }
+    let fixed = kernel_fixed?;
+    let tree = model::parse(&fixed, None);
     let after = FileModel::build(&fixed, &tree);
     let nk = after.kernels.iter().find(|x| x.name == k.name)?;
     if !nk.is_constexpr(&block)
@@ -166,6 +195,14 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
         applicability: Applicability::NeedsReview,
         edits,
     })
+}
+
+/// The top-level statement (a child of the module) that holds byte `pos`.
+fn top_level_of<'a>(model: &FileModel<'a>, pos: usize) -> Option<Node<'a>> {
+    let root = model.tree.root_node();
+    let mut cursor = root.walk();
+    let found = root.children(&mut cursor).find(|n| n.start_byte() <= pos && pos <= n.end_byte());
+    found
 }
 
 /// An `other=` per load (the given one where there is one) under which no padded lane changes a reduction.

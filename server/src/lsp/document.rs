@@ -932,6 +932,35 @@ def run(x, h, T):
         assert!(host > 0, "no analysis took the host path");
     }
 
+    /// KL004's pad-and-mask fix is verified by parsing what it edits: the
+    /// kernel's statement and its launch sites', not the whole file (which
+    /// made the fix depend on every statement: a syntax error typed anywhere
+    /// took it away, and a kernel the host path reads as a stub kept it). A
+    /// syntax error typed in unrelated host code takes the host path, keeps
+    /// both fixes, and equals a fresh analysis.
+    #[test]
+    fn a_syntax_error_in_host_code_leaves_the_fixes_of_other_kernels() {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rules/KL004.py")).unwrap();
+        let mut doc = Document::new(&text, 0, Arc::new(Settings::default()));
+        let padded = |doc: &Document| {
+            let pad =
+                |d: &&crate::diagnostic::Diagnostic| d.fix.as_ref().is_some_and(|f| f.title.starts_with("Pad to"));
+            doc.result.diagnostics.iter().filter(pad).count()
+        };
+        assert_eq!(padded(&doc), 2);
+        let mut version = 0;
+        for bad in ["n = x.numel() $", "n = = x.numel()", "n = x.numel()]"] {
+            version += 1;
+            assert_eq!(Path::Host, edit_and_check(&mut doc, version, "def launch(x)", "n = x.numel()", bad));
+            assert!(doc.result.diagnostics.iter().any(|d| d.code == "KL900"), "{bad}");
+            assert_eq!(padded(&doc), 2, "{bad}");
+            version += 1;
+            assert_eq!(Path::Host, edit_and_check(&mut doc, version, "def launch(x)", bad, "n = x.numel()"));
+            assert_eq!(padded(&doc), 2);
+        }
+    }
+
     #[test]
     fn changed_span_stops_on_character_boundaries() {
         assert_eq!(changed_span("abcdef", "abXdef"), (2, 3, 3));
