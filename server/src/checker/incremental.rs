@@ -27,7 +27,8 @@
 //! read inside them); otherwise,
 //! and whenever a cached position cannot be mapped, the file is analysed
 //! afresh, or, when the edit is in host code (a launching helper,
-//! `forward`, a class), analysed on the host path: the host rules run again,
+//! `forward`, a class) or reaches what the host rules read of a kernel,
+//! analysed on the host path: the host rules run again,
 //! on a model in which every statement that only defines kernels the edit
 //! cannot affect is a stub (its kernels' headers are read, not their bodies;
 //! what the host rules ask of them comes from the views kept here), and those
@@ -634,19 +635,23 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
     })
 }
 
-/// The analysis of an edit of host code: a launching helper, `forward`, a
-/// class. The host rules read the whole file, so they run again, on a model
+/// The analysis of an edit the kernel path refuses: host code (a launching
+/// helper, `forward`, a class), or a kernel statement whose edit reaches the
+/// host rules (a renamed kernel, its pointers, a hygiene finding in it). The
+/// host rules read the whole file, so they run again, on a model
 /// in which the statements that only define kernels, and whose kernel rules
 /// read nothing the edit changed, are stubs: their kernels' headers are
 /// read, their bodies are not, and the host-side questions about them are
 /// answered from the views this snapshot kept ([`FileModel::build_stubbed`]).
 /// Those statements keep their kernel-rule and KL005 findings, and their
 /// KL107/KL108 findings (each depends on its node and the file's imports
-/// alone). Every other statement is read afresh.
+/// alone). Every other statement is read afresh: the changed ones, and the
+/// kernels they define or launch (before or after) with every kernel linked
+/// to those by a `@triton.jit` helper call.
 ///
 /// Refused (the file is analysed afresh) when a changed statement, before or
-/// after, defines a kernel, assigns a module-level name or holds the word
-/// `import`, or when the file stops or starts being a candidate.
+/// after, assigns a module-level name or holds the word `import`, or when the
+/// file stops or starts being a candidate.
 fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot, &'static str> {
     let nodes = top_level(tree);
     let aliases = imports_of(&nodes, text);
@@ -658,8 +663,8 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
     let changed_old: Vec<usize> = (0..old_len).filter(|&o| old_to_new[o].is_none()).collect();
     for &o in &changed_old {
         let u = &prev.units[o];
-        if !u.facts.kernels.is_empty() || u.facts.module_assigns {
-            return Err("a changed statement defined kernels or module-level names");
+        if u.facts.module_assigns {
+            return Err("a changed statement assigned module-level names");
         }
         if prev.text.get(u.range.start..u.range.end).is_none_or(has_import_keyword) {
             return Err("a changed statement imported");
@@ -679,13 +684,19 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
             && f.error_shape.is_none()
             && f.diags.iter().all(|d| !rules::by_code(&d.code).is_some_and(is_host_rule) || hygiene_local(&d.code))
     };
-    // The kernels launched from a changed statement read it (their launch
-    // sites): those are walked and checked, with every kernel they call or
-    // that calls them, and every kernel of a statement that is not a stub.
-    let mut walked: HashSet<String> =
-        changed_old.iter().flat_map(|&o| prev.units[o].facts.launched.iter().cloned()).collect();
-    let defined: HashSet<&str> =
-        prev.units.iter().flat_map(|u| u.facts.kernels.iter().map(|k| k.name.as_str())).collect();
+    // The kernels a changed statement defined, and those it launched (their
+    // kernel rules read their launch sites): those are walked and checked,
+    // with every kernel they call or that calls them, and every kernel of a
+    // statement that is not a stub.
+    let mut walked: HashSet<String> = changed_old
+        .iter()
+        .flat_map(|&o| {
+            let f = &prev.units[o].facts;
+            f.launched.iter().cloned().chain(f.kernels.iter().map(|k| k.name.clone()))
+        })
+        .collect();
+    let mut defined: HashSet<String> =
+        prev.units.iter().flat_map(|u| u.facts.kernels.iter().map(|k| k.name.clone())).collect();
     let mut attempt = 0;
     loop {
         for i in 0..new_len {
@@ -698,7 +709,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
             for u in &prev.units {
                 let f = &u.facts;
                 // Calls to names no kernel here defines (`range`, a library's function) link nothing.
-                let helpers = f.helper_callees.iter().filter(|c| defined.contains(c.as_str()));
+                let helpers = f.helper_callees.iter().filter(|c| defined.contains(*c));
                 let defines = f.kernels.iter().any(|k| walked.contains(&k.name));
                 if defines || helpers.clone().any(|c| walked.contains(c)) {
                     more.extend(f.kernels.iter().map(|k| &k.name).chain(helpers).filter(|n| !walked.contains(*n)));
@@ -729,22 +740,40 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
             .ok_or("a stub's kernels are not as they were")?;
         let read: Vec<usize> = (0..new_len).filter(|&i| !stub[i]).collect();
         let (fresh, loose) = facts(&model, &nodes, &read, &prev.settings);
-        // The changed statements as they are now: no kernels, no module-level
-        // names, and what they launch walked.
+        // The changed statements as they are now: no module-level names; what
+        // they launch, and the kernels their kernels call, walked; a kernel
+        // they define now that a stub calls, or whose name a stub defines too,
+        // walked with that stub.
+        let stub_names: HashSet<&str> = (0..new_len)
+            .filter(|&i| stub[i])
+            .filter_map(|i| matched[i])
+            .flat_map(|o| {
+                let f = &prev.units[o].facts;
+                f.helper_callees.iter().chain(f.kernels.iter().map(|k| &k.name)).map(String::as_str)
+            })
+            .collect();
         let mut missing = Vec::new();
         for (&i, (f, _)) in read.iter().zip(&fresh) {
             if matched[i].is_none() {
-                if !f.kernels.is_empty() || f.module_assigns {
-                    return Err("a changed statement defines kernels or module-level names");
+                if f.module_assigns {
+                    return Err("a changed statement assigns module-level names");
                 }
                 missing.extend(f.launched.iter().filter(|k| !walked.contains(*k)).cloned());
+                missing
+                    .extend(f.helper_callees.iter().filter(|c| defined.contains(*c) && !walked.contains(*c)).cloned());
+                for k in &f.kernels {
+                    if !walked.contains(&k.name) && stub_names.contains(k.name.as_str()) {
+                        missing.push(k.name.clone());
+                    }
+                }
             }
         }
         if !missing.is_empty() {
             attempt += 1;
-            if attempt > 1 {
-                return Err("the launched kernels did not settle");
+            if attempt > 2 {
+                return Err("the kernels to read did not settle");
             }
+            defined.extend(missing.iter().cloned());
             walked.extend(missing);
             continue;
         }
