@@ -677,13 +677,17 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
     // A statement whose kernels can be stubs: it defines kernels and nothing
     // else (no host code, no syntax error), and its host-rule findings are
     // the node-local ones.
-    let stubbable = |o: usize| {
-        let f = &prev.units[o].facts;
-        f.neutral
-            && !f.kernels.is_empty()
-            && f.error_shape.is_none()
-            && f.diags.iter().all(|d| !rules::by_code(&d.code).is_some_and(is_host_rule) || hygiene_local(&d.code))
-    };
+    let stubbable: Vec<bool> = prev
+        .units
+        .iter()
+        .map(|u| {
+            let f = &u.facts;
+            f.neutral
+                && !f.kernels.is_empty()
+                && f.error_shape.is_none()
+                && f.diags.iter().all(|d| !rules::by_code(&d.code).is_some_and(is_host_rule) || hygiene_local(&d.code))
+        })
+        .collect();
     // The kernels a changed statement defined, and those it launched (their
     // kernel rules read their launch sites): those are walked and checked,
     // with every kernel they call or that calls them, and every kernel of a
@@ -700,30 +704,43 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
     let mut attempt = 0;
     loop {
         for i in 0..new_len {
-            if let Some(o) = matched[i].filter(|&o| !stubbable(o)) {
+            if let Some(o) = matched[i].filter(|&o| !stubbable[o]) {
                 walked.extend(prev.units[o].facts.kernels.iter().map(|k| k.name.clone()));
             }
         }
-        loop {
-            let mut more = Vec::new();
-            for u in &prev.units {
-                let f = &u.facts;
-                // Calls to names no kernel here defines (`range`, a library's function) link nothing.
-                let helpers = f.helper_callees.iter().filter(|c| defined.contains(*c));
-                let defines = f.kernels.iter().any(|k| walked.contains(&k.name));
-                if defines || helpers.clone().any(|c| walked.contains(c)) {
-                    more.extend(f.kernels.iter().map(|k| &k.name).chain(helpers).filter(|n| !walked.contains(*n)));
+        // Close `walked` over helper calls, both ways: a statement is linked to
+        // the kernels it defines and to the kernels of this file its kernels call
+        // (calls to names no kernel here defines, `range` or a library's
+        // function, link nothing); each statement is visited once.
+        let linked = |f: &UnitFacts| -> Vec<String> {
+            let helpers = f.helper_callees.iter().filter(|c| defined.contains(*c));
+            f.kernels.iter().map(|k| &k.name).chain(helpers).cloned().collect()
+        };
+        let links: Vec<Vec<String>> = prev.units.iter().map(|u| linked(&u.facts)).collect();
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (o, names) in links.iter().enumerate() {
+            for n in names {
+                by_name.entry(n.as_str()).or_default().push(o);
+            }
+        }
+        let mut queue: Vec<String> = walked.iter().cloned().collect();
+        let mut visited = vec![false; old_len];
+        while let Some(name) = queue.pop() {
+            for &o in by_name.get(name.as_str()).into_iter().flatten() {
+                if std::mem::replace(&mut visited[o], true) {
+                    continue;
+                }
+                for n in &links[o] {
+                    if walked.insert(n.clone()) {
+                        queue.push(n.clone());
+                    }
                 }
             }
-            if more.is_empty() {
-                break;
-            }
-            walked.extend(more.into_iter().cloned());
         }
         let stub: Vec<bool> = (0..new_len)
             .map(|i| {
                 matched[i].is_some_and(|o| {
-                    stubbable(o) && !prev.units[o].facts.kernels.iter().any(|k| walked.contains(&k.name))
+                    stubbable[o] && !prev.units[o].facts.kernels.iter().any(|k| walked.contains(&k.name))
                 })
             })
             .collect();

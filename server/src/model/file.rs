@@ -210,6 +210,8 @@ pub struct FileModel<'a> {
     pub(super) held_index: OnceLock<HashMap<(usize, String), Vec<&'a str>>>,
     /// Nodes by kind for the whole-file questions (built on first use).
     nodes: OnceLock<NodeIndex<'a>>,
+    /// [`super::time_loop_launches`], asked by KL001 and the kernel summaries (built on first use).
+    time_loop_launches: OnceLock<Vec<super::TimeLoopLaunches>>,
     /// For a model of some top-level statements: those whose nodes the
     /// node index lists (the statements walked, not those stubbed).
     indexed: Option<Vec<Node<'a>>>,
@@ -352,6 +354,7 @@ impl<'a> FileModel<'a> {
             fn_index: OnceLock::new(),
             held_index: OnceLock::new(),
             nodes: OnceLock::new(),
+            time_loop_launches: OnceLock::new(),
             indexed: units.map(|u| u.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect()),
             by_name: OnceLock::new(),
         };
@@ -423,6 +426,11 @@ impl<'a> FileModel<'a> {
             Some(units) => NodeIndex::build_units(units, self.src),
             None => NodeIndex::build(self.tree.root_node(), self.src),
         })
+    }
+
+    /// The Python time loops that relaunch kernels ([`super::time_loop_launches`]), found once.
+    pub fn time_loop_launches(&self) -> &[super::TimeLoopLaunches] {
+        self.time_loop_launches.get_or_init(|| super::time_loop_launches(self))
     }
 
     pub fn text(&self, node: Node) -> &'a str {

@@ -569,7 +569,7 @@ fn first_callers_in_loops(model: &FileModel) -> HashMap<usize, (usize, usize)> {
 /// Kernel name -> launches-per-forward estimate, for kernels a Python time loop launches per step.
 pub fn launch_estimates(model: &FileModel) -> HashMap<String, String> {
     let mut out = HashMap::new();
-    for tl in time_loop_launches(model) {
+    for tl in model.time_loop_launches() {
         for (li, _) in &tl.launches {
             out.entry(model.launches[*li].kernel.clone()).or_insert_with(|| tl.estimate.clone());
         }

@@ -5,7 +5,7 @@
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{range_of, time_loop_launches, FileModel};
+use crate::model::{range_of, FileModel};
 
 use super::Rule;
 
@@ -66,7 +66,7 @@ gru_layer_kernel[grid](gates_x, h, w_hh, out, seq_len, ...)   # loops over t ins
 "#;
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for tl in time_loop_launches(model) {
+    for tl in model.time_loop_launches() {
         let lp = &model.host_fns[tl.host_fn].loops[tl.loop_index];
         let mut kernels: Vec<&str> = Vec::new();
         for (li, _) in &tl.launches {

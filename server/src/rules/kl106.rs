@@ -104,6 +104,15 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 }
 
 fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &str) -> bool {
+    // A name that qualifies to one of `HALF` ends in its last part, or is a
+    // local name an import binds to it: text without either mentions none
+    // (the walk below is what costs).
+    let text = src.get(node.byte_range()).unwrap_or_default();
+    let last = |h: &&str| h.rsplit('.').next().is_some_and(|l| text.contains(l));
+    let alias = |(local, full): &(String, String)| HALF.contains(&full.as_str()) && text.contains(local.as_str());
+    if !HALF.iter().any(last) && !imports.bound.iter().any(alias) {
+        return false;
+    }
     let mut found = false;
     visit_nodes(node, &mut |n| {
         if matches!(n.kind(), "attribute" | "identifier")
