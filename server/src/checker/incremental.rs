@@ -703,10 +703,8 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
         prev.units.iter().flat_map(|u| u.facts.kernels.iter().map(|k| k.name.clone())).collect();
     let mut attempt = 0;
     loop {
-        for i in 0..new_len {
-            if let Some(o) = matched[i].filter(|&o| !stubbable[o]) {
-                walked.extend(prev.units[o].facts.kernels.iter().map(|k| k.name.clone()));
-            }
+        for o in matched.iter().flatten().filter(|&&o| !stubbable[o]) {
+            walked.extend(prev.units[*o].facts.kernels.iter().map(|k| k.name.clone()));
         }
         // Close `walked` over helper calls, both ways: a statement is linked to
         // the kernels it defines and to the kernels of this file its kernels call
@@ -750,7 +748,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Sna
                 None => Vec::new(),
             })
             .collect();
-        let units: Vec<(Node, Option<&[KernelHostView]>)> =
+        let units: Vec<crate::model::PartialUnit> =
             (0..new_len).map(|i| (nodes[i], stub[i].then_some(views[i].as_slice()))).collect();
         let two_threads = text.len() >= PARALLEL_INDEX_BYTES;
         let model = FileModel::build_stubbed(text, tree, &units, &aliases, two_threads)

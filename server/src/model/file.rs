@@ -24,6 +24,10 @@ use super::walk::{Scope, Walker};
 use super::{imports, Kernel, KernelHostView};
 use crate::text::TextRange;
 
+/// A top-level statement for [`FileModel::build_stubbed`]: walked (`None`),
+/// or a stub with its kernels' host views.
+pub type PartialUnit<'a, 'v> = (Node<'a>, Option<&'v [KernelHostView]>);
+
 #[derive(Debug, Clone)]
 pub struct ClassInfo<'a> {
     pub name: String,
@@ -266,7 +270,7 @@ impl<'a> FileModel<'a> {
         units: &[Node<'a>],
         aliases: &(Vec<String>, Vec<String>),
     ) -> Self {
-        let units: Vec<(Node<'a>, Option<&[KernelHostView]>)> = units.iter().map(|u| (*u, None)).collect();
+        let units: Vec<PartialUnit<'a, '_>> = units.iter().map(|u| (*u, None)).collect();
         Self::build_from(src, tree, Some(&units), Some(aliases))
     }
 
@@ -281,7 +285,7 @@ impl<'a> FileModel<'a> {
     pub fn build_stubbed(
         src: &'a str,
         tree: &'a Tree,
-        units: &[(Node<'a>, Option<&[KernelHostView]>)],
+        units: &[PartialUnit<'a, '_>],
         aliases: &(Vec<String>, Vec<String>),
         index_beside: bool,
     ) -> Option<Self> {
@@ -327,7 +331,7 @@ impl<'a> FileModel<'a> {
     fn build_from(
         src: &'a str,
         tree: &'a Tree,
-        units: Option<&[(Node<'a>, Option<&[KernelHostView]>)]>,
+        units: Option<&[PartialUnit<'a, '_>]>,
         aliases: Option<&(Vec<String>, Vec<String>)>,
     ) -> Self {
         let root = tree.root_node();
