@@ -150,10 +150,12 @@ pub fn analyze(
     previous: Option<&Snapshot>,
 ) -> (CheckResult, Snapshot) {
     let snapshot = match previous {
-        Some(p) if p.settings == *settings => incremental(text, tree, p)
-            .or_else(|why| {
-                tracing::debug!("not a kernel edit: {why}");
-                host_incremental(text, tree, p)
+        Some(p) if p.settings == *settings => matching(text, tree, p)
+            .and_then(|m| {
+                incremental(text, tree, p, &m).or_else(|why| {
+                    tracing::debug!("not a kernel edit: {why}");
+                    host_incremental(text, tree, p, &m)
+                })
             })
             .unwrap_or_else(|why| {
                 tracing::debug!("analysing afresh: {why}");
@@ -410,15 +412,34 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
     (units, loose)
 }
 
-fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot, &'static str> {
+/// What both incremental paths start from: the statements now, the imports
+/// (which must be as they were), and which statements the edit left as they were.
+#[derive(Clone)]
+struct Matching<'t> {
+    nodes: Vec<Node<'t>>,
+    aliases: (Vec<String>, Vec<String>),
+    /// For each statement now, the old one it matches.
+    matched: Vec<Option<usize>>,
+    /// For each old statement, the new one.
+    old_to_new: Vec<Option<usize>>,
+    /// The old statements the edit changed.
+    changed_old: Vec<usize>,
+}
+
+fn matching<'t>(text: &str, tree: &'t Tree, prev: &Snapshot) -> Result<Matching<'t>, &'static str> {
     let nodes = top_level(tree);
     let aliases = imports_of(&nodes, text);
     if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
         return Err("the imports changed");
     }
-    let (old_len, new_len) = (prev.units.len(), nodes.len());
     let (matched, old_to_new) = match_units(prev, &nodes, text);
-    let changed_old: Vec<usize> = (0..old_len).filter(|&o| old_to_new[o].is_none()).collect();
+    let changed_old: Vec<usize> = (0..prev.units.len()).filter(|&o| old_to_new[o].is_none()).collect();
+    Ok(Matching { nodes, aliases, matched, old_to_new, changed_old })
+}
+
+fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
+    let Matching { nodes, aliases, matched, old_to_new, changed_old } = m.clone();
+    let new_len = nodes.len();
     if changed_old.iter().any(|&o| !prev.units[o].facts.neutral) {
         return Err("a changed statement had host code");
     }
@@ -652,15 +673,9 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot
 /// Refused (the file is analysed afresh) when a changed statement, before or
 /// after, assigns a module-level name or holds the word `import`, or when the
 /// file stops or starts being a candidate.
-fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot) -> Result<Snapshot, &'static str> {
-    let nodes = top_level(tree);
-    let aliases = imports_of(&nodes, text);
-    if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
-        return Err("the imports changed");
-    }
+fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
+    let Matching { nodes, aliases, matched, old_to_new, changed_old } = m.clone();
     let (old_len, new_len) = (prev.units.len(), nodes.len());
-    let (matched, old_to_new) = match_units(prev, &nodes, text);
-    let changed_old: Vec<usize> = (0..old_len).filter(|&o| old_to_new[o].is_none()).collect();
     for &o in &changed_old {
         let u = &prev.units[o];
         if u.facts.module_assigns {
