@@ -134,7 +134,7 @@ struct KernelFacts {
     persistent_shape: bool,
     grid_stride: bool,
     /// What the host rules read of this kernel (`model::kernel_host_view`).
-    host_view: KernelHostView,
+    host_view: Arc<KernelHostView>,
 }
 
 /// A statement as [`facts`] reads it: its facts and its foreign diagnostics.
@@ -255,10 +255,6 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
             None => host_diags.push(d),
         }
     }
-    let mut launch_counts = HashMap::new();
-    for l in &model.launches {
-        *launch_counts.entry(l.kernel.clone()).or_insert(0) += 1;
-    }
     let units = fresh
         .into_iter()
         .zip(&ranges)
@@ -272,7 +268,7 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
         triton_aliases: model.triton_aliases.clone(),
         units,
         host_diags,
-        launch_counts,
+        launch_counts: launch_counts(&model),
         path: Path::Fresh,
         stubs: 0,
         candidate: hygiene::is_candidate(&model).then(|| Arc::new(hygiene::imports(&model))),
@@ -319,7 +315,7 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
             has_time_loop: !k.time_loops(model).is_empty(),
             persistent_shape: k.time_loops(model).iter().any(|&t| k.is_recurrence(t, model)),
             grid_stride: (0..k.loops.len()).any(|l| k.is_grid_stride(l, model.src)),
-            host_view: kernel_host_view(model, k),
+            host_view: Arc::new(kernel_host_view(model, k)),
         });
         for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
             if !facts.helper_callees.contains(&c.callee) {
@@ -414,7 +410,6 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
 
 /// What both incremental paths start from: the statements now, the imports
 /// (which must be as they were), and which statements the edit left as they were.
-#[derive(Clone)]
 struct Matching<'t> {
     nodes: Vec<Node<'t>>,
     aliases: (Vec<String>, Vec<String>),
@@ -424,6 +419,23 @@ struct Matching<'t> {
     old_to_new: Vec<Option<usize>>,
     /// The old statements the edit changed.
     changed_old: Vec<usize>,
+}
+
+impl Matching<'_> {
+    /// Cached diagnostics of `prev`, moved with their statements to where
+    /// those are now; an error if a position lies in a changed statement.
+    fn moved(&self, prev: &Snapshot, list: &[Diagnostic]) -> Result<Vec<Diagnostic>, &'static str> {
+        let map = |pos: usize| -> Option<usize> {
+            let o = prev.units.partition_point(|u| u.range.start <= pos).checked_sub(1)?;
+            let old = prev.units[o].range;
+            let n = self.old_to_new[o].filter(|_| pos <= old.end)?;
+            Some(pos - old.start + self.nodes[n].start_byte())
+        };
+        list.iter()
+            .map(|d| remap(d, &map))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("a cached position lies in a changed statement")
+    }
 }
 
 fn matching<'t>(text: &str, tree: &'t Tree, prev: &Snapshot) -> Result<Matching<'t>, &'static str> {
@@ -438,7 +450,7 @@ fn matching<'t>(text: &str, tree: &'t Tree, prev: &Snapshot) -> Result<Matching<
 }
 
 fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
-    let Matching { nodes, aliases, matched, old_to_new, changed_old } = m.clone();
+    let Matching { nodes, aliases, matched, changed_old, .. } = m;
     let new_len = nodes.len();
     if changed_old.iter().any(|&o| !prev.units[o].facts.neutral) {
         return Err("a changed statement had host code");
@@ -509,7 +521,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
     // those are known; their helpers are taken from before and checked after.
     let mut names: HashSet<&str> = changed_names.clone();
     let mut helpers: HashSet<String> = HashSet::new();
-    for &o in &changed_old {
+    for &o in changed_old {
         helpers.extend(prev.units[o].facts.helper_callees.iter().cloned());
     }
     for &i in &recheck {
@@ -534,8 +546,8 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
             })
             .map(|i| nodes[i])
             .collect();
-        let model = FileModel::build_partial(text, tree, &walk, &aliases);
-        let (fresh, loose) = facts(&model, &nodes, &recheck, &prev.settings);
+        let model = FileModel::build_partial(text, tree, &walk, aliases);
+        let (fresh, loose) = facts(&model, nodes, &recheck, &prev.settings);
         // The changed statements as they are now: still no host code, the same kernels.
         let now: Vec<&UnitFacts> =
             recheck.iter().zip(&fresh).filter(|(i, _)| matched[**i].is_none()).map(|(_, (f, _))| f).collect();
@@ -605,18 +617,6 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
     }
 
     // Everything else moves with its statement.
-    let old_ranges: Vec<TextRange> = prev.units.iter().map(|u| u.range).collect();
-    let map = |pos: usize| -> Option<usize> {
-        let o = unit_of(&old_ranges, pos)?;
-        let n = old_to_new[o]?;
-        Some(pos - old_ranges[o].start + nodes[n].start_byte())
-    };
-    let remap_all = |list: &[Diagnostic]| -> Result<Vec<Diagnostic>, &'static str> {
-        list.iter()
-            .map(|d| remap(d, &map))
-            .collect::<Option<Vec<_>>>()
-            .ok_or("a cached position lies in a changed statement")
-    };
     let mut fresh = fresh.into_iter();
     let mut units = Vec::with_capacity(new_len);
     for (i, node) in nodes.iter().enumerate() {
@@ -627,7 +627,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
             if let Some(o) = matched[i] {
                 let old = &prev.units[o];
                 let moved = old.delta + (range.start as isize - old.range.start as isize);
-                let host = old.facts.diags.iter().filter(|d| rules::by_code(&d.code).is_some_and(is_host_rule));
+                let host = old.facts.diags.iter().filter(|d| is_host_diag(d));
                 facts.diags.extend(host.map(|d| shifted(d, moved)));
             }
             units.push(Unit { facts: Arc::new(facts), range, delta: 0, foreign });
@@ -638,16 +638,16 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
             facts: old.facts.clone(),
             range,
             delta: old.delta + (range.start as isize - old.range.start as isize),
-            foreign: remap_all(&old.foreign)?,
+            foreign: m.moved(prev, &old.foreign)?,
         });
     }
     Ok(Snapshot {
         settings: prev.settings.clone(),
         text: text.clone(),
-        tl_aliases: aliases.0,
-        triton_aliases: aliases.1,
+        tl_aliases: aliases.0.clone(),
+        triton_aliases: aliases.1.clone(),
         units,
-        host_diags: remap_all(&prev.host_diags)?,
+        host_diags: m.moved(prev, &prev.host_diags)?,
         estimates: prev.estimates.clone(),
         launch_counts: prev.launch_counts.clone(),
         path: Path::Kernels,
@@ -674,9 +674,9 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
 /// after, assigns a module-level name or holds the word `import`, or when the
 /// file stops or starts being a candidate.
 fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
-    let Matching { nodes, aliases, matched, old_to_new, changed_old } = m.clone();
+    let Matching { nodes, aliases, matched, changed_old, .. } = m;
     let (old_len, new_len) = (prev.units.len(), nodes.len());
-    for &o in &changed_old {
+    for &o in changed_old {
         let u = &prev.units[o];
         if u.facts.module_assigns {
             return Err("a changed statement assigned module-level names");
@@ -700,7 +700,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             f.neutral
                 && !f.kernels.is_empty()
                 && f.error_shape.is_none()
-                && f.diags.iter().all(|d| !rules::by_code(&d.code).is_some_and(is_host_rule) || hygiene_local(&d.code))
+                && f.diags.iter().all(|d| !is_host_diag(d) || hygiene_local(&d.code))
         })
         .collect();
     // The kernels a changed statement defined, and those it launched (their
@@ -757,7 +757,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                 })
             })
             .collect();
-        let views: Vec<Vec<KernelHostView>> = (0..new_len)
+        let views: Vec<Vec<Arc<KernelHostView>>> = (0..new_len)
             .map(|i| match matched[i].filter(|_| stub[i]) {
                 Some(o) => prev.units[o].facts.kernels.iter().map(|k| k.host_view.clone()).collect(),
                 None => Vec::new(),
@@ -766,10 +766,10 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         let units: Vec<crate::model::PartialUnit> =
             (0..new_len).map(|i| (nodes[i], stub[i].then_some(views[i].as_slice()))).collect();
         let two_threads = text.len() >= PARALLEL_INDEX_BYTES;
-        let model = FileModel::build_stubbed(text, tree, &units, &aliases, two_threads)
+        let model = FileModel::build_stubbed(text, tree, &units, aliases, two_threads)
             .ok_or("a stub's kernels are not as they were")?;
         let read: Vec<usize> = (0..new_len).filter(|&i| !stub[i]).collect();
-        let (fresh, loose) = facts(&model, &nodes, &read, &prev.settings);
+        let (fresh, loose) = facts(&model, nodes, &read, &prev.settings);
         // The changed statements as they are now: no module-level names; what
         // they launch, and the kernels their kernels call, walked; a kernel
         // they define now that a stub calls, or whose name a stub defines too,
@@ -827,12 +827,6 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                 None => host_diags.push(d),
             }
         }
-        let old_ranges: Vec<TextRange> = prev.units.iter().map(|u| u.range).collect();
-        let map = |pos: usize| -> Option<usize> {
-            let o = unit_of(&old_ranges, pos)?;
-            let n = old_to_new[o]?;
-            Some(pos - old_ranges[o].start + nodes[n].start_byte())
-        };
         let mut fresh = fresh.into_iter();
         let mut out = Vec::with_capacity(new_len);
         for (i, node) in nodes.iter().enumerate() {
@@ -844,12 +838,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             }
             let old = &prev.units[matched[i].ok_or("a stub was not matched")?];
             let delta = old.delta + (range.start as isize - old.range.start as isize);
-            let foreign = old
-                .foreign
-                .iter()
-                .map(|d| remap(d, &map))
-                .collect::<Option<Vec<_>>>()
-                .ok_or("a cached position lies in a changed statement")?;
+            let foreign = m.moved(prev, &old.foreign)?;
             let facts = match on_stubs.remove(&i) {
                 None => old.facts.clone(),
                 // A host rule reported in a stub (on its header): its findings, at the positions they were read at.
@@ -861,19 +850,15 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             };
             out.push(Unit { facts, range, delta, foreign });
         }
-        let mut launch_counts = HashMap::new();
-        for l in &model.launches {
-            *launch_counts.entry(l.kernel.clone()).or_insert(0) += 1;
-        }
         return Ok(Snapshot {
             settings: prev.settings.clone(),
             text: text.clone(),
             estimates: launch_estimates(&model),
-            tl_aliases: aliases.0,
-            triton_aliases: aliases.1,
+            tl_aliases: aliases.0.clone(),
+            triton_aliases: aliases.1.clone(),
             units: out,
             host_diags,
-            launch_counts,
+            launch_counts: launch_counts(&model),
             path: Path::Host,
             stubs: stub.iter().filter(|s| **s).count(),
             candidate: candidate.then(|| Arc::new(hygiene::imports(&model))),
@@ -942,6 +927,20 @@ fn match_units(prev: &Snapshot, nodes: &[Node], text: &str) -> (Vec<Option<usize
 
 fn is_host_rule(rule: &rules::Rule) -> bool {
     rules::reach(rule) == Reach::Host
+}
+
+/// Whether a host rule reported `d`.
+fn is_host_diag(d: &Diagnostic) -> bool {
+    rules::by_code(&d.code).is_some_and(is_host_rule)
+}
+
+/// Kernel name -> launch sites, for the kernel summaries.
+fn launch_counts(model: &FileModel) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for l in &model.launches {
+        *counts.entry(l.kernel.clone()).or_insert(0) += 1;
+    }
+    counts
 }
 
 /// Whether `text` holds the word `import` as the keyword is written (not

@@ -144,14 +144,15 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
     // kernel and its launch sites alone (a syntax error elsewhere does not
     // take it away, and the incremental analysis may keep it while that
     // code changes), and a large file is not parsed again for each fix.
+    let root = model.tree.root_node();
     let mut statements: Vec<Node> = Vec::new();
-    for e in &edits {
-        let statement = top_level_of(model, e.range.start)?;
+    for n in std::iter::once(k.node).chain(launches.iter().map(|l| l.node)) {
+        let statement = root.child_with_descendant(n)?;
         if !statements.iter().any(|s| s.id() == statement.id()) {
             statements.push(statement);
         }
     }
-    let mut kernel_fixed = None;
+    let (mut placed, mut kernel_fixed) = (0, None);
     for statement in &statements {
         let r = range_of(*statement);
         let local: Vec<Edit> = edits
@@ -162,16 +163,20 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
                 new_text: e.new_text.clone(),
             })
             .collect();
+        placed += local.len();
         let fixed = apply_edits(src.get(r.start..r.end)?, &local).ok()?;
-        if model::parse(&fixed, None).root_node().has_error() {
+        let tree = model::parse(&fixed, None);
+        if tree.root_node().has_error() {
             return None;
         }
         if r.contains_range(range_of(k.node)) {
-            kernel_fixed = Some(fixed);
+            kernel_fixed = Some((fixed, tree));
         }
     }
-    let fixed = kernel_fixed?;
-    let tree = model::parse(&fixed, None);
+    if placed != edits.len() {
+        return None;
+    }
+    let (fixed, tree) = kernel_fixed?;
     let after = FileModel::build(&fixed, &tree);
     let nk = after.kernels.iter().find(|x| x.name == k.name)?;
     if !nk.is_constexpr(&block)
@@ -195,14 +200,6 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
         applicability: Applicability::NeedsReview,
         edits,
     })
-}
-
-/// The top-level statement (a child of the module) that holds byte `pos`.
-fn top_level_of<'a>(model: &FileModel<'a>, pos: usize) -> Option<Node<'a>> {
-    let root = model.tree.root_node();
-    let mut cursor = root.walk();
-    let found = root.children(&mut cursor).find(|n| n.start_byte() <= pos && pos <= n.end_byte());
-    found
 }
 
 /// An `other=` per load (the given one where there is one) under which no padded lane changes a reduction.

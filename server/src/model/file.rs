@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use tree_sitter::{Node, Tree};
 
@@ -26,7 +26,7 @@ use crate::text::TextRange;
 
 /// A top-level statement for [`FileModel::build_stubbed`]: walked (`None`),
 /// or a stub with its kernels' host views.
-pub type PartialUnit<'a, 'v> = (Node<'a>, Option<&'v [KernelHostView]>);
+pub type PartialUnit<'a, 'v> = (Node<'a>, Option<&'v [Arc<KernelHostView>]>);
 
 #[derive(Debug, Clone)]
 pub struct ClassInfo<'a> {

@@ -65,7 +65,7 @@ pub struct Kernel<'a> {
     /// A kernel whose body was not walked (`FileModel::build_stubbed`): only
     /// its header is read, and what the host-side analysis reads of its body
     /// is this view, kept from an earlier analysis.
-    pub stub: Option<super::KernelHostView>,
+    pub stub: Option<std::sync::Arc<super::KernelHostView>>,
 }
 
 impl<'a> Kernel<'a> {

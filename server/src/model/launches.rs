@@ -484,7 +484,7 @@ pub struct KernelHostView {
 
 pub fn kernel_host_view(model: &FileModel, k: &Kernel) -> KernelHostView {
     if let Some(view) = &k.stub {
-        return view.clone();
+        return KernelHostView::clone(view);
     }
     let sorted = |set: HashSet<String>| {
         let mut v: Vec<String> = set.into_iter().collect();
