@@ -164,22 +164,21 @@ print("ref by position in the process (1st..4th evaluation):", {i + 1: round(st.
 
 print("\n## Process environment: b's harness is not ours; d and c record theirs\n")
 for call in ("call1", "call2"):
-    for line in open(os.path.join(HERE, call, "bias.jsonl")):
-        r = json.loads(line)
+    with open(os.path.join(HERE, call, "bias.jsonl")) as f:
+        records = [json.loads(line) for line in f]
+    for r in records:
         if r["mode"] == "d":
             p = r["detail"]["probe_proc"]
             print(f"d ({call}): parent {p['parent_exe']}, affinity {p['affinity']}, nice {p['nice']}, pgrp==pid {p['pgrp'] == p['pid']}, "
                   f"fds {p.get('fd0')},{p.get('fd1')},{p.get('fd2')}, env_count {p['env_count']}, harness sha {r['detail'].get('probe_harness_sha256', '')[:16]}")
             break
-    for line in open(os.path.join(HERE, call, "bias.jsonl")):
-        r = json.loads(line)
+    for r in records:
         if r["mode"] in ("c", "e"):
             p = r["detail"]["proc"]
             print(f"{r['mode']} ({call}): parent {p['parent_exe']}, affinity {p['affinity']}, nice {p['nice']}, pgrp==pid {p['pgrp'] == p['pid']}, "
                   f"fds {p.get('fd0')},{p.get('fd1')},{p.get('fd2')}, env_count {p['env_count']}")
             break
-    for line in open(os.path.join(HERE, call, "bias.jsonl")):
-        r = json.loads(line)
+    for r in records:
         if r["mode"] == "meta":
             print(f"driver ({call}): harness sha {r['harness_sha256'][:16]}, affinity {r['proc']['affinity']}")
 
