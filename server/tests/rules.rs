@@ -113,7 +113,7 @@ fn select_and_ignore_filter_by_prefix() {
     let ignored = Settings { ignore: vec!["KL00".into()], ..Settings::default() };
     assert!(check_text(&text, &ignored).diagnostics.is_empty());
     let selected = Settings { select: vec!["KL005".into()], ..Settings::default() };
-    assert_eq!(check_text(&text, &selected).diagnostics.len(), 9);
+    assert_eq!(check_text(&text, &selected).diagnostics.len(), 10);
 }
 
 #[test]

@@ -45,6 +45,43 @@ pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
     }
 }
 
+/// [`visit_nodes`] over the statements under `node` and the assignments they
+/// make (`a = b = c` visits both), without entering expressions: a walk for
+/// what only statements hold, which skips most of a function's nodes.
+pub fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
+    let holds_statements = |n: Node| {
+        let k = n.kind();
+        k == "block"
+            || k == "module"
+            || k == "expression_statement"
+            || k == "assignment"
+            || k == "decorated_definition"
+            || k.ends_with("_statement")
+            || k.ends_with("_definition")
+            || k.ends_with("_clause")
+    };
+    let mut cursor = node.walk();
+    let mut depth = 0usize;
+    loop {
+        let n = cursor.node();
+        f(n);
+        if depth < MAX_DEPTH * 4 && holds_statements(n) && cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+            depth -= 1;
+        }
+    }
+}
+
 /// Positional arguments and keyword arguments of a call.
 pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(String, Node<'a>)>) {
     let mut args = Vec::new();

@@ -158,7 +158,8 @@ impl<'a> FileModel<'a> {
         let index = self.held_index.get_or_init(|| {
             let mut index: HashMap<(usize, String), Vec<&'a str>> = HashMap::new();
             for (ci, info) in self.classes.iter().enumerate() {
-                super::nodes::visit_nodes(info.node, &mut |n| {
+                // `self.attr = ...` is a statement: expressions hold none, so they are not entered.
+                super::nodes::visit_statements(info.node, &mut |n| {
                     if n.kind() != "assignment" {
                         return;
                     }

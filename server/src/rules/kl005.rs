@@ -5,6 +5,8 @@ use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::model::field;
 use crate::model::triton_names;
 use crate::model::{call_arguments, range_of, FileModel};
+use std::cell::OnceCell;
+use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::Rule;
@@ -81,7 +83,7 @@ fn replacement(name: &str, tl: &str, args: &[&str]) -> Option<String> {
 /// conditional expression on it), any branch of an `if` on a version
 /// (`triton.__version__`), or a `try` whose handler catches the
 /// AttributeError. Code that supports several Triton versions does this.
-fn guarded(attr: Node, name: &str, src: &str) -> bool {
+fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'s str>>) -> bool {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let within = |inner: Node, outer: Option<Node>| outer.is_some_and(|o| range_of(o).contains_range(range_of(inner)));
     let checks = |cond: Option<Node>| {
@@ -91,13 +93,7 @@ fn guarded(attr: Node, name: &str, src: &str) -> bool {
     };
     // A test on the version, directly or through a flag the module sets from it
     // (`TRITON3 = version.parse(triton.__version__) >= ...`, then `if TRITON3:`).
-    let version_flag = |name: &str| {
-        src.lines().any(|l| {
-            l.strip_prefix(name)
-                .and_then(|rest| rest.trim_start().strip_prefix('='))
-                .is_some_and(|v| !v.starts_with('=') && v.contains("version"))
-        })
-    };
+    let version_flag = |name: &str| flags.get_or_init(|| version_flags(src)).contains(name);
     let on_version = |cond: Option<Node>| {
         cond.map(text).is_some_and(|c| {
             c.contains("version")
@@ -169,8 +165,22 @@ fn guarded(attr: Node, name: &str, src: &str) -> bool {
     false
 }
 
+/// The names a line of the module sets from a version at column 0
+/// (`TRITON3 = version.parse(triton.__version__) >= ...`): read in one pass
+/// over the text, on the first condition that needs them.
+fn version_flags(src: &str) -> HashSet<&str> {
+    src.lines()
+        .filter_map(|l| {
+            let end = l.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(l.len());
+            let value = l[end..].trim_start().strip_prefix('=')?;
+            (end > 0 && !value.starts_with('=') && value.contains("version")).then(|| &l[..end])
+        })
+        .collect()
+}
+
 fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
     let installed = settings.triton_names.as_deref();
+    let flags = OnceCell::new();
     for (name, attr) in &model.tl_attrs {
         let known = match installed {
             Some(t) => t.names.contains(name.as_str()),
@@ -184,7 +194,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
         if attr.parent().is_some_and(|p| p.kind() == "assignment" && field!(p, "left") == Some(*attr)) {
             continue;
         }
-        if guarded(*attr, name, model.src) {
+        if guarded(*attr, name, model.src, &flags) {
             continue;
         }
         // `tl.math.tanh` is fixed as `tl.tanh` is, with `tl`'s own functions.

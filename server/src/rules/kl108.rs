@@ -200,7 +200,7 @@ pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
                 continue;
             }
             out.push((range, format!("imports `{module}` from beside the file")));
-        } else if FOREIGN_CODE.iter().any(|f| module == f || module.starts_with(&format!("{f}."))) {
+        } else if is_foreign_code(module) {
             out.push((range, format!("imports `{module}`, which loads code from outside the file")));
         } else if head == "os" {
             // Checked use by use below.
@@ -255,7 +255,7 @@ pub fn node_findings<'a>(
                             .is_some_and(|a| matches!(&src[a.byte_range()], "write_text" | "write_bytes")))
                 {
                     out.push((range_of(n), format!("writes a file (`{}`)", &src[func.byte_range()])));
-                } else if FOREIGN_CODE.iter().any(|f| callee == *f || callee.starts_with(&format!("{f}."))) {
+                } else if is_foreign_code(&callee) {
                     out.push((range_of(n), format!("calls `{callee}`, which loads code from outside the file")));
                 }
             }
@@ -279,6 +279,11 @@ pub fn node_findings<'a>(
         }
     }
     out
+}
+
+/// Whether `name` is one of [`FOREIGN_CODE`] or inside one (`torch.hub.load`).
+fn is_foreign_code(name: &str) -> bool {
+    FOREIGN_CODE.iter().any(|f| name.strip_prefix(f).is_some_and(|rest| rest.is_empty() || rest.starts_with('.')))
 }
 
 /// Calls that write a file wherever they are given a path.
