@@ -587,11 +587,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
         // KL107 and KL108 report on single nodes, given the file's imports.
         let src = text.as_ref();
         for &i in &changed_now {
-            let mut candidates = Vec::new();
-            crate::model::visit_nodes(nodes[i], &mut |n| candidates.push(n));
-            let found = !kl107::patches_among(src, imports, candidates.iter().copied()).is_empty()
-                || !kl108::node_findings(src, imports, candidates.iter().copied()).is_empty();
-            if found {
+            if !node_local_findings(src, imports, nodes[i]).is_empty() {
                 return Err("a changed statement has a hygiene finding");
             }
         }
@@ -811,7 +807,8 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         if candidate != prev.candidate.is_some() {
             return Err("the file became, or stopped being, a candidate");
         }
-        let host = host_rules(&model, &prev.settings, two_threads);
+        // KL107 and KL108 are asked below, of the changed statements only.
+        let host = host_rules(&model, &prev.settings, two_threads, &[kl107::RULE.code, kl108::RULE.code]);
         let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
         let mut slot = vec![usize::MAX; new_len];
         for (s, &i) in read.iter().enumerate() {
@@ -825,6 +822,23 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                 Some(i) if stub[i] => on_stubs.entry(i).or_default().push(d),
                 Some(i) => fresh[slot[i]].0.diags.push(d),
                 None => host_diags.push(d),
+            }
+        }
+        // KL107 and KL108 report on single nodes, given the file's imports
+        // (the same on this path): a statement read as it was keeps its
+        // findings, moved with it; a changed one is asked.
+        if let Some(imports) = &prev.candidate {
+            let enabled = |code: &str| prev.settings.enabled(code);
+            for (s, &i) in read.iter().enumerate() {
+                let found = match matched[i] {
+                    Some(o) => {
+                        let old = &prev.units[o];
+                        let delta = old.delta + (ranges[i].start as isize - old.range.start as isize);
+                        old.facts.diags.iter().filter(|d| hygiene_local(&d.code)).map(|d| shifted(d, delta)).collect()
+                    }
+                    None => node_local_findings(text, imports, nodes[i]),
+                };
+                fresh[s].0.diags.extend(found.into_iter().filter(|d| enabled(&d.code)));
             }
         }
         let mut fresh = fresh.into_iter();
@@ -869,8 +883,11 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
 /// The host rules' findings on `model`: with `two_threads`, half of the
 /// rules run on a second thread (the model is only read; the findings are
 /// sorted later, so the order they come in does not matter).
-fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool) -> Vec<Diagnostic> {
-    let host: Vec<&rules::Rule> = rules::RULES.iter().filter(|r| is_host_rule(r) && settings.enabled(r.code)).collect();
+fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool, skip: &[&str]) -> Vec<Diagnostic> {
+    let host: Vec<&rules::Rule> = rules::RULES
+        .iter()
+        .filter(|r| is_host_rule(r) && settings.enabled(r.code) && !skip.contains(&r.code))
+        .collect();
     let run = |some: &[&rules::Rule]| {
         let mut out = Vec::new();
         for rule in some {
@@ -891,6 +908,20 @@ fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool) -> Vec<
         }
         out
     })
+}
+
+/// The KL107 and KL108 findings in one statement: each depends on its node
+/// and the file's imports alone (in the order the whole-file rules give them).
+fn node_local_findings(src: &str, imports: &Imports, unit: Node) -> Vec<Diagnostic> {
+    let mut candidates = Vec::new();
+    crate::model::visit_nodes(unit, &mut |n| candidates.push(n));
+    let patches = kl107::patches_among(src, imports, candidates.iter().copied());
+    let mut found = kl108::node_findings(src, imports, candidates.iter().copied());
+    found.sort_by_key(|(r, _)| (r.start, r.end));
+    found.dedup();
+    let mut out: Vec<Diagnostic> = patches.into_iter().map(|(r, target)| kl107::diagnostic(r, &target)).collect();
+    out.extend(found.into_iter().map(|(r, why)| kl108::diagnostic(r, &why)));
+    out
 }
 
 /// Which statements an edit left as they were: those before and after the

@@ -831,6 +831,39 @@ class ModelNew(nn.Module):
         assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
     }
 
+    /// On the host path KL107 and KL108 are asked of the changed statements
+    /// only: a helper read as it was keeps its findings, moved with it (an
+    /// edit above it adds a line), and a changed helper is asked again.
+    #[test]
+    fn host_edits_keep_the_hygiene_findings_of_unchanged_statements() {
+        let text = CANDIDATE.replacen("import torch\n", "import time\nimport torch\n", 1).replacen(
+            "    for t in range(steps):\n",
+            "    eval(\"1\")\n    time.perf_counter = None\n    for t in range(steps):\n",
+            1,
+        );
+        let mut doc = Document::new(&text, 0, Arc::new(Settings::default()));
+        let count = |doc: &Document, code: &str| doc.result.diagnostics.iter().filter(|d| d.code == code).count();
+        let line_of = |doc: &Document, code: &str| {
+            doc.result.diagnostics.iter().find(|d| d.code == code).map(|d| doc.line_index().line_of(d.range.start))
+        };
+        assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 1), "{:?}", doc.result.diagnostics);
+        let (kl107_line, kl108_line) = (line_of(&doc, "KL107"), line_of(&doc, "KL108"));
+        let helper = "def run_gelu";
+        assert_eq!(
+            Path::Host,
+            edit_and_check(&mut doc, 1, helper, "    n = x.numel()\n", "    n = x.numel()\n    m = n\n")
+        );
+        assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 1));
+        assert_eq!(line_of(&doc, "KL107"), kl107_line.map(|l| l + 1));
+        assert_eq!(line_of(&doc, "KL108"), kl108_line.map(|l| l + 1));
+        assert_eq!(Path::Host, edit_and_check(&mut doc, 2, "def run_steps", "    eval(\"1\")\n", ""));
+        assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 0));
+        assert_eq!(Path::Host, edit_and_check(&mut doc, 3, "def forward", "x.half()", "x.half() + 0"));
+        assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 0));
+        assert_eq!(Path::Host, edit_and_check(&mut doc, 4, "def run_steps", "    time.perf_counter = None\n", ""));
+        assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (0, 0));
+    }
+
     /// KL001 at a launch site reads what the launched kernel stores and loads
     /// (whether the loop carries state) and its parameters: a kernel edit that
     /// changes those is analysed afresh, and KL001 follows.

@@ -462,9 +462,9 @@ impl<'m, 'a> Walker<'m, 'a> {
 
     fn call(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
         let Some(func) = field!(node, "function") else { return };
-        let (args, kwargs) = call_arguments(node, self.m.src);
         match scope {
             Scope::Kernel(k) => {
+                let (args, kwargs) = call_arguments(node, self.m.src);
                 let tl_name = match func.kind() {
                     "attribute" => {
                         let obj = field!(func, "object").map(|o| self.text(o)).unwrap_or("");
@@ -483,6 +483,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                     let grid = field!(func, "subscript");
                     if let (Some(value), Some(grid)) = (value, grid) {
                         if value.kind() == "identifier" {
+                            let (args, kwargs) = call_arguments(node, self.m.src);
                             self.m.launch_candidates.push(range_of(node));
                             self.pending_launches.push(Launch {
                                 kernel: self.text(value).to_string(),
@@ -507,9 +508,10 @@ impl<'m, 'a> Walker<'m, 'a> {
                     t if t.ends_with(".numpy") => Some(".numpy()"),
                     t if t.ends_with(".synchronize") => Some(".synchronize()"),
                     // `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`: a copy to the host.
-                    t if t.ends_with(".to")
-                        && args
-                            .first()
+                    // (The arguments are read only here: most host calls are neither launches nor copies.)
+                    t if t.ends_with(".to") && {
+                        let (args, kwargs) = call_arguments(node, self.m.src);
+                        args.first()
                             .into_iter()
                             .chain(kwargs.iter().filter(|(k, _)| k == "device").map(|(_, v)| v))
                             .any(|a| {
@@ -518,7 +520,8 @@ impl<'m, 'a> Walker<'m, 'a> {
                                     a.as_str(),
                                     "\"cpu\"" | "'cpu'" | "torch.device(\"cpu\")" | "torch.device('cpu')"
                                 )
-                            }) =>
+                            })
+                    } =>
                     {
                         Some(".to(\"cpu\")")
                     }

@@ -64,11 +64,18 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     }
     let imports = hygiene::imports(model);
     for (range, target) in patches(model, &imports) {
-        let message = format!(
-            "this replaces `{target}`, which the benchmark measures with: the reported time would be whatever the patch says. Remove it"
-        );
-        out.push(RULE.diagnostic(range, message));
+        out.push(diagnostic(range, &target));
     }
+}
+
+/// The diagnostic for a patch of `target` at `range`.
+pub fn diagnostic(range: crate::text::TextRange, target: &str) -> Diagnostic {
+    RULE.diagnostic(
+        range,
+        format!(
+            "this replaces `{target}`, which the benchmark measures with: the reported time would be whatever the patch says. Remove it"
+        ),
+    )
 }
 
 /// Every assignment or `setattr` that replaces a timing name: (where, the name).

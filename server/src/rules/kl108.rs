@@ -178,8 +178,13 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         return;
     }
     for (range, why) in findings(model, false) {
-        out.push(RULE.diagnostic(range, format!("{why}: verifying this file would run it with your rights")));
+        out.push(diagnostic(range, &why));
     }
+}
+
+/// The diagnostic for a finding (`why`) at `range`.
+pub fn diagnostic(range: TextRange, why: &str) -> Diagnostic {
+    RULE.diagnostic(range, format!("{why}: verifying this file would run it with your rights"))
 }
 
 /// Everything the file does that an untrusted answer must not: (where, why).
