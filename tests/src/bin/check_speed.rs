@@ -7,7 +7,9 @@
 //! both see the same machine state, and prints a Markdown table of the median
 //! and minimum wall time, the median CPU time (less disturbed than wall time
 //! on a busy machine) and the peak RSS of each, with the load average
-//! before and after (the figures are only as quiet as the machine).
+//! before and after (the figures are only as quiet as the machine). A last
+//! column times tree-sitter-python's parse of the same text alone, in this
+//! process on one thread: a floor under kernel-lsp check's CPU time.
 //! `--baseline PATH` adds another kernel-lsp build, for before/after figures.
 //!
 //! ```text
@@ -64,6 +66,26 @@ fn median(v: &[f64]) -> f64 {
     } else {
         (s[n / 2 - 1] + s[n / 2]) / 2.0
     }
+}
+
+/// Median time to parse `texts` with tree-sitter-python in this process, on
+/// one thread, freeing each tree outside the clock: what kernel-lsp check
+/// pays before it builds its model, whatever the model and rules cost.
+fn parse_alone_ms(texts: &[&str], runs: usize) -> f64 {
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&tree_sitter_python::LANGUAGE.into()).expect("the bundled grammar loads");
+    let mut times = Vec::new();
+    for _ in 0..runs.max(1) {
+        let mut ms = 0.0;
+        for text in texts {
+            let start = Instant::now();
+            let tree = parser.parse(text, None).expect("a tree");
+            ms += start.elapsed().as_secs_f64() * 1000.0;
+            drop(tree);
+        }
+        times.push(ms);
+    }
+    median(&times)
 }
 
 fn load_average() -> String {
@@ -134,6 +156,8 @@ fn main() {
         ("6 MB file, distinct names".to_string(), describe(&text_6mb), file_6mb),
         (format!("directory of {files} files"), format!("{} x {}", files, describe(&small)), many),
     ];
+    let many_texts: Vec<&str> = (0..files).map(|_| small.as_str()).collect();
+    let parse_texts: [Vec<&str>; 3] = [vec![text_5k.as_str()], vec![text_6mb.as_str()], many_texts];
 
     let mut tools: Vec<(String, Vec<String>)> = Vec::new();
     let mut ours = vec![kernel_lsp, "check".to_string()];
@@ -154,7 +178,7 @@ fn main() {
     let load_before = load_average();
     println!("{runs} runs per tool and input, tools interleaved, after one warm-up run each; load average before: {load_before}");
     let mut rows = Vec::new();
-    for (name, size, path) in &cases {
+    for ((name, size, path), texts) in cases.iter().zip(&parse_texts) {
         let commands: Vec<Vec<String>> =
             tools.iter().map(|(_, c)| c.iter().cloned().chain([path.display().to_string()]).collect()).collect();
         for c in &commands {
@@ -166,8 +190,14 @@ fn main() {
                 s.push(run_once(c));
             }
         }
-        rows.push((name, size, samples));
+        rows.push((name, size, samples, texts));
     }
+    // After every child has run: a child's peak RSS as wait4 reports it
+    // counts what this process held when it forked, and a parsed 6 MB tree is large.
+    let rows: Vec<_> = rows
+        .into_iter()
+        .map(|(name, size, samples, texts)| (name, size, samples, parse_alone_ms(texts, runs)))
+        .collect();
     let load_after = load_average();
     if keep.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -178,10 +208,13 @@ fn main() {
     for (t, _) in &tools {
         print!("{t}: wall median / min, CPU median (ms), peak RSS | ");
     }
-    println!("{}", if with_ruff { "median ratio to ruff (goal <= 1) |" } else { "" });
-    println!("|---|{}{}", "---|".repeat(tools.len()), if with_ruff { "---|" } else { "" });
+    println!(
+        "tree-sitter parse alone, in process, one thread (ms) | {}",
+        if with_ruff { "median ratio to ruff (goal <= 1) |" } else { "" }
+    );
+    println!("|---|{}---|{}", "---|".repeat(tools.len()), if with_ruff { "---|" } else { "" });
     let mut met = true;
-    for (name, size, samples) in &rows {
+    for (name, size, samples, parse_ms) in &rows {
         print!("| {name} ({size}) |");
         let mut medians = Vec::new();
         for s in samples {
@@ -193,6 +226,7 @@ fn main() {
             medians.push(m);
             print!(" {m:.1} / {min:.1}, {cpu:.1}, {:.1} MB |", rss as f64 / 1024.0);
         }
+        print!(" {parse_ms:.1} |");
         if let (true, Some(k), Some(r)) = (with_ruff, medians.first(), medians.last()) {
             met &= k <= r;
             print!(" {:.2} |", k / r);
