@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use super::nodes::MAX_DEPTH;
+use super::nodes::{for_each_child, MAX_DEPTH};
 use super::{Assign, Kernel};
 
 /// Identifiers an expression reads. `tl.program_id(a)` reads the pseudo
@@ -15,6 +15,7 @@ use super::{Assign, Kernel};
 /// data flow from grid axes can be followed like any variable. Attribute
 /// names and keyword names are not reads.
 pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
+    let mut cursor = node.walk();
     let mut stack = vec![(node, 0usize)];
     while let Some((n, depth)) = stack.pop() {
         if depth > MAX_DEPTH * 4 {
@@ -57,12 +58,7 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
                     stack.push((v, depth + 1));
                 }
             }
-            _ => {
-                let mut c = n.walk();
-                for child in n.named_children(&mut c) {
-                    stack.push((child, depth + 1));
-                }
-            }
+            _ => for_each_child(&mut cursor, n, true, |child| stack.push((child, depth + 1))),
         }
     }
 }

@@ -82,6 +82,30 @@ pub fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
     }
 }
 
+/// Calls `f` on each child of `node` in order (only the named ones with
+/// `named`), moving `cursor` there: one cursor serves a whole traversal,
+/// where `node.walk()` for every node visited allocates a cursor each time.
+pub fn for_each_child<'t>(
+    cursor: &mut tree_sitter::TreeCursor<'t>,
+    node: Node<'t>,
+    named: bool,
+    mut f: impl FnMut(Node<'t>),
+) {
+    cursor.reset(node);
+    if !cursor.goto_first_child() {
+        return;
+    }
+    loop {
+        let child = cursor.node();
+        if !named || child.is_named() {
+            f(child);
+        }
+        if !cursor.goto_next_sibling() {
+            return;
+        }
+    }
+}
+
 /// Positional arguments and keyword arguments of a call.
 pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(String, Node<'a>)>) {
     let mut args = Vec::new();

@@ -445,6 +445,7 @@ fn binds(target: Node, name: &str, src: &str) -> bool {
 pub fn returns<'a>(func: Node<'a>) -> Vec<(Node<'a>, Node<'a>)> {
     let mut out = Vec::new();
     let Some(body) = field!(func, "body") else { return out };
+    let mut cursor = body.walk();
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
@@ -456,8 +457,7 @@ pub fn returns<'a>(func: Node<'a>) -> Vec<(Node<'a>, Node<'a>)> {
             }
             continue;
         }
-        let mut cursor = n.walk();
-        stack.extend(n.named_children(&mut cursor));
+        crate::model::for_each_child(&mut cursor, n, true, |child| stack.push(child));
     }
     out.sort_by_key(|(n, _)| n.start_byte());
     out

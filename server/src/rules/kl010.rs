@@ -252,6 +252,7 @@ fn implicit_syncs<'a>(
     body: Node<'a>,
     found: &mut Vec<(Node<'a>, String)>,
 ) {
+    let mut cursor = body.walk();
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         match n.kind() {
@@ -290,8 +291,7 @@ fn implicit_syncs<'a>(
             }
             _ => {}
         }
-        let mut c = n.walk();
-        stack.extend(n.children(&mut c));
+        crate::model::for_each_child(&mut cursor, n, false, |child| stack.push(child));
     }
 }
 
