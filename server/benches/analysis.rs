@@ -6,7 +6,9 @@
 //! (`KL_BENCH_MODEL_ONLY=1` or `KL_BENCH_TYPING_ONLY=1` to profile one part).
 //! `KL_BENCH_SCALING_ONLY=1` prints only the scaling figures: one module
 //! (the KL001 fixture) repeated 1, 10 and 100 times, as a concatenated or
-//! generated file repeats the same names.
+//! generated file repeats the same names. `KL_BENCH_FILE=PATH` benchmarks
+//! that file instead of the fixtures repeated (for instance the file
+//! `lsp_latency` edits, which `check_speed --keep DIR` leaves in DIR).
 
 use std::time::{Duration, Instant};
 
@@ -43,7 +45,12 @@ fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
 }
 
 fn main() {
-    let text = kernel_file(5_000);
+    // `KL_BENCH_FILE=PATH`: another file instead, such as lsp_latency's own
+    // (`target/release/check_speed --keep DIR --runs 1` writes it to DIR/kernels_5k.py).
+    let text = match std::env::var_os("KL_BENCH_FILE") {
+        Some(path) => std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("KL_BENCH_FILE {path:?}: {e}")),
+        None => kernel_file(5_000),
+    };
     let settings = Settings::default();
     if std::env::var_os("KL_BENCH_SCALING_ONLY").is_some() {
         scaling(&settings);
