@@ -24,25 +24,7 @@ pub fn parse_int(t: &str) -> Option<i64> {
 
 /// Calls `f` on `node` and every descendant, without recursion.
 pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
-    let mut cursor = node.walk();
-    let mut depth = 0usize;
-    loop {
-        f(cursor.node());
-        if depth < MAX_DEPTH * 4 && cursor.goto_first_child() {
-            depth += 1;
-            continue;
-        }
-        loop {
-            if depth == 0 {
-                return;
-            }
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            cursor.goto_parent();
-            depth -= 1;
-        }
-    }
+    visit_nodes_where(node, |_| true, f);
 }
 
 /// [`visit_nodes`] over the statements under `node` and the assignments they
@@ -60,12 +42,18 @@ pub fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
             || k.ends_with("_definition")
             || k.ends_with("_clause")
     };
+    visit_nodes_where(node, holds_statements, f);
+}
+
+/// Calls `f` on `node` and on the descendants reached through nodes that
+/// `enter` accepts (their children are visited, those of the others are not).
+fn visit_nodes_where<'t>(node: Node<'t>, enter: impl Fn(Node<'t>) -> bool, f: &mut impl FnMut(Node<'t>)) {
     let mut cursor = node.walk();
     let mut depth = 0usize;
     loop {
         let n = cursor.node();
         f(n);
-        if depth < MAX_DEPTH * 4 && holds_statements(n) && cursor.goto_first_child() {
+        if depth < MAX_DEPTH * 4 && enter(n) && cursor.goto_first_child() {
             depth += 1;
             continue;
         }
