@@ -41,6 +41,8 @@ pub fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
             || k.ends_with("_statement")
             || k.ends_with("_definition")
             || k.ends_with("_clause")
+            // what a syntax error left unparsed may hold statements too
+            || n.is_error()
     };
     visit_nodes_where(node, holds_statements, f);
 }
