@@ -38,6 +38,7 @@
 //! edit sequences, on all three paths).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
@@ -228,25 +229,25 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
         if candidate && two_threads { FileModel::build_with_index(text, tree) } else { FileModel::build(text, tree) };
     let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let all: Vec<usize> = (0..nodes.len()).collect();
-    let host_rules = || {
-        let mut host = Vec::new();
-        rules::run_reach(&model, settings, Reach::Host, &mut host);
-        host
-    };
+    let host = host_rule_list(settings, &[]);
+    let next = AtomicUsize::new(0);
     // A large file runs the host rules on a second thread while the kernel
-    // rules run here: they only read the model (the kernel rules' focus is theirs alone).
+    // rules run here, and this thread then takes the host rules not yet
+    // started: they only read the model (the kernel rules' focus is theirs alone).
     let ((mut fresh, loose), host) = if two_threads {
         std::thread::scope(|scope| {
-            let host = std::thread::Builder::new().name("host-rules".to_string()).spawn_scoped(scope, host_rules);
+            let other = std::thread::Builder::new()
+                .name("host-rules".to_string())
+                .spawn_scoped(scope, || run_shared(&model, settings, &host, &next));
             let kernel = facts(&model, &nodes, &all, settings);
-            let host = match host {
-                Ok(h) => h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(_) => host_rules(),
-            };
-            (kernel, host)
+            let mut found = run_shared(&model, settings, &host, &next);
+            if let Ok(h) = other {
+                found.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            }
+            (kernel, found)
         })
     } else {
-        (facts(&model, &nodes, &all, settings), host_rules())
+        (facts(&model, &nodes, &all, settings), run_shared(&model, settings, &host, &next))
     };
     let mut host_diags = loose;
     for d in host {
@@ -880,34 +881,44 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
     }
 }
 
-/// The host rules' findings on `model`: with `two_threads`, half of the
-/// rules run on a second thread (the model is only read; the findings are
-/// sorted later, so the order they come in does not matter).
+/// The host rules' findings on `model` (but the rules in `skip`): with
+/// `two_threads`, two threads take the rules one at a time as each finishes
+/// one, so that the costly ones (KL001, KL010) do not fall to one thread
+/// (the model is only read; the findings are sorted later, so the order
+/// they come in does not matter).
 fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool, skip: &[&str]) -> Vec<Diagnostic> {
-    let host: Vec<&rules::Rule> = rules::RULES
-        .iter()
-        .filter(|r| is_host_rule(r) && settings.enabled(r.code) && !skip.contains(&r.code))
-        .collect();
-    let run = |some: &[&rules::Rule]| {
-        let mut out = Vec::new();
-        for rule in some {
-            (rule.check)(model, settings, &mut out);
-        }
-        out
-    };
+    let host = host_rule_list(settings, skip);
+    let next = AtomicUsize::new(0);
     if !two_threads || host.len() < 2 {
-        return run(&host);
+        return run_shared(model, settings, &host, &next);
     }
-    let (here, there) = host.split_at(host.len() / 2);
     std::thread::scope(|scope| {
-        let other = std::thread::Builder::new().name("host-rules".to_string()).spawn_scoped(scope, || run(there));
-        let mut out = run(here);
-        match other {
-            Ok(h) => out.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
-            Err(_) => out.extend(run(there)),
+        let other = std::thread::Builder::new()
+            .name("host-rules".to_string())
+            .spawn_scoped(scope, || run_shared(model, settings, &host, &next));
+        // A thread that could not start leaves every rule to this one.
+        let mut out = run_shared(model, settings, &host, &next);
+        if let Ok(h) = other {
+            out.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
         }
         out
     })
+}
+
+/// The host rules `settings` enable, but those in `skip`.
+fn host_rule_list(settings: &Settings, skip: &[&str]) -> Vec<&'static rules::Rule> {
+    rules::RULES.iter().filter(|r| is_host_rule(r) && settings.enabled(r.code) && !skip.contains(&r.code)).collect()
+}
+
+/// Runs the rules of `list` that no other thread has taken (`next` counts
+/// those taken), one at a time: threads sharing `next` split the rules as
+/// they finish them, whatever each costs, and run each once.
+fn run_shared(model: &FileModel, settings: &Settings, list: &[&rules::Rule], next: &AtomicUsize) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    while let Some(rule) = list.get(next.fetch_add(1, Ordering::Relaxed)) {
+        (rule.check)(model, settings, &mut out);
+    }
+    out
 }
 
 /// The KL107 and KL108 findings in one statement: each depends on its node
