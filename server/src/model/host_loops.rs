@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::dataflow::collect_identifiers;
-use super::nodes::visit_nodes;
+use super::nodes::any_node;
 use super::{FileModel, LoopKind};
 
 impl<'a> FileModel<'a> {
@@ -97,25 +97,20 @@ impl<'a> FileModel<'a> {
     }
 
     fn var_indexes_tensor(&self, body: Node, var: &str) -> bool {
-        let mut found = false;
-        visit_nodes(body, &mut |n| {
-            if found || n.kind() != "subscript" {
-                return;
+        any_node(body, |n| {
+            if n.kind() != "subscript" {
+                return false;
             }
             let (Some(value), Some(index)) = (field!(n, "value"), field!(n, "subscript")) else {
-                return;
+                return false;
             };
-            let vt = self.text(value);
-            if vt.starts_with("self.") {
-                return;
+            if self.text(value).starts_with("self.") {
+                return false;
             }
             let mut ids = Vec::new();
             collect_identifiers(index, self.src, &mut ids);
-            if ids.iter().any(|i| i == var) {
-                found = true;
-            }
-        });
-        found
+            ids.iter().any(|i| i == var)
+        })
     }
 
     /// A short name for what a host loop counts: `seq_len`, `num_layers`, `x.size(0)`.

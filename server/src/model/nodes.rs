@@ -24,7 +24,15 @@ pub fn parse_int(t: &str) -> Option<i64> {
 
 /// Calls `f` on `node` and every descendant, without recursion.
 pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
-    visit_nodes_where(node, |_| true, f);
+    visit_nodes_where(node, |_| true, &mut |n| {
+        f(n);
+        false
+    });
+}
+
+/// Whether `node` or a descendant satisfies `pred` (the walk stops at the first).
+pub fn any_node<'t>(node: Node<'t>, mut pred: impl FnMut(Node<'t>) -> bool) -> bool {
+    visit_nodes_where(node, |_| true, &mut pred)
 }
 
 /// [`visit_nodes`] over the statements under `node` and the assignments they
@@ -44,24 +52,34 @@ pub fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
             // what a syntax error left unparsed may hold statements too
             || n.is_error()
     };
-    visit_nodes_where(node, holds_statements, f);
+    visit_nodes_where(node, holds_statements, &mut |n| {
+        f(n);
+        false
+    });
 }
 
 /// Calls `f` on `node` and on the descendants reached through nodes that
-/// `enter` accepts (their children are visited, those of the others are not).
-fn visit_nodes_where<'t>(node: Node<'t>, enter: impl Fn(Node<'t>) -> bool, f: &mut impl FnMut(Node<'t>)) {
+/// `enter` accepts (their children are visited, those of the others are
+/// not), until `f` returns true; returns whether it did.
+fn visit_nodes_where<'t>(
+    node: Node<'t>,
+    enter: impl Fn(Node<'t>) -> bool,
+    f: &mut impl FnMut(Node<'t>) -> bool,
+) -> bool {
     let mut cursor = node.walk();
     let mut depth = 0usize;
     loop {
         let n = cursor.node();
-        f(n);
+        if f(n) {
+            return true;
+        }
         if depth < MAX_DEPTH * 4 && enter(n) && cursor.goto_first_child() {
             depth += 1;
             continue;
         }
         loop {
             if depth == 0 {
-                return;
+                return false;
             }
             if cursor.goto_next_sibling() {
                 break;
