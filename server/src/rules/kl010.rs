@@ -79,7 +79,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
         }
         // Waits no call names: a tensor's truth value, `float(t)`, a tensor in an f-string.
-        let tensors = gpu_tensor_names(model, f);
+        // Which names are GPU tensors is asked only where a loop has one of those forms.
+        let tensors = if may_wait_implicitly(model, func) { gpu_tensor_names(model, f) } else { Default::default() };
         if !tensors.is_empty() {
             let mut implicit = Vec::new();
             for (l, lp) in func.loops.iter().enumerate() {
@@ -240,6 +241,23 @@ fn tensor_valued(model: &FileModel, tensors: &std::collections::HashSet<String>,
         "not_operator" | "unary_operator" => field!(e, "argument").is_some_and(rec),
         _ => false,
     }
+}
+
+/// Whether a loop of `func` holds a form that [`implicit_syncs`] or a
+/// `while` condition could find waiting (a test, `float(...)` and the like,
+/// an f-string), nested definitions included: a look at node kinds before
+/// asking which names are GPU tensors, which follows every launch's data flow.
+fn may_wait_implicitly(model: &FileModel, func: &HostFn) -> bool {
+    func.loops.iter().any(|lp| {
+        (lp.kind == LoopKind::While && lp.head.is_some())
+            || (lp.parent.is_none()
+                && crate::model::any_node(lp.body, |n| match n.kind() {
+                    "if_statement" | "elif_clause" | "while_statement" | "assert_statement" | "interpolation" => true,
+                    "call" => field!(n, "function")
+                        .is_some_and(|f| matches!(model.text(f), "float" | "int" | "bool" | "print" | "str")),
+                    _ => false,
+                }))
+    })
 }
 
 /// Waits in `body` that no call names: the truth value of a tensor (`if err
