@@ -81,6 +81,15 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 .then(|| field!(func, "attribute").map(|a| &src[a.byte_range()]))
                 .flatten()
                 .unwrap_or_default();
+            // Every finding below needs a half-precision argument, a `.half()`-like method, or an
+            // `autocast`: most calls have none, and qualifying the callee builds a string.
+            let func_text = &src[func.byte_range()];
+            let may_autocast = func_text.ends_with("autocast")
+                || (func.kind() == "identifier"
+                    && imports.full_name(func_text).is_some_and(|f| f.ends_with("autocast")));
+            if !half_arg && !matches!(method, "half" | "bfloat16") && !may_autocast {
+                continue;
+            }
             let callee = imports.callee(n, src).unwrap_or_default();
             let what = if matches!(method, "half" | "bfloat16") && !callee.starts_with("torch.") {
                 Some(format!("`.{method}()`"))
