@@ -101,6 +101,13 @@ struct Unit {
     foreign: Vec<Diagnostic>,
 }
 
+impl Unit {
+    /// [`Unit::delta`] for this statement once it starts at `start`.
+    fn delta_at(&self, start: usize) -> isize {
+        self.delta + (start as isize - self.range.start as isize)
+    }
+}
+
 /// What one top-level statement contributes, at the positions it was read at.
 #[derive(Debug, Clone)]
 struct UnitFacts {
@@ -229,26 +236,11 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
         if candidate && two_threads { FileModel::build_with_index(text, tree) } else { FileModel::build(text, tree) };
     let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let all: Vec<usize> = (0..nodes.len()).collect();
-    let host = host_rule_list(settings, &[]);
-    let next = AtomicUsize::new(0);
     // A large file runs the host rules on a second thread while the kernel
     // rules run here, and this thread then takes the host rules not yet
     // started: they only read the model (the kernel rules' focus is theirs alone).
-    let ((mut fresh, loose), host) = if two_threads {
-        std::thread::scope(|scope| {
-            let other = std::thread::Builder::new()
-                .name("host-rules".to_string())
-                .spawn_scoped(scope, || run_shared(&model, settings, &host, &next));
-            let kernel = facts(&model, &nodes, &all, settings);
-            let mut found = run_shared(&model, settings, &host, &next);
-            if let Ok(h) = other {
-                found.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-            }
-            (kernel, found)
-        })
-    } else {
-        (facts(&model, &nodes, &all, settings), run_shared(&model, settings, &host, &next))
-    };
+    let ((mut fresh, loose), host) =
+        host_rules_beside(&model, settings, two_threads, &[], || facts(&model, &nodes, &all, settings));
     let mut host_diags = loose;
     for d in host {
         match home(&ranges, &d) {
@@ -623,7 +615,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
             // The host rules' diagnostics of a re-checked statement that did not change stay.
             if let Some(o) = matched[i] {
                 let old = &prev.units[o];
-                let moved = old.delta + (range.start as isize - old.range.start as isize);
+                let moved = old.delta_at(range.start);
                 let host = old.facts.diags.iter().filter(|d| is_host_diag(d));
                 facts.diags.extend(host.map(|d| shifted(d, moved)));
             }
@@ -634,7 +626,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
         units.push(Unit {
             facts: old.facts.clone(),
             range,
-            delta: old.delta + (range.start as isize - old.range.start as isize),
+            delta: old.delta_at(range.start),
             foreign: m.moved(prev, &old.foreign)?,
         });
     }
@@ -834,7 +826,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                 let found = match matched[i] {
                     Some(o) => {
                         let old = &prev.units[o];
-                        let delta = old.delta + (ranges[i].start as isize - old.range.start as isize);
+                        let delta = old.delta_at(ranges[i].start);
                         old.facts.diags.iter().filter(|d| hygiene_local(&d.code)).map(|d| shifted(d, delta)).collect()
                     }
                     None => node_local_findings(text, imports, nodes[i]),
@@ -852,7 +844,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                 continue;
             }
             let old = &prev.units[matched[i].ok_or("a stub was not matched")?];
-            let delta = old.delta + (range.start as isize - old.range.start as isize);
+            let delta = old.delta_at(range.start);
             let foreign = m.moved(prev, &old.foreign)?;
             let facts = match on_stubs.remove(&i) {
                 None => old.facts.clone(),
@@ -887,27 +879,41 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
 /// (the model is only read; the findings are sorted later, so the order
 /// they come in does not matter).
 fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool, skip: &[&str]) -> Vec<Diagnostic> {
-    let host = host_rule_list(settings, skip);
+    host_rules_beside(model, settings, two_threads, skip, || ()).1
+}
+
+/// `here` on this thread, and the host rules (but those in `skip`) with
+/// it: with `two_threads`, a second thread starts on the rules at once and
+/// this one joins in when `here` is done, each taking the next rule not yet
+/// started; otherwise this thread runs `here`, then the rules.
+fn host_rules_beside<R>(
+    model: &FileModel,
+    settings: &Settings,
+    two_threads: bool,
+    skip: &[&str],
+    here: impl FnOnce() -> R,
+) -> (R, Vec<Diagnostic>) {
+    let host: Vec<&rules::Rule> = rules::RULES
+        .iter()
+        .filter(|r| is_host_rule(r) && settings.enabled(r.code) && !skip.contains(&r.code))
+        .collect();
     let next = AtomicUsize::new(0);
-    if !two_threads || host.len() < 2 {
-        return run_shared(model, settings, &host, &next);
+    if !two_threads || host.is_empty() {
+        let result = here();
+        return (result, run_shared(model, settings, &host, &next));
     }
     std::thread::scope(|scope| {
         let other = std::thread::Builder::new()
             .name("host-rules".to_string())
             .spawn_scoped(scope, || run_shared(model, settings, &host, &next));
+        let result = here();
         // A thread that could not start leaves every rule to this one.
         let mut out = run_shared(model, settings, &host, &next);
         if let Ok(h) = other {
             out.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
         }
-        out
+        (result, out)
     })
-}
-
-/// The host rules `settings` enable, but those in `skip`.
-fn host_rule_list(settings: &Settings, skip: &[&str]) -> Vec<&'static rules::Rule> {
-    rules::RULES.iter().filter(|r| is_host_rule(r) && settings.enabled(r.code) && !skip.contains(&r.code)).collect()
 }
 
 /// Runs the rules of `list` that no other thread has taken (`next` counts

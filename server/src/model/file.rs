@@ -246,11 +246,26 @@ impl<'a> FileModel<'a> {
     /// rules will ask for it (a candidate) saves of its wall time. The result
     /// is the same as asking [`Self::nodes`] later.
     pub fn build_with_index(src: &'a str, tree: &'a Tree) -> Self {
+        Self::build_index_beside(src, tree, None, None)
+    }
+
+    /// [`Self::build_from`], with the node index of the statements walked
+    /// (the whole module without `units`) built on a second thread meanwhile.
+    fn build_index_beside(
+        src: &'a str,
+        tree: &'a Tree,
+        units: Option<&[PartialUnit<'a, '_>]>,
+        aliases: Option<&(Vec<String>, Vec<String>)>,
+    ) -> Self {
+        let walked: Vec<Node<'a>> = match units {
+            Some(units) => units.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect(),
+            None => vec![tree.root_node()],
+        };
         let (model, index) = std::thread::scope(|scope| {
             let index = std::thread::Builder::new()
                 .name("node-index".to_string())
-                .spawn_scoped(scope, || NodeIndex::build(tree.root_node(), src));
-            let model = Self::build(src, tree);
+                .spawn_scoped(scope, || NodeIndex::build_units(&walked, src));
+            let model = Self::build_from(src, tree, units, aliases);
             // A thread that could not start, or failed, leaves the index to be built on first use.
             (model, index.ok().and_then(|h| h.join().ok()))
         });
@@ -290,19 +305,7 @@ impl<'a> FileModel<'a> {
         index_beside: bool,
     ) -> Option<Self> {
         let mut model = if index_beside {
-            let walked: Vec<Node<'a>> = units.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect();
-            let (model, index) = std::thread::scope(|scope| {
-                let index = std::thread::Builder::new()
-                    .name("node-index".to_string())
-                    .spawn_scoped(scope, || NodeIndex::build_units(&walked, src));
-                let model = Self::build_from(src, tree, Some(units), Some(aliases));
-                // A thread that could not start, or failed, leaves the index to be built on first use.
-                (model, index.ok().and_then(|h| h.join().ok()))
-            });
-            if let Some(index) = index {
-                let _ = model.nodes.set(index);
-            }
-            model
+            Self::build_index_beside(src, tree, Some(units), Some(aliases))
         } else {
             Self::build_from(src, tree, Some(units), Some(aliases))
         };
