@@ -1,6 +1,6 @@
-//! Code actions: a diagnostic's own fix (read from `Diagnostic.data`, no
-//! analysis), "Explain KLxxx", the per-line suppression comment, and
-//! `source.fixAll.kernel-lsp` (safe fixes only).
+//! Code actions: a diagnostic's own fix (looked up in the document's
+//! analysis, which must describe the current text), "Explain KLxxx", the
+//! per-line suppression comment, and `source.fixAll.kernel-lsp` (safe fixes only).
 
 use std::collections::HashMap;
 
@@ -8,7 +8,7 @@ use tower_lsp_server::ls_types::{
     self as lsp, CodeAction, CodeActionKind, CodeActionOrCommand, Command, TextEdit, Uri, WorkspaceEdit,
 };
 
-use crate::diagnostic::{Applicability, Edit};
+use crate::diagnostic::{Applicability, Diagnostic, Edit};
 use crate::llm::Action;
 use crate::text::TextRange;
 
@@ -31,9 +31,12 @@ fn wanted(only: Option<&[CodeActionKind]>, kind: &str) -> bool {
     }
 }
 
+/// The actions for `params`; `bench` holds the diagnostics of the last
+/// benchmark of `doc` (dropped at its next change: they describe its text).
 pub fn code_actions(
     uri: &Uri,
     doc: &Document,
+    bench: &[Diagnostic],
     params: &lsp::CodeActionParams,
     encoding: Encoding,
     resolve: bool,
@@ -46,7 +49,7 @@ pub fn code_actions(
             continue;
         };
         if wanted(only, "quickfix") {
-            if let Some(fix) = convert::fix_of(d).or_else(|| stored_fix(doc, d, encoding)) {
+            if let Some(fix) = stored_fix(doc, bench, d, encoding) {
                 out.push(CodeActionOrCommand::CodeAction(CodeAction {
                     title: fix.title.clone(),
                     kind: Some(CodeActionKind::QUICKFIX),
@@ -153,11 +156,17 @@ pub fn resolve(mut action: CodeAction) -> CodeAction {
     action
 }
 
-/// The fix of a diagnostic the client sent back without its `data`: looked up
-/// among the document's current diagnostics by code and range.
-fn stored_fix(doc: &Document, d: &lsp::Diagnostic, encoding: Encoding) -> Option<FixData> {
+/// The fix of a diagnostic the client sent back: looked up among the
+/// document's diagnostics (the analysis's, the last benchmark's) by code and range. None while the analysis lags
+/// behind the text (its byte ranges are of an older text), and for a
+/// diagnostic of an older text that no current one matches.
+fn stored_fix(doc: &Document, bench: &[Diagnostic], d: &lsp::Diagnostic, encoding: Encoding) -> Option<FixData> {
+    if !doc.is_analyzed() {
+        return None;
+    }
     let code = convert::code_of(d)?;
-    let ours = doc.result.diagnostics.iter().find(|x| x.code == code && doc.range(x.range, encoding) == d.range)?;
+    let mut ours = doc.result.diagnostics.iter().chain(bench);
+    let ours = ours.find(|x| x.code == code && doc.range(x.range, encoding) == d.range)?;
     let fix = ours.fix.as_ref()?;
     Some(FixData {
         title: fix.title.clone(),
@@ -170,8 +179,12 @@ fn lsp_edits(doc: &Document, edits: &[Edit], encoding: Encoding) -> Vec<TextEdit
     edits.iter().map(|e| TextEdit { range: doc.range(e.range, encoding), new_text: e.new_text.clone() }).collect()
 }
 
-/// The safe fixes of the document's diagnostics, without overlaps (the first wins).
+/// The safe fixes of the document's diagnostics, without overlaps (the first
+/// wins); none while the analysis lags behind the text.
 pub fn fix_all(doc: &Document, encoding: Encoding) -> Vec<TextEdit> {
+    if !doc.is_analyzed() {
+        return Vec::new();
+    }
     let mut taken: Vec<TextRange> = Vec::new();
     let mut edits = Vec::new();
     for d in &doc.result.diagnostics {
@@ -227,6 +240,81 @@ mod tests {
         let mut t = doc.text().to_string();
         t.replace_range(start..end, &e.new_text);
         t
+    }
+
+    fn ask(doc: &Document, bench: &[Diagnostic], d: &lsp::Diagnostic) -> Vec<CodeActionOrCommand> {
+        let uri: Uri = "file:///t.py".parse().expect("uri");
+        let params = lsp::CodeActionParams {
+            text_document: lsp::TextDocumentIdentifier { uri: uri.clone() },
+            range: d.range,
+            context: lsp::CodeActionContext {
+                diagnostics: vec![d.clone()],
+                only: Some(vec![CodeActionKind::QUICKFIX]),
+                trigger_kind: None,
+            },
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        code_actions(&uri, doc, bench, &params, Encoding::Utf16, false)
+    }
+
+    fn titles(actions: &[CodeActionOrCommand]) -> Vec<String> {
+        actions
+            .iter()
+            .map(|a| match a {
+                CodeActionOrCommand::CodeAction(a) => a.title.clone(),
+                CodeActionOrCommand::Command(c) => c.title.clone(),
+            })
+            .collect()
+    }
+
+    /// A published diagnostic carries no fix: the quick fix is read from the
+    /// analysis, or from the last benchmark (KL902's shrink), and only while
+    /// that analysis describes the current text.
+    #[test]
+    fn quick_fixes_come_from_the_analysis_of_the_current_text() {
+        let text = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.tanh(1.0))\n";
+        let mut doc = Document::new(text, 1, Arc::new(Settings::default()));
+        let uri: Uri = "file:///t.py".parse().expect("uri");
+        let ours = doc.result.diagnostics.iter().find(|d| d.code == "KL005").expect("KL005").clone();
+        let published = convert::diagnostic(&uri, doc.text(), doc.line_index(), &ours, Encoding::Utf16);
+        assert_eq!(published.data, None);
+        let found = titles(&ask(&doc, &[], &published));
+        assert!(found.iter().any(|t| t.starts_with("Replace `tl.tanh(...)`")), "{found:?}");
+
+        // A benchmark's diagnostic with its fix (as KL902 carries the shrink).
+        let line = TextRange::new(text.find("def k").expect("def"), text.find("(x_ptr)").expect("params"));
+        let bench = Diagnostic {
+            code: "KL902".into(),
+            name: "out-of-resources".into(),
+            severity: crate::diagnostic::Severity::Error,
+            range: line,
+            message: "out of resource: shared memory".into(),
+            related: Vec::new(),
+            fix: Some(crate::diagnostic::Fix {
+                title: "Shrink to BLOCK=16".into(),
+                applicability: Applicability::NeedsReview,
+                edits: vec![Edit { range: line, new_text: "def k2".into() }],
+            }),
+        };
+        let published = convert::diagnostic(&uri, doc.text(), doc.line_index(), &bench, Encoding::Utf16);
+        assert!(
+            titles(&ask(&doc, std::slice::from_ref(&bench), &published)).contains(&"Shrink to BLOCK=16".to_string())
+        );
+        assert!(!titles(&ask(&doc, &[], &published)).contains(&"Shrink to BLOCK=16".to_string()));
+
+        // The text changed and its analysis has not landed: no fix from the old one.
+        let published = convert::diagnostic(&uri, doc.text(), doc.line_index(), &ours, Encoding::Utf16);
+        let change = lsp::TextDocumentContentChangeEvent {
+            range: Some(lsp::Range::new(lsp::Position::new(0, 0), lsp::Position::new(0, 0))),
+            range_length: None,
+            text: "# a comment\n".into(),
+        };
+        doc.apply_changes(2, &[change], Encoding::Utf16);
+        assert!(!doc.is_analyzed());
+        let found = titles(&ask(&doc, &[], &published));
+        assert!(!found.iter().any(|t| t.starts_with("Replace")), "{found:?}");
+        assert!(fix_all(&doc, Encoding::Utf16).is_empty());
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Between the analysis's byte ranges and LSP positions in the negotiated
 //! encoding, and from our diagnostics to LSP diagnostics.
 //!
-//! A diagnostic's fix travels in `Diagnostic.data` already converted to LSP
-//! text edits, so a code-action request does no analysis and no conversion
-//! against a text that may have changed since.
+//! A published diagnostic carries no `data`: a code action reads the fix from
+//! the document's own analysis once that describes the current text
+//! (`actions`). Carrying every fix's edits in every publication made it a
+//! quarter larger, and turning them into `serde_json::Value` trees cost more
+//! than the rest of the conversion (measured with `lsp_latency`, see
+//! docs/performance.md).
 
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::{
@@ -64,12 +67,7 @@ pub fn range(text: &str, index: &LineIndex, range: TextRange, encoding: Encoding
     Range::new(position(text, index, range.start, encoding), position(text, index, range.end, encoding))
 }
 
-/// What `Diagnostic.data` carries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DiagnosticData {
-    pub fix: Option<FixData>,
-}
-
+/// A fix in LSP terms, for a code action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FixData {
     pub title: String,
@@ -87,15 +85,6 @@ pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
 }
 
 pub fn diagnostic(uri: &Uri, text: &str, index: &LineIndex, d: &Diagnostic, encoding: Encoding) -> lsp::Diagnostic {
-    let fix = d.fix.as_ref().map(|f| FixData {
-        title: f.title.clone(),
-        applicability: f.applicability,
-        edits: f
-            .edits
-            .iter()
-            .map(|e| TextEdit { range: range(text, index, e.range, encoding), new_text: e.new_text.clone() })
-            .collect(),
-    });
     let related = (!d.related.is_empty()).then(|| {
         d.related
             .iter()
@@ -114,17 +103,8 @@ pub fn diagnostic(uri: &Uri, text: &str, index: &LineIndex, d: &Diagnostic, enco
         message: format!("{} [{}]", d.message, d.name),
         related_information: related,
         tags: None,
-        data: serde_json::to_value(DiagnosticData { fix }).ok(),
+        data: None,
     }
-}
-
-/// The fix a client sent back inside a diagnostic, if it is one of ours.
-pub fn fix_of(d: &lsp::Diagnostic) -> Option<FixData> {
-    if d.source.as_deref() != Some(SOURCE) {
-        return None;
-    }
-    let data: DiagnosticData = serde_json::from_value(d.data.clone()?).ok()?;
-    data.fix
 }
 
 pub fn code_of(d: &lsp::Diagnostic) -> Option<&str> {

@@ -43,8 +43,8 @@ pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite
         tracing::trace!("frame of {} bytes read", body.len());
         let mut exit = false;
         let body = match check(&body) {
-            Ok(()) => {
-                exit = is_exit(&body);
+            Ok(is_exit) => {
+                exit = is_exit;
                 body
             }
             Err(replacement) => {
@@ -96,16 +96,13 @@ async fn read_headers(reader: &mut (impl AsyncBufReadExt + Unpin)) -> Result<Opt
     }
 }
 
-fn is_exit(body: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(body).is_ok_and(|v| v.get("method") == Some(&json!("exit")))
-}
-
 fn valid_id(id: &Value) -> bool {
     id.is_null() || id.is_string() || id.is_i64() || id.is_u64() && id.as_i64().is_some()
 }
 
-/// Ok when tower-lsp-server can decode `body`; otherwise the request to send in its place.
-fn check(body: &[u8]) -> Result<(), Value> {
+/// Ok (with whether it is `exit`) when tower-lsp-server can decode `body`;
+/// otherwise the request to send in its place. One parse per message.
+fn check(body: &[u8]) -> Result<bool, Value> {
     let Ok(value) = serde_json::from_slice::<Value>(body) else {
         return Err(json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": true}}));
     };
@@ -123,7 +120,7 @@ fn check(body: &[u8]) -> Result<(), Value> {
         }
     }
     match obj.get("method") {
-        Some(Value::String(_)) => Ok(()),
+        Some(Value::String(m)) => Ok(m == "exit"),
         Some(_) => Err(invalid),
         None => {
             // A response to one of our requests.
@@ -131,7 +128,7 @@ fn check(body: &[u8]) -> Result<(), Value> {
                 e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string)
             });
             if obj.contains_key("id") && (obj.contains_key("result") || obj.contains_key("error")) && error_ok {
-                Ok(())
+                Ok(false)
             } else {
                 Err(invalid)
             }
@@ -263,9 +260,10 @@ mod tests {
 
     #[test]
     fn bad_bodies_are_replaced() {
-        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), Ok(()));
-        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"result":null}"#), Ok(()));
-        assert_eq!(check(br#"{"jsonrpc":"2.0","method":"x"}"#), Ok(()));
+        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#), Ok(false));
+        assert_eq!(check(br#"{"jsonrpc":"2.0","id":1,"result":null}"#), Ok(false));
+        assert_eq!(check(br#"{"jsonrpc":"2.0","method":"x"}"#), Ok(false));
+        assert_eq!(check(br#"{"jsonrpc":"2.0","method":"exit"}"#), Ok(true));
         assert_eq!(check(b"{not json").unwrap_err()["params"]["parse"], true);
         let bad = check(br#"{"jsonrpc":"2.0","id":7,"method":3}"#).unwrap_err();
         assert_eq!((bad["id"].clone(), bad["params"]["parse"].clone()), (json!(7), json!(false)));

@@ -428,8 +428,22 @@ impl Server {
         serde_json::to_value(&result).map(Some).map_err(|e| Error::internal_error().tap_message(e.to_string()))
     }
 
+    /// Waits (at most two seconds) until the analysis of the document's
+    /// current text has landed: a pull right after an edit, and whatever makes
+    /// edits from the analysis (quick fixes, fix-all), must not read the
+    /// analysis of an older text, whose byte ranges no longer fit.
+    async fn analyzed(&self, uri: &Uri) {
+        for _ in 0..1000 {
+            if self.state().docs.get(uri).is_none_or(|d| d.is_analyzed()) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
     async fn fix_all_command(&self, args: &[Value]) -> Result<Option<Value>> {
         let uri = arg_uri(args, 0)?;
+        self.analyzed(&uri).await;
         let (edits, version, caps) = {
             let st = self.state();
             let doc = st.docs.get(&uri).ok_or_else(|| invalid_params(format!("{} is not open", uri.as_str())))?;
@@ -989,13 +1003,7 @@ impl LanguageServer for Server {
 
     async fn diagnostic(&self, params: DocumentDiagnosticParams) -> Result<DocumentDiagnosticReportResult> {
         let uri = &params.text_document.uri;
-        // A pull right after an edit waits (briefly) for that edit's analysis.
-        for _ in 0..1000 {
-            if self.state().docs.get(uri).is_none_or(|d| d.is_analyzed()) {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
+        self.analyzed(uri).await;
         let st = self.state();
         let result_id = st.docs.get(uri).map(|d| d.version.to_string());
         let items = st.lsp_diagnostics(uri);
@@ -1008,12 +1016,14 @@ impl LanguageServer for Server {
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        self.analyzed(&params.text_document.uri).await;
         let st = self.state();
         let uri = &params.text_document.uri;
         let Some(doc) = st.docs.get(uri) else {
             return Ok(None);
         };
-        Ok(Some(actions::code_actions(uri, doc, &params, st.encoding, st.caps.code_action_resolve)))
+        let bench = st.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
+        Ok(Some(actions::code_actions(uri, doc, bench, &params, st.encoding, st.caps.code_action_resolve)))
     }
 
     async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
