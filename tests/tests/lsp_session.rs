@@ -179,9 +179,24 @@ fn quick_fixes_asked_right_after_an_edit_read_that_edits_analysis() {
     let line9 = fixed.lines().nth(9).expect("line 9");
     assert_eq!(line9, "    tl.store(y_ptr + offs, (2 * tl.sigmoid(2 * x) - 1), mask=offs < n)");
     assert_eq!(fixed.lines().count(), edited.lines().count());
+    // Code lens, asked as soon as the text changes again, sit on the kernels of the new text.
+    let edited_lens = format!("import glob\n{edited}");
+    c.change(URI, 3, json!([{"text": edited_lens}]));
+    let lenses = c.call("textDocument/codeLens", json!({"textDocument": {"uri": URI}}));
+    let act = edited_lens.lines().position(|l| l.starts_with("def act(")).expect("def act") as u64;
+    let lines: Vec<u64> =
+        lenses.as_array().expect("lenses").iter().filter_map(|l| l["range"]["start"]["line"].as_u64()).collect();
+    assert!(lines.contains(&act), "a lens on `def act` at line {act}: {lines:?}");
+    let defs: Vec<u64> = edited_lens
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("def ") || l.starts_with("class ModelNew"))
+        .map(|(i, _)| i as u64)
+        .collect();
+    assert!(lines.iter().all(|l| defs.contains(l)), "every lens on a `def` or `class ModelNew` line of the new text");
     // Fix-all, asked as soon as the text changes again, also reads the new analysis.
-    let edited2 = format!("import re\n{edited}");
-    c.change(URI, 3, json!([{"text": edited2}]));
+    let edited2 = format!("import re\n{edited_lens}");
+    c.change(URI, 4, json!([{"text": edited2}]));
     let all = c.call(
         "textDocument/codeAction",
         json!({"textDocument": {"uri": URI}, "range": range(0, 0, 0, 0), "context": {"diagnostics": [], "only": ["source.fixAll"]}}),

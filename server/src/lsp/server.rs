@@ -429,9 +429,9 @@ impl Server {
     }
 
     /// Waits (at most two seconds) until the analysis of the document's
-    /// current text has landed: a pull right after an edit, and whatever makes
-    /// edits from the analysis (quick fixes, fix-all), must not read the
-    /// analysis of an older text, whose byte ranges no longer fit.
+    /// current text has landed: whatever answers from the analysis (a pull,
+    /// quick fixes and fix-all, code lens, inlay hints, hover) must not read
+    /// the analysis of an older text, whose byte ranges no longer fit it.
     async fn analyzed(&self, uri: &Uri) {
         for _ in 0..1000 {
             if self.state().docs.get(uri).is_none_or(|d| d.is_analyzed()) {
@@ -1031,6 +1031,7 @@ impl LanguageServer for Server {
     }
 
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        self.analyzed(&params.text_document.uri).await;
         let st = self.state();
         let uri = &params.text_document.uri;
         let Some(doc) = st.docs.get(uri) else {
@@ -1040,6 +1041,7 @@ impl LanguageServer for Server {
     }
 
     async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        self.analyzed(&params.text_document.uri).await;
         let st = self.state();
         let uri = &params.text_document.uri;
         let Some(doc) = st.docs.get(uri) else {
@@ -1049,6 +1051,7 @@ impl LanguageServer for Server {
     }
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        self.analyzed(&params.text_document_position_params.text_document.uri).await;
         let st = self.state();
         let p = &params.text_document_position_params;
         let Some(doc) = st.docs.get(&p.text_document.uri) else {
