@@ -64,13 +64,15 @@ pub struct Evicted {
 pub struct Analysis {
     pub result: CheckResult,
     snapshot: Snapshot,
+    /// The settings it was made with.
+    settings: Arc<Settings>,
 }
 
 impl AnalysisJob {
     pub fn run(&self) -> Analysis {
         let (result, snapshot) =
             incremental::analyze(&self.text, &self.tree, &self.settings, &self.line_index, self.previous.as_deref());
-        Analysis { result, snapshot }
+        Analysis { result, snapshot, settings: self.settings.clone() }
     }
 }
 
@@ -168,9 +170,11 @@ impl Document {
         }
     }
 
-    /// Installs the result of a job if the document is still at its version.
+    /// Installs the result of a job if the document is still at its version
+    /// and its settings (a settings change re-analyses the document at once:
+    /// a job started before it must not put the old settings' result back).
     pub fn install(&mut self, version: i32, analysis: Analysis) -> bool {
-        if version != self.version {
+        if version != self.version || *analysis.settings != *self.settings {
             return false;
         }
         self.result = analysis.result;
@@ -335,6 +339,28 @@ def launch(x, y):
     for t in range(16):
         act[(4,)](x, y, x.numel(), BLOCK=128)
 "#;
+
+    /// A job started before a settings change does not put its result back
+    /// over the document's re-analysis with the new settings.
+    #[test]
+    fn an_analysis_with_old_settings_is_not_installed() {
+        let mut doc = Document::new(FIXTURE, 1, Arc::new(Settings::default()));
+        assert!(doc.result.diagnostics.iter().any(|d| d.code == "KL005"));
+        let change = TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(0, 0), Position::new(0, 0))),
+            range_length: None,
+            text: "# a comment\n".into(),
+        };
+        doc.apply_changes(2, &[change], Encoding::Utf16);
+        let job = doc.analysis_job();
+        doc.settings = Arc::new(Settings { ignore: vec!["KL005".to_string()], ..Default::default() });
+        doc.reanalyze();
+        assert!(!doc.result.diagnostics.iter().any(|d| d.code == "KL005"));
+        assert!(!doc.install(2, job.run()), "made with the old settings");
+        assert!(!doc.result.diagnostics.iter().any(|d| d.code == "KL005"));
+        // A job of the current settings is installed.
+        assert!(doc.install(2, doc.analysis_job().run()));
+    }
 
     const SNIPPETS: &[&str] = &[
         "x",

@@ -165,8 +165,12 @@ impl State {
             .collect()
     }
 
+    /// The publication of a document's diagnostics; none while its analysis
+    /// lags behind its text (the analysis publishes when it lands): the
+    /// analysis of an older text at its byte ranges in the newer one would go
+    /// out under the newer version.
     pub fn publish(&self, uri: &Uri) -> Option<Publish> {
-        let doc = self.docs.get(uri)?;
+        let doc = self.docs.get(uri).filter(|d| d.is_analyzed())?;
         Some(Publish { uri: uri.clone(), version: Some(doc.version), diagnostics: self.lsp_diagnostics(uri) })
     }
 
@@ -178,5 +182,40 @@ impl State {
             .max_by_key(|f| f.components().count())
             .cloned()
             .or_else(|| path.parent().map(Path::to_path_buf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use crate::lsp::document::Document;
+    use std::sync::Arc;
+    use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
+
+    /// A document whose analysis is still running is not published from the
+    /// analysis of its older text; once the analysis lands, it is.
+    #[test]
+    fn a_document_is_published_only_from_the_analysis_of_its_text() {
+        let text = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.tanh(1.0))\n";
+        let uri: Uri = "file:///t.py".parse().expect("uri");
+        let mut st = State::default();
+        st.docs.insert(uri.clone(), Document::new(text, 1, Arc::new(Settings::default())));
+        let first = st.publish(&uri).expect("published");
+        assert_eq!((first.version, first.diagnostics.len()), (Some(1), 1));
+        let doc = st.docs.get_mut(&uri).expect("doc");
+        let change = TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(0, 0), Position::new(0, 0))),
+            range_length: None,
+            text: "# moved\n".into(),
+        };
+        doc.apply_changes(2, &[change], st.encoding);
+        let job = st.docs.get(&uri).expect("doc").analysis_job();
+        assert!(st.publish(&uri).is_none(), "not from the analysis of version 1");
+        let analysis = job.run();
+        assert!(st.docs.get_mut(&uri).expect("doc").install(2, analysis));
+        let second = st.publish(&uri).expect("published");
+        assert_eq!(second.version, Some(2));
+        assert_eq!(second.diagnostics[0].range.start.line, first.diagnostics[0].range.start.line + 1);
     }
 }
