@@ -63,16 +63,46 @@ pub struct Evicted {
 /// The outcome of an [`AnalysisJob`], for [`Document::install`].
 pub struct Analysis {
     pub result: CheckResult,
-    snapshot: Snapshot,
+    /// None after an analysis that panicked (the next one starts afresh).
+    snapshot: Option<Snapshot>,
     /// The settings it was made with.
     settings: Arc<Settings>,
 }
 
 impl AnalysisJob {
+    /// The analysis of this version. It does not panic: a panic in the
+    /// incremental analysis is retried afresh (without the previous
+    /// snapshot), and a panic there too gives an empty result, so that what
+    /// waits for this version's analysis (code actions, lenses, a pull) is
+    /// not held, and nothing found in an older text is shown for this one.
+    /// Both are logged; the panic itself goes to the log through the panic hook.
     pub fn run(&self) -> Analysis {
-        let (result, snapshot) =
-            incremental::analyze(&self.text, &self.tree, &self.settings, &self.line_index, self.previous.as_deref());
-        Analysis { result, snapshot, settings: self.settings.clone() }
+        let attempt = |previous: Option<&Snapshot>| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                #[cfg(test)]
+                tests::failpoint(previous.is_some());
+                incremental::analyze(&self.text, &self.tree, &self.settings, &self.line_index, previous)
+            }))
+        };
+        let settings = self.settings.clone();
+        let outcome = attempt(self.previous.as_deref()).or_else(|_| {
+            tracing::error!("the incremental analysis of version {} panicked; analysing it afresh", self.version);
+            attempt(None)
+        });
+        match outcome {
+            Ok((result, snapshot)) => Analysis { result, snapshot: Some(snapshot), settings },
+            Err(_) => {
+                tracing::error!("the analysis of version {} panicked; it has no diagnostics", self.version);
+                Analysis { result: CheckResult::default(), snapshot: None, settings }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Analysis {
+    fn snapshot(&self) -> &Snapshot {
+        self.snapshot.as_ref().expect("an analysis that did not panic")
     }
 }
 
@@ -179,7 +209,7 @@ impl Document {
         }
         self.result = analysis.result;
         self.analyzed = version;
-        self.snapshot = self.tree.is_some().then(|| Arc::new(analysis.snapshot));
+        self.snapshot = analysis.snapshot.filter(|_| self.tree.is_some()).map(Arc::new);
         true
     }
 
@@ -339,6 +369,59 @@ def launch(x, y):
     for t in range(16):
         act[(4,)](x, y, x.numel(), BLOCK=128)
 "#;
+
+    thread_local! {
+        /// Which analyses panic on this thread: 1 the incremental ones, 2 all.
+        static PANICS: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+    }
+
+    pub(super) fn failpoint(incremental: bool) {
+        match PANICS.with(|p| p.get()) {
+            1 if incremental => panic!("failpoint: incremental analysis"),
+            2 => panic!("failpoint: every analysis"),
+            _ => {}
+        }
+    }
+
+    /// An analysis that panics does not take the server's answer with it: the
+    /// incremental one is retried afresh (same result as a fresh analysis),
+    /// and if that panics too the version gets an empty result, installed, so
+    /// that nothing waits for it and nothing of the older text is shown.
+    #[test]
+    fn a_panicking_analysis_is_retried_afresh_then_left_empty() {
+        let mut doc = Document::new(FIXTURE, 1, Arc::new(Settings::default()));
+        let change = TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(0, 0), Position::new(0, 0))),
+            range_length: None,
+            text: "# a comment\n".into(),
+        };
+        doc.apply_changes(2, std::slice::from_ref(&change), Encoding::Utf16);
+        PANICS.with(|p| p.set(1));
+        let analysis = doc.analysis_job().run();
+        PANICS.with(|p| p.set(0));
+        let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
+        assert_eq!(analysis.result.diagnostics, fresh.diagnostics);
+        assert!(doc.install(2, analysis));
+        assert!(doc.is_analyzed() && !doc.result.diagnostics.is_empty());
+
+        doc.apply_changes(3, &[change], Encoding::Utf16);
+        PANICS.with(|p| p.set(2));
+        let analysis = doc.analysis_job().run();
+        PANICS.with(|p| p.set(0));
+        assert!(analysis.result.diagnostics.is_empty());
+        assert!(doc.install(3, analysis));
+        assert!(doc.is_analyzed());
+        // The next edit is analysed afresh (no snapshot) and finds everything again.
+        let change = TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(0, 0), Position::new(0, 0))),
+            range_length: None,
+            text: "#\n".into(),
+        };
+        doc.apply_changes(4, &[change], Encoding::Utf16);
+        let analysis = doc.analysis_job().run();
+        let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
+        assert_eq!(analysis.result.diagnostics, fresh.diagnostics);
+    }
 
     /// A job started before a settings change does not put its result back
     /// over the document's re-analysis with the new settings.
@@ -562,9 +645,9 @@ class ModelNew(torch.nn.Module):
                     continue;
                 }
                 let analysis = doc.analysis_job().run();
-                incremental += usize::from(analysis.snapshot.path() == Path::Kernels);
-                host += usize::from(analysis.snapshot.path() == Path::Host);
-                stubbed += usize::from(analysis.snapshot.stubs() > 0);
+                incremental += usize::from(analysis.snapshot().path() == Path::Kernels);
+                host += usize::from(analysis.snapshot().path() == Path::Host);
+                stubbed += usize::from(analysis.snapshot().stubs() > 0);
                 assert!(doc.install(version, analysis));
                 syntax_errors += usize::from(doc.result.diagnostics.iter().any(|d| d.code == "KL900"));
                 // Exactly what a full analysis of the same tree gives. (After
@@ -639,7 +722,7 @@ class ModelNew(torch.nn.Module):
         };
         doc.apply_changes(version, &[change], Encoding::Utf16);
         let analysis = doc.analysis_job().run();
-        let path = analysis.snapshot.path();
+        let path = analysis.snapshot().path();
         doc.install(version, analysis);
         let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
         assert_eq!(doc.result, fresh, "after replacing {old:?} with {new:?} at {anchor:?}");
@@ -1043,7 +1126,7 @@ def run(x, h, T):
             doc.apply_changes(version, &[change], Encoding::Utf16);
             assert!(doc.reparsed_incrementally(), "version {version}: the recovered edit reparses from the old tree");
             let analysis = doc.analysis_job().run();
-            let incremental = analysis.snapshot.is_incremental();
+            let incremental = analysis.snapshot().is_incremental();
             doc.install(version, analysis);
             let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
             assert_eq!(doc.result, fresh, "version {version}");
