@@ -24,6 +24,11 @@ use super::walk::{Scope, Walker};
 use super::{imports, Kernel, KernelHostView};
 use crate::text::TextRange;
 
+/// The statements of `units` that are walked, not stubs.
+fn walked_units<'a>(units: &[PartialUnit<'a, '_>]) -> Vec<Node<'a>> {
+    units.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect()
+}
+
 /// A top-level statement for [`FileModel::build_stubbed`]: walked (`None`),
 /// or a stub with its kernels' host views.
 pub type PartialUnit<'a, 'v> = (Node<'a>, Option<&'v [Arc<KernelHostView>]>);
@@ -258,7 +263,7 @@ impl<'a> FileModel<'a> {
         aliases: Option<&(Vec<String>, Vec<String>)>,
     ) -> Self {
         let walked: Vec<Node<'a>> = match units {
-            Some(units) => units.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect(),
+            Some(units) => walked_units(units),
             None => vec![tree.root_node()],
         };
         let (model, index) = std::thread::scope(|scope| {
@@ -362,7 +367,7 @@ impl<'a> FileModel<'a> {
             held_index: OnceLock::new(),
             nodes: OnceLock::new(),
             time_loop_launches: OnceLock::new(),
-            indexed: units.map(|u| u.iter().filter(|(_, stub)| stub.is_none()).map(|(n, _)| *n).collect()),
+            indexed: units.map(walked_units),
             by_name: OnceLock::new(),
         };
         model.host_fns.push(HostFn {
