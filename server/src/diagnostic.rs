@@ -3,6 +3,8 @@
 //! As in ruff, a fix is a list of edits plus an applicability; the LSP ships
 //! it inside `Diagnostic.data` so that a code-action request does no analysis.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::text::TextRange;
@@ -61,9 +63,11 @@ pub struct Related {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Hash)]
 pub struct Diagnostic {
     /// `KL001`..`KL010`, or `KL9xx` for results that come from running the kernel.
-    pub code: String,
+    /// Borrowed from the rule table (no allocation per diagnostic: an open
+    /// file holds hundreds).
+    pub code: Cow<'static, str>,
     /// The rule's kebab-case name.
-    pub name: String,
+    pub name: Cow<'static, str>,
     pub severity: Severity,
     pub range: TextRange,
     pub message: String,

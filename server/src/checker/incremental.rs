@@ -33,9 +33,15 @@
 //! cannot affect is a stub (its kernels' headers are read, not their bodies;
 //! what the host rules ask of them comes from the views kept here), and those
 //! statements keep their kernel-rule, KL005, KL107 and KL108 findings
-//! (`host_incremental`). Either way the result equals [`super::check`] on the
-//! same text (the property tests in `lsp::document` check that on random
-//! edit sequences, on all three paths).
+//! (`host_incremental`). On that path, once a host-path analysis has kept
+//! how each statement's host code links to the others (`HostLinks`), a plain
+//! top-level `def` of host code that the edit cannot reach is a **host
+//! stub** too (`host_stubs`): only its header and its calls to functions of
+//! this file are read (`model::HostStub`), and it keeps its own findings; a
+//! rule that needs more of it (its launch sites, syncs, loops) marks the
+//! model and the analysis is made again without host stubs. Either way the
+//! result equals [`super::check`] on the same text (the property tests in
+//! `lsp::document` check that on random edit sequences, on all three paths).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,7 +52,9 @@ use tree_sitter::{Node, Tree};
 use super::{CheckResult, ClassSummary, KernelSummary};
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
-use crate::model::{imports_of, kernel_host_view, launch_estimates, range_of, Directive, FileModel, KernelHostView};
+use crate::model::{
+    imports_of, kernel_host_view, launch_estimates, range_of, Directive, FileModel, HostStub, KernelHostView, Stub,
+};
 use crate::rules::hygiene::{self, Imports};
 use crate::rules::{self, kl107, kl108, Reach};
 use crate::text::{LineIndex, TextRange};
@@ -68,8 +76,18 @@ pub struct Snapshot {
     launch_counts: HashMap<String, usize>,
     /// How this snapshot was made.
     path: Path,
-    /// Statements read as stubs (the host path), for tests and benchmarks.
+    /// Statements read as stubs (the host path), for tests and benchmarks:
+    /// kernel statements, and host functions (`host_stubs`).
     stubs: usize,
+    host_stubs: usize,
+    /// What the host stubs' own findings read of a candidate (`host_context`).
+    context: HostContext,
+    /// Whether the statements' facts hold their host links and host stubs
+    /// (`HostLinks`, with their host stubs) and their kernels' headers
+    /// (`KernelHostView::header`): not after a fresh analysis
+    /// (a file opened and never edited keeps none), from the first host-path
+    /// analysis on, which reads every statement but the kernel stubs.
+    linked: bool,
     /// For a KernelBench candidate (a `ModelNew` file), whose hygiene rules
     /// (KL101-KL109) read the whole file: the imports they qualify names with.
     candidate: Option<Arc<Imports>>,
@@ -131,6 +149,52 @@ struct UnitFacts {
     diags: Vec<Diagnostic>,
     classes: Vec<ClassSummary>,
     directives: Vec<(usize, Directive)>,
+    /// How its host code links to other statements; `None` for none (most
+    /// statements that only define kernels): a snapshot holds one per statement.
+    links: Option<Box<HostLinks>>,
+}
+
+/// How a statement's host code links to other statements (`host_links`).
+#[derive(Debug, Clone, Default)]
+struct HostLinks {
+    /// The names the host functions and classes defined here bind (a class as
+    /// `class:NAME`; the kernels defined here are in `UnitFacts::kernels`):
+    /// what a call elsewhere may reach ([`call_token`]).
+    defines: Vec<String>,
+    /// The names calls of host code here may reach ([`call_token`]) and the
+    /// kernels its `name[grid](...)` calls name; the names of calls inside a loop.
+    calls_to: Vec<String>,
+    calls_in_loops_to: Vec<String>,
+    /// Launch sites here, per kernel name.
+    launch_sites: Vec<(String, usize)>,
+    /// The launches-per-forward estimates of the time loops here
+    /// (`model::launch_estimates`): (the start of the function holding the
+    /// loop, `None` for the module scope; kernel; estimate), in the order the
+    /// model finds them.
+    estimates: Vec<(Option<usize>, String, String)>,
+    /// What the host path reads of this statement when it is a host stub (a
+    /// plain `def` of host code, see `host_stub_of`); `None` if it cannot be one.
+    host_stub: Option<Arc<HostStub>>,
+}
+
+static NO_LINKS: HostLinks = HostLinks {
+    defines: Vec::new(),
+    calls_to: Vec::new(),
+    calls_in_loops_to: Vec::new(),
+    launch_sites: Vec::new(),
+    estimates: Vec::new(),
+    host_stub: None,
+};
+
+impl UnitFacts {
+    fn links(&self) -> &HostLinks {
+        self.links.as_deref().unwrap_or(&NO_LINKS)
+    }
+
+    /// The names defined here that a call or launch elsewhere may reach: host functions, classes, kernels.
+    fn defined_names(&self) -> impl Iterator<Item = &String> {
+        self.links().defines.iter().chain(self.kernels.iter().map(|k| &k.name))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -240,7 +304,7 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
     // rules run here, and this thread then takes the host rules not yet
     // started: they only read the model (the kernel rules' focus is theirs alone).
     let ((mut fresh, loose), host) =
-        host_rules_beside(&model, settings, two_threads, &[], || facts(&model, &nodes, &all, settings));
+        host_rules_beside(&model, settings, two_threads, &[], || facts(&model, &nodes, &all, settings, false));
     let mut host_diags = loose;
     for d in host {
         match home(&ranges, &d) {
@@ -264,14 +328,25 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
         launch_counts: launch_counts(&model),
         path: Path::Fresh,
         stubs: 0,
+        host_stubs: 0,
         candidate: hygiene::is_candidate(&model).then(|| Arc::new(hygiene::imports(&model))),
+        context: host_context(&model),
+        linked: false,
     }
 }
 
 /// The statements `selected` (indexes into `nodes`, ascending) as `model`
 /// (which walked at least them) sees them, without host-rule diagnostics;
-/// and KL005 diagnostics that fall in no statement.
-fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Settings) -> (Vec<Fresh>, Vec<Diagnostic>) {
+/// and KL005 diagnostics that fall in no statement. With `link`, also how
+/// their host code links to other statements and what a host stub of each
+/// keeps (`Snapshot::linked`).
+fn facts(
+    model: &FileModel,
+    nodes: &[Node],
+    selected: &[usize],
+    settings: &Settings,
+    link: bool,
+) -> (Vec<Fresh>, Vec<Diagnostic>) {
     let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let mut slot: HashMap<usize, usize> = HashMap::with_capacity(selected.len());
     let mut units: Vec<Fresh> = selected
@@ -290,6 +365,7 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
                 diags: Vec::new(),
                 classes: Vec::new(),
                 directives: Vec::new(),
+                links: None,
             };
             (facts, Vec::new())
         })
@@ -308,7 +384,7 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
             has_time_loop: !k.time_loops(model).is_empty(),
             persistent_shape: k.time_loops(model).iter().any(|&t| k.is_recurrence(t, model)),
             grid_stride: (0..k.loops.len()).any(|l| k.is_grid_stride(l, model.src)),
-            host_view: Arc::new(kernel_host_view(model, k)),
+            host_view: Arc::new(kernel_host_view(model, k, link)),
         });
         for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
             if !facts.helper_callees.contains(&c.callee) {
@@ -398,7 +474,167 @@ fn facts(model: &FileModel, nodes: &[Node], selected: &[usize], settings: &Setti
             units[u].0.directives.push((*pos, d.clone()));
         }
     }
+    if link {
+        host_links(model, &mut units, &unit);
+        let candidate = hygiene::is_candidate(model);
+        for (s, &i) in selected.iter().enumerate() {
+            if let Some(stub) = host_stub_of(model, nodes[i], &units[s].0, candidate) {
+                units[s].0.links.get_or_insert_with(Default::default).host_stub = Some(stub);
+            }
+        }
+    }
     (units, loose)
+}
+
+/// What a call's callee key (`HCall::callee`) may reach, as a name a
+/// statement defines (`UnitFacts::defines`): `helper` and `.method` a
+/// function or method of that name, `Class.apply` and `Class()` the class.
+fn call_token(callee: &str) -> String {
+    if let Some(class) = callee.strip_suffix(".apply").or_else(|| callee.strip_suffix("()")) {
+        return format!("class:{class}");
+    }
+    callee.trim_start_matches('.').to_string()
+}
+
+/// The host-code links of the statements `model` walked: the names each
+/// defines and calls, its launch sites and its time loops' estimates.
+fn host_links(model: &FileModel, units: &mut [Fresh], unit: &impl Fn(usize) -> Option<usize>) {
+    let mut links: Vec<HostLinks> = vec![HostLinks::default(); units.len()];
+    let push = |list: &mut Vec<String>, token: String| {
+        if !list.contains(&token) {
+            list.push(token);
+        }
+    };
+    for (f, func) in model.host_fns.iter().enumerate() {
+        if f > 0 {
+            if let Some(u) = unit(func.node.start_byte()) {
+                push(&mut links[u].defines, func.name.clone());
+            }
+        }
+        for call in &func.calls {
+            let Some(u) = unit(call.node.start_byte()) else { continue };
+            let token = call_token(&call.callee);
+            if !call.loops.is_empty() {
+                push(&mut links[u].calls_in_loops_to, token.clone());
+            }
+            push(&mut links[u].calls_to, token);
+        }
+    }
+    for c in &model.classes {
+        if let Some(u) = unit(c.node.start_byte()) {
+            push(&mut links[u].defines, format!("class:{}", c.name));
+        }
+    }
+    // `name[grid](...)` calls: whether a launch site is a kernel's depends on
+    // the kernel names the file defines.
+    for r in &model.launch_candidates {
+        let Some(u) = unit(r.start) else { continue };
+        let name = model.src.get(r.start..r.end).and_then(|t| t.split('[').next()).unwrap_or_default().trim();
+        push(&mut links[u].calls_to, name.to_string());
+    }
+    for l in &model.launches {
+        if let Some(u) = unit(l.node.start_byte()) {
+            let sites = &mut links[u].launch_sites;
+            match sites.iter_mut().find(|(k, _)| *k == l.kernel) {
+                Some((_, n)) => *n += 1,
+                None => sites.push((l.kernel.clone(), 1)),
+            }
+        }
+    }
+    for tl in model.time_loop_launches() {
+        let func = &model.host_fns[tl.host_fn];
+        let Some(u) = unit(func.loops[tl.loop_index].node.start_byte()) else { continue };
+        let start = (tl.host_fn > 0).then(|| func.node.start_byte());
+        for (li, _) in &tl.launches {
+            links[u].estimates.push((start, model.launches[*li].kernel.clone(), tl.estimate.clone()));
+        }
+    }
+    for (u, mut l) in links.into_iter().enumerate() {
+        let empty = l.defines.is_empty()
+            && l.calls_to.is_empty()
+            && l.calls_in_loops_to.is_empty()
+            && l.launch_sites.is_empty()
+            && l.estimates.is_empty();
+        if !empty {
+            l.defines.shrink_to_fit();
+            l.calls_to.shrink_to_fit();
+            l.calls_in_loops_to.shrink_to_fit();
+            l.launch_sites.shrink_to_fit();
+            l.estimates.shrink_to_fit();
+            units[u].0.links = Some(Box::new(l));
+        }
+    }
+}
+
+/// The statement `node` as a host stub, if it can be one: a plain top-level
+/// `def` of host code (no decorator, no nested definition, no kernel, no
+/// class, no import, no syntax error, no module-level name assigned; not
+/// `get_inputs` or `get_init_inputs`, which KL106 reads the calls of), with
+/// what other functions read of it.
+fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, candidate: bool) -> Option<Arc<HostStub>> {
+    if node.kind() != "function_definition"
+        || facts.error_shape.is_some()
+        || !facts.kernels.is_empty()
+        || !facts.classes.is_empty()
+        || facts.module_assigns
+        || model.src.get(node.byte_range()).is_none_or(has_import_keyword)
+    {
+        return None;
+    }
+    let range = range_of(node);
+    // Host functions are in document order (after the module scope): this
+    // one, and no other inside it.
+    let fns = &model.host_fns[1..];
+    let at = fns.partition_point(|h| h.node.start_byte() < range.start);
+    let func = fns.get(at).filter(|h| h.node == node)?;
+    let nested = fns.get(at + 1).is_some_and(|h| h.node.start_byte() < range.end);
+    if nested || matches!(func.name.as_str(), "get_inputs" | "get_init_inputs") {
+        return None;
+    }
+    let start = node.start_byte();
+    let rel = |at: usize| u32::try_from(at - start).ok();
+    // Only the calls that reach a function of this file: one that reaches
+    // none now (`range(...)`) could only reach a definition a later edit
+    // adds, and a stub that calls a name a changed statement defines is walked.
+    let f = model.host_fns.len() - fns.len() + at;
+    let calls = func
+        .calls
+        .iter()
+        .filter(|c| !model.callees(f, c).is_empty())
+        .map(|c| Some((rel(c.node.start_byte())?, rel(c.node.end_byte())?, c.callee.clone())))
+        .collect::<Option<Vec<_>>>()?;
+    // `hygiene::reachable` reads the `X.apply` calls of a candidate's functions from the node index.
+    let apply_classes = if candidate {
+        crate::model::inside(&model.nodes().calls, node)
+            .filter_map(|n| n.child_by_field_name("function"))
+            .filter_map(|callee| model.text(callee).strip_suffix(".apply").map(str::to_string))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let candidates = &model.launch_candidates;
+    let first = candidates.partition_point(|r| r.start < range.start);
+    let params = crate::model::host_param_ranges(node, model.src)
+        .into_iter()
+        .map(|r| Some((rel(r.start)?, rel(r.end)?)))
+        .collect::<Option<Vec<_>>>()?;
+    if params.len() != func.params.len()
+        || model.src.get(func.name_range.start..func.name_range.end) != Some(&func.name)
+    {
+        return None;
+    }
+    Some(Arc::new(HostStub {
+        name_range: (rel(func.name_range.start)?, rel(func.name_range.end)?),
+        params: params.into(),
+        calls: calls.into(),
+        launches: !func.launches.is_empty(),
+        launch_candidates: candidates[first..]
+            .iter()
+            .take_while(|r| r.start < range.end)
+            .any(|r| range.contains_range(*r)),
+        apply_classes: apply_classes.into(),
+        calls_in_loops_to: facts.links().calls_in_loops_to.clone().into(),
+    }))
 }
 
 /// What both incremental paths start from: the statements now, the imports
@@ -540,7 +776,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
             .map(|i| nodes[i])
             .collect();
         let model = FileModel::build_partial(text, tree, &walk, aliases);
-        let (fresh, loose) = facts(&model, nodes, &recheck, &prev.settings);
+        let (fresh, loose) = facts(&model, nodes, &recheck, &prev.settings, prev.linked);
         // The changed statements as they are now: still no host code, the same kernels.
         let now: Vec<&UnitFacts> =
             recheck.iter().zip(&fresh).filter(|(i, _)| matched[**i].is_none()).map(|(_, (f, _))| f).collect();
@@ -641,7 +877,10 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
         launch_counts: prev.launch_counts.clone(),
         path: Path::Kernels,
         stubs: 0,
+        host_stubs: 0,
         candidate: prev.candidate.clone(),
+        context: prev.context.clone(),
+        linked: prev.linked,
     })
 }
 
@@ -658,6 +897,16 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
 /// alone). Every other statement is read afresh: the changed ones, and the
 /// kernels they define or launch (before or after) with every kernel linked
 /// to those by a `@triton.jit` helper call.
+///
+/// Host functions the edit cannot reach are host stubs (`host_stubs`): a
+/// plain top-level `def` that reaches, through calls by name, nothing a
+/// changed statement defines, is not called in a loop by one, launches no
+/// kernel that is walked, and whose findings read nothing else the edit
+/// changed (`host_context`). Its header and its calls to functions of this
+/// file come from the snapshot (`model::HostStub`); it keeps its findings,
+/// those that reach into other statements included. A rule that asks a
+/// stub what it does not keep marks the model (`FileModel::read_a_stub`), and
+/// the statements are read again without host stubs.
 ///
 /// Refused (the file is analysed afresh) when a changed statement, before or
 /// after, assigns a module-level name or holds the word `import`, or when the
@@ -705,8 +954,23 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         .collect();
     let mut defined: HashSet<String> =
         prev.units.iter().flat_map(|u| u.facts.kernels.iter().map(|k| k.name.clone())).collect();
+    // Host stubs (`host_stubs`): what the changed statements define and call
+    // inside loops, before the edit and, once read, after it; the statements
+    // that must be walked all the same; and whether stubs are used at all.
+    let mut changed_defines: HashSet<String> =
+        changed_old.iter().flat_map(|&o| prev.units[o].facts.defined_names().cloned()).collect();
+    let mut changed_loop_calls: HashSet<String> =
+        changed_old.iter().flat_map(|&o| prev.units[o].facts.links().calls_in_loops_to.iter().cloned()).collect();
+    let mut forced: HashSet<usize> = HashSet::new();
+    // Host stubs need the previous snapshot's links; the first host-path
+    // analysis after a fresh one reads every statement and makes them.
+    let mut host_stubs_on = prev.linked;
     let mut attempt = 0;
     loop {
+        attempt += 1;
+        if attempt > 4 {
+            return Err("the statements to read did not settle");
+        }
         for o in matched.iter().flatten().filter(|&&o| !stubbable[o]) {
             walked.extend(prev.units[*o].facts.kernels.iter().map(|k| k.name.clone()));
         }
@@ -752,13 +1016,36 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                 None => Vec::new(),
             })
             .collect();
-        let units: Vec<crate::model::PartialUnit> =
-            (0..new_len).map(|i| (nodes[i], stub[i].then_some(views[i].as_slice()))).collect();
-        let two_threads = text.len() >= PARALLEL_INDEX_BYTES;
+        let host_stub = if host_stubs_on {
+            host_stubs(prev, matched, &changed_defines, &changed_loop_calls, &walked, &forced)
+        } else {
+            vec![false; new_len]
+        };
+        let units: Vec<crate::model::PartialUnit> = (0..new_len)
+            .map(|i| {
+                let how = if stub[i] {
+                    Some(Stub::Kernels(views[i].as_slice()))
+                } else if host_stub[i] {
+                    matched[i].and_then(|o| prev.units[o].facts.links().host_stub.as_ref()).map(Stub::Host)
+                } else {
+                    None
+                };
+                (nodes[i], how)
+            })
+            .collect();
+        // A second thread pays for itself only on enough text walked (stubs are not).
+        let walked_bytes: usize =
+            units.iter().filter(|(_, how)| how.is_none()).map(|(n, _)| n.byte_range().len()).sum();
+        let two_threads = walked_bytes >= PARALLEL_INDEX_BYTES;
         let model = FileModel::build_stubbed(text, tree, &units, aliases, two_threads)
             .ok_or("a stub's kernels are not as they were")?;
-        let read: Vec<usize> = (0..new_len).filter(|&i| !stub[i]).collect();
-        let (fresh, loose) = facts(&model, nodes, &read, &prev.settings);
+        if model.stub_was_read() {
+            // A host stub's calls were not where it said.
+            host_stubs_on = false;
+            continue;
+        }
+        let read: Vec<usize> = (0..new_len).filter(|&i| !stub[i] && !host_stub[i]).collect();
+        let (fresh, loose) = facts(&model, nodes, &read, &prev.settings, true);
         // The changed statements as they are now: no module-level names; what
         // they launch, and the kernels their kernels call, walked; a kernel
         // they define now that a stub calls, or whose name a stub defines too,
@@ -787,13 +1074,33 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                 }
             }
         }
-        if !missing.is_empty() {
-            attempt += 1;
-            if attempt > 2 {
-                return Err("the kernels to read did not settle");
+        // The names the changed statements define and call in loops now: a
+        // host stub that reaches one, or is one, is walked after all.
+        let mut more_names = false;
+        for (&i, (f, _)) in read.iter().zip(&fresh) {
+            if matched[i].is_none() {
+                for d in f.defined_names() {
+                    more_names |= changed_defines.insert(d.clone());
+                }
+                for c in &f.links().calls_in_loops_to {
+                    more_names |= changed_loop_calls.insert(c.clone());
+                }
             }
+        }
+        // A kernel walked now whose launch site is in a host stub: its kernel rules read that site.
+        let walked_now: HashSet<&str> =
+            model.kernels.iter().filter(|k| k.stub.is_none()).map(|k| k.name.as_str()).collect();
+        let launching_stubs: Vec<usize> = (0..new_len)
+            .filter(|&i| host_stub[i])
+            .filter(|&i| {
+                matched[i].is_some_and(|o| prev.units[o].facts.launched.iter().any(|k| walked_now.contains(k.as_str())))
+            })
+            .collect();
+        let any_host_stub = host_stub.iter().any(|s| *s);
+        if !missing.is_empty() || (more_names && any_host_stub) || !launching_stubs.is_empty() {
             defined.extend(missing.iter().cloned());
             walked.extend(missing);
+            forced.extend(launching_stubs);
             continue;
         }
         let candidate = hygiene::is_candidate(&model);
@@ -802,6 +1109,13 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         }
         // KL107 and KL108 are asked below, of the changed statements only.
         let host = host_rules(&model, &prev.settings, two_threads, &[kl107::RULE.code, kl108::RULE.code]);
+        let context = host_context(&model);
+        // A rule needed what a host stub does not keep, or what the host
+        // stubs' own findings read of the candidate changed: no host stubs.
+        if any_host_stub && (model.stub_was_read() || context != prev.context || context.stores) {
+            host_stubs_on = false;
+            continue;
+        }
         let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
         let mut slot = vec![usize::MAX; new_len];
         for (s, &i) in read.iter().enumerate() {
@@ -810,12 +1124,32 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         let mut fresh = fresh;
         let mut host_diags = loose;
         let mut on_stubs: HashMap<usize, Vec<Diagnostic>> = HashMap::new();
+        // A host stub keeps the host rules' findings that start in it (the
+        // model holds only its header): those lying wholly in it in its
+        // facts, the others moved from the previous snapshot.
+        let in_host_stub = |pos: usize| unit_of(&ranges, pos).is_some_and(|i| host_stub[i]);
         for d in host {
             match home(&ranges, &d) {
+                Some(i) if host_stub[i] => {}
                 Some(i) if stub[i] => on_stubs.entry(i).or_default().push(d),
                 Some(i) => fresh[slot[i]].0.diags.push(d),
+                None if in_host_stub(d.range.start) => {}
                 None => host_diags.push(d),
             }
+        }
+        if any_host_stub {
+            let of_stubs: Vec<Diagnostic> = prev
+                .host_diags
+                .iter()
+                .filter(|d| {
+                    let o = prev.units.partition_point(|u| u.range.start <= d.range.start).checked_sub(1);
+                    o.filter(|&o| d.range.start <= prev.units[o].range.end)
+                        .and_then(|o| m.old_to_new[o])
+                        .is_some_and(|i| host_stub[i])
+                })
+                .cloned()
+                .collect();
+            host_diags.extend(m.moved(prev, &of_stubs)?);
         }
         // KL107 and KL108 report on single nodes, given the file's imports
         // (the same on this path): a statement read as it was keeps its
@@ -838,6 +1172,12 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         let mut out = Vec::with_capacity(new_len);
         for (i, node) in nodes.iter().enumerate() {
             let range = range_of(*node);
+            if host_stub[i] {
+                let old = &prev.units[matched[i].ok_or("a host stub was not matched")?];
+                let delta = old.delta_at(range.start);
+                out.push(Unit { facts: old.facts.clone(), range, delta, foreign: m.moved(prev, &old.foreign)? });
+                continue;
+            }
             if !stub[i] {
                 let (facts, foreign) = fresh.next().ok_or("a statement was not re-read")?;
                 out.push(Unit { facts: Arc::new(facts), range, delta: 0, foreign });
@@ -846,11 +1186,28 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             let old = &prev.units[matched[i].ok_or("a stub was not matched")?];
             let delta = old.delta_at(range.start);
             let foreign = m.moved(prev, &old.foreign)?;
+            // A kernel stub from before the first host-path analysis keeps no
+            // header: the model read it, and its view keeps it from now on.
+            let old_facts = if old.facts.kernels.iter().any(|k| k.host_view.header.is_none()) {
+                let mut facts = (*old.facts).clone();
+                let here: Vec<&crate::model::Kernel> =
+                    model.kernels.iter().filter(|k| range.contains_range(range_of(k.node))).collect();
+                if here.len() == facts.kernels.len() {
+                    for (kf, k) in facts.kernels.iter_mut().zip(here) {
+                        let mut view = (*kf.host_view).clone();
+                        view.header = Some(Box::new(crate::model::kernel_header(k)));
+                        kf.host_view = Arc::new(view);
+                    }
+                }
+                Arc::new(facts)
+            } else {
+                old.facts.clone()
+            };
             let facts = match on_stubs.remove(&i) {
-                None => old.facts.clone(),
+                None => old_facts,
                 // A host rule reported in a stub (on its header): its findings, at the positions they were read at.
                 Some(found) => {
-                    let mut facts = (*old.facts).clone();
+                    let mut facts = (*old_facts).clone();
                     facts.diags.extend(found.iter().map(|d| shifted(d, -delta)));
                     Arc::new(facts)
                 }
@@ -860,17 +1217,137 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         return Ok(Snapshot {
             settings: prev.settings.clone(),
             text: text.clone(),
-            estimates: launch_estimates(&model),
+            estimates: merged_estimates(&out),
             tl_aliases: aliases.0.clone(),
             triton_aliases: aliases.1.clone(),
+            launch_counts: merged_launch_counts(&out),
             units: out,
             host_diags,
-            launch_counts: launch_counts(&model),
             path: Path::Host,
             stubs: stub.iter().filter(|s| **s).count(),
+            host_stubs: host_stub.iter().filter(|s| **s).count(),
             candidate: candidate.then(|| Arc::new(hygiene::imports(&model))),
+            context,
+            linked: true,
         });
     }
+}
+
+/// Which statements now are host stubs (`Stub::Host`) on the host path: a
+/// statement that can be one (`UnitFacts::host_stub`), left as it was by the
+/// edit, that the host rules need only its header and calls of, and whose
+/// own host-rule findings the edit cannot change:
+///
+/// - it does not reach, through calls by name, a name a changed statement
+///   defines (before or after the edit): what it reaches is as it was;
+/// - it does not define a name a changed statement defines, or calls inside
+///   a loop (the callee KL001 follows, the loops around its first caller);
+/// - it launches no kernel that is walked (a kernel's rules read its launch
+///   sites), and is not in `forced`.
+///
+/// What else a stub's findings read of the candidate is compared by the
+/// caller (`host_context`); a rule that needs more of a stub marks the model
+/// (`FileModel::read_a_stub`) and the caller reads again without host stubs.
+fn host_stubs(
+    prev: &Snapshot,
+    matched: &[Option<usize>],
+    changed_defines: &HashSet<String>,
+    changed_loop_calls: &HashSet<String>,
+    walked_kernels: &HashSet<String>,
+    forced: &HashSet<usize>,
+) -> Vec<bool> {
+    if !prev.units.iter().any(|u| u.facts.links().host_stub.is_some()) {
+        return vec![false; matched.len()];
+    }
+    let mut callers_of: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (o, u) in prev.units.iter().enumerate() {
+        for t in &u.facts.links().calls_to {
+            callers_of.entry(t.as_str()).or_default().push(o);
+        }
+    }
+    // The statements that reach a changed definition, through calls by name.
+    let mut reached: HashSet<&str> = changed_defines.iter().map(String::as_str).collect();
+    let mut queue: Vec<&str> = reached.iter().copied().collect();
+    let mut reaches = vec![false; prev.units.len()];
+    while let Some(name) = queue.pop() {
+        for &o in callers_of.get(name).into_iter().flatten() {
+            if std::mem::replace(&mut reaches[o], true) {
+                continue;
+            }
+            for d in prev.units[o].facts.defined_names() {
+                if reached.insert(d.as_str()) {
+                    queue.push(d.as_str());
+                }
+            }
+        }
+    }
+    matched
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            o.is_some_and(|o| {
+                let f = &prev.units[o].facts;
+                f.links().host_stub.is_some()
+                    && !reaches[o]
+                    && !forced.contains(&i)
+                    && !f.defined_names().any(|d| changed_defines.contains(d) || changed_loop_calls.contains(d))
+                    && !f.launched.iter().any(|k| walked_kernels.contains(k))
+            })
+        })
+        .collect()
+}
+
+/// What the findings of a host stub read of a candidate besides the
+/// functions it reaches: the `torch.nn` modules `ModelNew` holds (KL101),
+/// whether the task is half precision (KL106), and whether a method of
+/// `ModelNew` stores into `self` (then KL104 reads every function `forward`
+/// reaches, and host stubs are not used).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct HostContext {
+    modules: Vec<(String, String)>,
+    half: bool,
+    stores: bool,
+}
+
+fn host_context(model: &FileModel) -> HostContext {
+    if !hygiene::is_candidate(model) {
+        return HostContext::default();
+    }
+    let imports = hygiene::imports(model);
+    HostContext {
+        modules: hygiene::torch_modules(model, &imports, "ModelNew"),
+        half: rules::kl106::task_is_half(model, &imports),
+        stores: !rules::kl104::self_stores(model).is_empty(),
+    }
+}
+
+/// Kernel name -> launches-per-forward estimate, from the statements' own
+/// (`model::launch_estimates` over the whole file: the first time loop, in
+/// the order the model finds them, that launches the kernel).
+fn merged_estimates(units: &[Unit]) -> HashMap<String, String> {
+    let mut all: Vec<(Option<isize>, &String, &String)> = units
+        .iter()
+        .flat_map(|u| {
+            u.facts.links().estimates.iter().map(move |(start, k, e)| (start.map(|s| s as isize + u.delta), k, e))
+        })
+        .collect();
+    all.sort_by_key(|(start, _, _)| *start);
+    let mut out = HashMap::new();
+    for (_, k, e) in all {
+        out.entry(k.clone()).or_insert_with(|| e.clone());
+    }
+    out
+}
+
+/// Kernel name -> launch sites, from the statements' own.
+fn merged_launch_counts(units: &[Unit]) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for u in units {
+        for (k, n) in &u.facts.links().launch_sites {
+            *out.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    out
 }
 
 /// The host rules' findings on `model` (but the rules in `skip`): with
@@ -1133,6 +1610,11 @@ impl Snapshot {
     pub fn stubs(&self) -> usize {
         self.stubs
     }
+
+    /// How many of those were host functions (`Stub::Host`).
+    pub fn host_stubs(&self) -> usize {
+        self.host_stubs
+    }
 }
 
 #[cfg(test)]
@@ -1216,6 +1698,82 @@ def run{i}(x, h, steps):
     /// the host path, reads the kernels the edited statement does not launch
     /// as stubs, and gives what a full analysis gives, KL108 inside the
     /// stubbed kernels included.
+    /// Re-parses `text` with `old` (after `anchor`) replaced by `new` and
+    /// analyses it from `snapshot`; checks the result against a fresh analysis.
+    fn edit_from(
+        text: &mut Arc<str>,
+        tree: &mut Tree,
+        snapshot: &Snapshot,
+        anchor: &str,
+        old: &str,
+        new: &str,
+    ) -> Snapshot {
+        let at = text.find(anchor).expect("anchor");
+        let start = at + text[at..].find(old).expect("old");
+        let edited = format!("{}{new}{}", &text[..start], &text[start + old.len()..]);
+        let index = LineIndex::new(text);
+        let new_index = LineIndex::new(&edited);
+        let point = |index: &LineIndex, b: usize| {
+            let row = index.line_of(b);
+            tree_sitter::Point::new(row, b - index.line_start(row))
+        };
+        tree.edit(&tree_sitter::InputEdit {
+            start_byte: start,
+            old_end_byte: start + old.len(),
+            new_end_byte: start + new.len(),
+            start_position: point(&index, start),
+            old_end_position: point(&index, start + old.len()),
+            new_end_position: point(&new_index, start + new.len()),
+        });
+        *text = Arc::from(edited.as_str());
+        *tree = crate::model::parse(text, Some(tree));
+        let settings = Settings::default();
+        let (result, next) = analyze(text, tree, &settings, &new_index, Some(snapshot));
+        assert_eq!(result, check(text, tree, &settings), "{new}");
+        next
+    }
+
+    /// A host function read as a stub keeps its findings while the edit
+    /// reaches nothing it reads; when a rule needs more of it than a stub
+    /// keeps (a time loop in a class method relaunching it: its launch sites),
+    /// the analysis is made again with it walked, and gives what a fresh one gives.
+    #[test]
+    fn host_stubs_are_walked_when_a_rule_needs_their_body() {
+        let text = "import torch\nimport triton\nimport triton.language as tl\n\n\
+                    @triton.jit\ndef step_kernel(x_ptr, h_ptr, n, B: tl.constexpr):\n    \
+                    o = tl.arange(0, B)\n    tl.store(h_ptr + o, tl.load(x_ptr + o) + tl.load(h_ptr + o))\n\n\
+                    def step(x, h):\n    step_kernel[(1,)](x, h, h.numel(), B=64)\n    return h\n\n\
+                    def other(x):\n    return x + 1\n\n\
+                    def scale(x):\n    return x * 2\n\n\
+                    class Model(torch.nn.Module):\n    def forward(self, x, h):\n        \
+                    for t in range(x.shape[0]):\n            h = step(x[t], h)\n        return h\n";
+        let settings = Settings::default();
+        let mut text: Arc<str> = Arc::from(text);
+        let mut tree = crate::model::parse(&text, None);
+        let (first, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
+        assert!(first.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", first.diagnostics);
+        // The first host edit after a fresh analysis reads every statement (and keeps their links).
+        let snapshot = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
+        assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
+        // `other` changes: `scale` is a stub, but `forward`'s time loop
+        // (walked with its class) reaches `step`'s launch: `step` is walked.
+        let next = edit_from(&mut text, &mut tree, &snapshot, "def other", "x + 1", "x + 2");
+        assert_eq!(next.path(), Path::Host);
+        assert_eq!(next.host_stubs(), 0, "a stub whose launch sites a rule read");
+        // Without the time loop nothing reads a stub's body: `step` and `scale` are stubs.
+        let next = edit_from(
+            &mut text,
+            &mut tree,
+            &next,
+            "for t in",
+            "for t in range(x.shape[0]):\n            h = step(x[t], h)",
+            "h = step(x[0], h)",
+        );
+        let next = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 3");
+        assert_eq!(next.path(), Path::Host);
+        assert_eq!(next.host_stubs(), 2, "`step` and `scale` read as stubs");
+    }
+
     #[test]
     fn host_edits_read_unaffected_kernels_as_stubs() {
         let (text, blocks) = many_blocks();
@@ -1224,6 +1782,9 @@ def run{i}(x, h, steps):
         let mut tree = crate::model::parse(&text, None);
         let (_, mut snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
         let middle = format!("def run{}(", blocks / 2);
+        // The first host edit after a fresh analysis reads every host function (and keeps their links).
+        snapshot = edit_from(&mut text, &mut tree, &snapshot, "def run0(", "return h", "return h * 1");
+        assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
         for (anchor, old, new) in [
             (middle.as_str(), "out = torch.empty_like(h)", "out = torch.empty_like(h) * 2"),
             (middle.as_str(), "out = torch.empty_like(h) * 2", "out = torch.zeros_like(h) * 2"),
@@ -1251,6 +1812,9 @@ def run{i}(x, h, steps):
             let (result, next) = analyze(&text, &tree, &settings, &new_index, Some(&snapshot));
             assert_eq!(next.path(), Path::Host, "{new}");
             assert!(next.stubs() + 2 >= blocks, "{} stubs for {blocks} kernels", next.stubs());
+            // Every launching helper but the one edited is a host stub: the
+            // edit reaches none of them, and `forward` calls none in a loop.
+            assert!(next.host_stubs() + 1 >= blocks, "{} host stubs for {blocks} helpers", next.host_stubs());
             assert!(result.diagnostics.iter().filter(|d| d.code == "KL108").count() >= blocks);
             assert_eq!(result, check(&text, &tree, &settings), "{new}");
             snapshot = next;

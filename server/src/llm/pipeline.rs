@@ -280,7 +280,7 @@ fn diagnostics_text(text: &str, settings: &crate::config::Settings, codes: Optio
     let lines: Vec<String> = result
         .diagnostics
         .iter()
-        .filter(|d| codes.is_none_or(|c| c.contains(&d.code.as_str())))
+        .filter(|d| codes.is_none_or(|c| c.contains(&&*d.code)))
         .map(|d| format!("- line {}: {} {}: {}", index.line_of(d.range.start) + 1, d.code, d.name, d.message))
         .collect();
     if lines.is_empty() {
@@ -489,7 +489,7 @@ fn gate(action: Action, text: &str, settings: &crate::config::Settings) -> Optio
         reasons.push("- the file defines no `class ModelNew`".to_string());
     }
     let codes = guarded_rules(action);
-    if result.diagnostics.iter().any(|d| codes.contains(&d.code.as_str())) {
+    if result.diagnostics.iter().any(|d| codes.contains(&&*d.code)) {
         reasons.push(diagnostics_text(text, settings, Some(codes)));
     }
     if action == Action::Persistent && !result.kernels.iter().any(|k| k.persistent) {

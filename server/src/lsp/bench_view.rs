@@ -289,8 +289,8 @@ pub fn error_diagnostic(
         _ => None,
     };
     Diagnostic {
-        code: code.code.to_string(),
-        name: code.name.to_string(),
+        code: code.code.into(),
+        name: code.name.into(),
         severity: code.severity,
         range,
         message: format!("{}{location}", e.message.trim()),

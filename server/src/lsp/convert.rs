@@ -97,7 +97,7 @@ pub fn diagnostic(uri: &Uri, text: &str, index: &LineIndex, d: &Diagnostic, enco
     lsp::Diagnostic {
         range: range(text, index, d.range, encoding),
         severity: Some(severity(d.severity)),
-        code: Some(NumberOrString::String(d.code.clone())),
+        code: Some(NumberOrString::String(d.code.to_string())),
         code_description: None,
         source: Some(SOURCE.to_string()),
         message: format!("{} [{}]", d.message, d.name),

@@ -597,10 +597,11 @@ class ModelNew(torch.nn.Module):
     /// then an analysis job from the previous snapshot) give, after every batch,
     /// the text, line index and analysis that a fresh parse and analysis of the
     /// same text give. Returns how many analyses took the kernel path, how
-    /// many the host path, and how many of those read some statement as a stub.
-    fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> (usize, usize, usize) {
+    /// many the host path, how many of those read some statement as a stub,
+    /// and how many read a host function as a stub.
+    fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> (usize, usize, usize, usize) {
         let settings = Arc::new(Settings::default());
-        let (mut incremental, mut host, mut stubbed) = (0, 0, 0);
+        let (mut incremental, mut host, mut stubbed, mut host_stubbed) = (0, 0, 0, 0);
         let mut syntax_errors = 0;
         for seed in 1..=seeds {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -650,6 +651,7 @@ class ModelNew(torch.nn.Module):
                 incremental += usize::from(analysis.snapshot().path() == Path::Kernels);
                 host += usize::from(analysis.snapshot().path() == Path::Host);
                 stubbed += usize::from(analysis.snapshot().stubs() > 0);
+                host_stubbed += usize::from(analysis.snapshot().host_stubs() > 0);
                 assert!(doc.install(version, analysis));
                 syntax_errors += usize::from(doc.result.diagnostics.iter().any(|d| d.code == "KL900"));
                 // Exactly what a full analysis of the same tree gives. (After
@@ -687,12 +689,12 @@ class ModelNew(torch.nn.Module):
         }
         // The edits break the syntax often: KL900 must have been compared too.
         assert!(syntax_errors > 0, "no analysis reported a syntax error");
-        (incremental, host, stubbed)
+        (incremental, host, stubbed, host_stubbed)
     }
 
     #[test]
     fn random_edits_match_a_fresh_analysis() {
-        let (incremental, host, _) = random_edits(FIXTURE, SNIPPETS, 40, 30);
+        let (incremental, host, _, _) = random_edits(FIXTURE, SNIPPETS, 40, 30);
         assert!(incremental > 0, "no analysis took the kernel path");
         assert!(host > 0, "no analysis took the host path");
     }
@@ -701,10 +703,12 @@ class ModelNew(torch.nn.Module):
     /// module constants, imports and suppressions in a file whose definitions read each other.
     #[test]
     fn random_edits_across_linked_definitions_match_a_fresh_analysis() {
-        let (incremental, host, stubbed) = random_edits(LINKED, LINKED_SNIPPETS, 60, 30);
+        let (incremental, host, stubbed, host_stubbed) = random_edits(LINKED, LINKED_SNIPPETS, 60, 30);
+        eprintln!("linked: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs, {host_stubbed} with host stubs");
         assert!(incremental > 0, "no analysis took the kernel path");
         assert!(host > 0, "no analysis took the host path");
         assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
+        assert!(host_stubbed > 0, "no host-path analysis read a host function as a stub");
     }
 
     /// Replaces the first `old` after `anchor` with `new` and runs the analysis
@@ -811,7 +815,7 @@ def run(x, y):
 
     #[test]
     fn random_edits_of_helpers_and_callers_match_a_fresh_analysis() {
-        let (incremental, host, _) = random_edits(HELPERS, HELPER_SNIPPETS, 40, 30);
+        let (incremental, host, _, _) = random_edits(HELPERS, HELPER_SNIPPETS, 40, 30);
         assert!(incremental > 0, "no analysis took the kernel path");
         assert!(host > 0, "no analysis took the host path");
     }
@@ -898,10 +902,11 @@ class ModelNew(nn.Module):
     /// fresh analysis.
     #[test]
     fn random_edits_of_a_candidates_host_code_match_a_fresh_analysis() {
-        let (incremental, host, stubbed) = random_edits(CANDIDATE, CANDIDATE_SNIPPETS, 60, 30);
-        eprintln!("candidate: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs");
+        let (incremental, host, stubbed, host_stubbed) = random_edits(CANDIDATE, CANDIDATE_SNIPPETS, 60, 30);
+        eprintln!("candidate: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs, {host_stubbed} with host stubs");
         assert!(host > 0, "no analysis took the host path");
         assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
+        assert!(host_stubbed > 0, "no host-path analysis read a host function as a stub");
         // Edits inside kernels still take the incremental path in a candidate.
         assert!(incremental > 0, "no analysis took the incremental path");
     }
@@ -1063,16 +1068,20 @@ def run(x, h, T):
             .collect();
         paths.sort();
         assert!(paths.len() >= 20, "{} fixtures", paths.len());
-        let (mut incremental, mut host, mut stubbed) = (0, 0, 0);
+        let (mut incremental, mut host, mut stubbed, mut host_stubbed) = (0, 0, 0, 0);
         for path in &paths {
             let text = std::fs::read_to_string(path).expect("fixture");
-            let (kernels, host_path, with_stubs) = random_edits(&text, GENERIC, 6, 20);
+            let (kernels, host_path, with_stubs, with_host_stubs) = random_edits(&text, GENERIC, 6, 20);
             incremental += kernels;
             host += host_path;
             stubbed += with_stubs;
+            host_stubbed += with_host_stubs;
         }
-        eprintln!("rule fixtures: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs");
+        eprintln!(
+            "rule fixtures: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs, {host_stubbed} with host stubs"
+        );
         assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
+        assert!(host_stubbed > 0, "no host-path analysis read a host function as a stub");
         assert!(incremental > 0, "no analysis took the kernel path");
         assert!(host > 0, "no analysis took the host path");
     }

@@ -13,7 +13,7 @@
 //! `dataflow.rs`).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use tree_sitter::{Node, Tree};
@@ -30,8 +30,46 @@ fn walked_units<'a>(units: &[PartialUnit<'a, '_>]) -> Vec<Node<'a>> {
 }
 
 /// A top-level statement for [`FileModel::build_stubbed`]: walked (`None`),
-/// or a stub with its kernels' host views.
-pub type PartialUnit<'a, 'v> = (Node<'a>, Option<&'v [Arc<KernelHostView>]>);
+/// or a stub.
+pub type PartialUnit<'a, 'v> = (Node<'a>, Option<Stub<'v>>);
+
+/// How a statement is read without walking it.
+#[derive(Debug, Clone, Copy)]
+pub enum Stub<'v> {
+    /// A statement that only defines kernels: their headers, and their host views in document order.
+    Kernels(&'v [Arc<KernelHostView>]),
+    /// A plain top-level `def` of host code: its header, and what other
+    /// functions read of it ([`HostStub`]).
+    Host(&'v Arc<HostStub>),
+}
+
+/// What the host rules read of a host function other than the one they
+/// report on, kept from the analysis that walked it, for a function read as
+/// a stub ([`Stub::Host`]): its calls to functions of this file (to follow
+/// them: `FileModel::callees`, `hygiene::reachable`) and whether it launches.
+/// A rule that needs more of a stub (its loops, syncs, assignments, launch
+/// sites) marks the model ([`FileModel::read_a_stub`]) and the analysis is
+/// made without host stubs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostStub {
+    /// Its header as `Walker::function` reads it, each byte range relative to
+    /// the statement's start: its name's, and its parameters' names'.
+    pub name_range: (u32, u32),
+    pub params: Box<[(u32, u32)]>,
+    /// Its calls to functions of this file ([`HCall`]): the call's byte range
+    /// relative to the statement's start, and its callee key.
+    pub calls: Box<[(u32, u32, String)]>,
+    /// It launches a kernel (`kernel[grid](...)`, resolved).
+    pub launches: bool,
+    /// It holds a `name[grid](...)` call (resolved or not).
+    pub launch_candidates: bool,
+    /// Calls inside it of the form `X.apply(...)`: the `X`s (`hygiene::reachable`).
+    pub apply_classes: Box<[String]>,
+    /// What its calls inside a loop may reach (as `checker::incremental`
+    /// names them: `helper`, `method`, `class:X`): the loops around a call
+    /// multiply a callee's time-loop estimate.
+    pub calls_in_loops_to: Box<[String]>,
+}
 
 #[derive(Debug, Clone)]
 pub struct ClassInfo<'a> {
@@ -124,6 +162,9 @@ pub struct HostFn<'a> {
     pub launches: Vec<usize>,
     pub assigns: Vec<Assign<'a>>,
     pub syncs: Vec<HostSync<'a>>,
+    /// A function read as a stub: only its header and `calls` (without their
+    /// loops) are in the model, and this says the rest other functions read.
+    pub stub: Option<Arc<HostStub>>,
 }
 
 /// `kernel[grid](args..., KW=...)`.
@@ -227,6 +268,13 @@ pub struct FileModel<'a> {
     /// Names -> indexes, so that questions asked once per kernel, launch or
     /// function stay linear (built on first use; see `by_name`).
     by_name: OnceLock<ByName>,
+    /// Whether some host function is a stub ([`Stub::Host`]).
+    pub has_host_stubs: bool,
+    /// The top-level statements (the root's children), in order (built on first use).
+    top: OnceLock<Vec<Node<'a>>>,
+    /// Set when a question read the body of a host stub that the stub does
+    /// not describe ([`Self::read_a_stub`]): the analysis must not use this model.
+    stub_read: AtomicBool,
 }
 
 /// What [`FileModel::kernel`], [`FileModel::launches_of_kernel`] and
@@ -320,7 +368,7 @@ impl<'a> FileModel<'a> {
             while next < model.kernels.len() && model.kernels[next].node.start_byte() < range.start {
                 next += 1;
             }
-            let Some(views) = views else { continue };
+            let Some(Stub::Kernels(views)) = views else { continue };
             for view in views.iter() {
                 let k = model.kernels.get_mut(next).filter(|k| range.contains_range(range_of(k.node)))?;
                 if k.params.iter().map(|p| p.name.as_str()).ne(view.params.iter().map(String::as_str)) {
@@ -369,6 +417,9 @@ impl<'a> FileModel<'a> {
             time_loop_launches: OnceLock::new(),
             indexed: units.map(walked_units),
             by_name: OnceLock::new(),
+            stub_read: AtomicBool::new(false),
+            has_host_stubs: units.is_some_and(|u| u.iter().any(|(_, how)| matches!(how, Some(Stub::Host(_))))),
+            top: OnceLock::new(),
         };
         model.host_fns.push(HostFn {
             name: "<module>".to_string(),
@@ -381,12 +432,24 @@ impl<'a> FileModel<'a> {
             launches: Vec::new(),
             assigns: Vec::new(),
             syncs: Vec::new(),
+            stub: None,
         });
         let mut walker = Walker { m: &mut model, pending_launches: Vec::new(), stub_kernels: false };
         match units {
             // Each top-level statement is walked exactly as the walk of the root reaches it (depth 1).
             Some(units) => {
                 for (unit, stub) in units {
+                    if let Some(Stub::Host(facts)) = stub {
+                        if !walker.host_stub(*unit, facts) {
+                            walker.m.stub_read.store(true, Ordering::Relaxed);
+                        }
+                        continue;
+                    }
+                    if let Some(Stub::Kernels([view])) = stub {
+                        if walker.kernel_stub(*unit, view) {
+                            continue;
+                        }
+                    }
                     walker.stub_kernels = stub.is_some();
                     walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
                 }
@@ -400,6 +463,30 @@ impl<'a> FileModel<'a> {
             Directive::Ignore(_) => None,
         });
         model
+    }
+
+    /// The top-level statement (a child of the root) that holds byte `at`: a
+    /// binary search, where walking `Node::parent` up from a node costs a
+    /// scan of the root's children for every step.
+    pub(super) fn top_statement(&self, at: usize) -> Option<Node<'a>> {
+        let top = self.top.get_or_init(|| {
+            let root = self.tree.root_node();
+            let mut cursor = root.walk();
+            root.children(&mut cursor).collect()
+        });
+        let i = top.partition_point(|n| n.start_byte() <= at).checked_sub(1)?;
+        Some(top[i]).filter(|n| at < n.end_byte())
+    }
+
+    /// Marks that a question needed what a host stub does not describe (see [`HostStub`]).
+    pub fn read_a_stub(&self) {
+        self.stub_read.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a question read a host stub's body ([`Self::read_a_stub`]), or
+    /// a stub's calls could not be found again in the tree.
+    pub fn stub_was_read(&self) -> bool {
+        self.stub_read.load(Ordering::Relaxed)
     }
 
     /// The kernels the kernel rules report on: all of them, or the focused range.

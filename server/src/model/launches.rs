@@ -45,6 +45,10 @@ impl<'a> FileModel<'a> {
             return;
         }
         self.step(1);
+        if self.host_fns[f].stub.is_some() {
+            // A stub's launch sites are not in the model.
+            self.read_a_stub();
+        }
         out.extend(self.host_fns[f].launches.iter().copied());
         for call in &self.host_fns[f].calls {
             for callee in self.callees(f, call) {
@@ -52,6 +56,25 @@ impl<'a> FileModel<'a> {
             }
         }
         seen.remove(&f);
+    }
+
+    /// Whether a call to host function `f` reaches a launch site, transitively
+    /// (`!self.launches_reached(f).is_empty()`, also through host stubs).
+    pub fn reaches_launch(&self, f: usize) -> bool {
+        let mut seen = HashSet::new();
+        self.reaches_launch_from(f, &mut seen)
+    }
+
+    fn reaches_launch_from(&self, f: usize, seen: &mut HashSet<usize>) -> bool {
+        if !seen.insert(f) {
+            return false;
+        }
+        self.step(1);
+        let func = &self.host_fns[f];
+        if !func.launches.is_empty() || func.stub.as_ref().is_some_and(|s| s.launches) {
+            return true;
+        }
+        func.calls.iter().any(|call| self.callees(f, call).into_iter().any(|c| self.reaches_launch_from(c, seen)))
     }
 
     /// Launch sites reached from inside the body of loop `l` of host function `f`:
@@ -176,7 +199,7 @@ fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
     let mut launching_calls: Vec<Node> = Vec::new();
     for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
         for callee in model.callees(f, call) {
-            if model.launches_reached(callee).is_empty() {
+            if !model.reaches_launch(callee) {
                 continue;
             }
             launching_calls.push(call.node);
@@ -378,7 +401,7 @@ pub fn gpu_tensor_names(model: &FileModel, f: usize) -> HashSet<String> {
     }
     for call in &func.calls {
         for callee in model.callees(f, call) {
-            if callee != f && !model.launches_reached(callee).is_empty() {
+            if callee != f && model.reaches_launch(callee) {
                 helper_flow(model, call.node, callee, &identity, Unknown::Nothing, 0, &mut out, &mut read);
             }
         }
@@ -438,6 +461,9 @@ fn helper_flow(
         return;
     }
     let helper = &model.host_fns[callee];
+    if helper.stub.is_some() {
+        model.read_a_stub();
+    }
     let (args, kwargs) = call_arguments(call, model.src);
     let params: Vec<&String> = helper.params.iter().filter(|p| p.as_str() != "self").collect();
     let mut inner: HashMap<String, HashSet<String>> = HashMap::new();
@@ -473,18 +499,45 @@ fn helper_local(helper: &HostFn, name: &str, inner: &HashMap<String, HashSet<Str
 /// What the host-side analysis (KL001's state flow, `launch_flow`) reads of a
 /// kernel. The incremental analysis keeps it per kernel: a kernel edit that
 /// changes it changes host-rule findings, so it is analysed afresh.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct KernelHostView {
     /// Parameter names, in order (a launch's arguments map to them by position).
     pub params: Vec<String>,
     /// The pointer parameters it stores to and loads from, each sorted;
     /// `None` where [`pointer_access`] sees no store.
     pub access: Option<(Vec<String>, Vec<String>)>,
+    /// Where its header's parts are, for a stub read without reading them
+    /// again (kept by an analysis that keeps host links, see
+    /// `checker::incremental`; not compared: an edit that moves them changes
+    /// nothing the host rules read).
+    pub header: Option<Box<KernelHeader>>,
 }
 
-pub fn kernel_host_view(model: &FileModel, k: &Kernel) -> KernelHostView {
+/// The parts of a kernel's header a stub keeps, each byte range relative to the `def`'s start.
+#[derive(Debug, Clone, Default)]
+pub struct KernelHeader {
+    /// The name's (the name is the text there).
+    pub name_range: (u32, u32),
+    /// Each parameter's name range and whether it is annotated `tl.constexpr`, in order.
+    pub params: Box<[(u32, u32, bool)]>,
+}
+
+impl PartialEq for KernelHostView {
+    fn eq(&self, other: &Self) -> bool {
+        self.params == other.params && self.access == other.access
+    }
+}
+
+impl Eq for KernelHostView {}
+
+/// With `header`, the view keeps the kernel's header ([`KernelHeader`]).
+pub fn kernel_host_view(model: &FileModel, k: &Kernel, header: bool) -> KernelHostView {
     if let Some(view) = &k.stub {
-        return KernelHostView::clone(view);
+        let mut view = KernelHostView::clone(view);
+        if header && view.header.is_none() {
+            view.header = Some(Box::new(kernel_header(k)));
+        }
+        return view;
     }
     let sorted = |set: HashSet<String>| {
         let mut v: Vec<String> = set.into_iter().collect();
@@ -494,6 +547,20 @@ pub fn kernel_host_view(model: &FileModel, k: &Kernel) -> KernelHostView {
     KernelHostView {
         params: k.params.iter().map(|p| p.name.clone()).collect(),
         access: pointer_access(model, k).map(|(stores, loads)| (sorted(stores), sorted(loads))),
+        header: header.then(|| Box::new(kernel_header(k))),
+    }
+}
+
+/// The header of kernel `k` as a stub keeps it.
+pub fn kernel_header(k: &Kernel) -> KernelHeader {
+    let start = k.node.start_byte();
+    let rel = |r: TextRange| -> (u32, u32) {
+        let at = |b: usize| u32::try_from(b.saturating_sub(start)).unwrap_or(u32::MAX);
+        (at(r.start), at(r.end))
+    };
+    KernelHeader {
+        name_range: rel(k.name_range),
+        params: k.params.iter().map(|p| (rel(p.range).0, rel(p.range).1, p.constexpr)).collect(),
     }
 }
 
@@ -539,6 +606,16 @@ fn factor(model: &FileModel, f: usize, l: usize, is_time: bool) -> String {
 
 /// Loops around the call sites of host function `f` in its callers (first caller that has any).
 fn caller_factors(model: &FileModel, callers: &HashMap<usize, (usize, usize)>, f: usize) -> Vec<String> {
+    // A host stub's calls are in the model without their loops: one that
+    // calls `f` by name inside a loop is a caller this map misses.
+    let func = &model.host_fns[f];
+    let class = func.class.as_deref().filter(|_| func.name == "forward").map(|c| format!("class:{c}"));
+    let names = |t: &String| *t == func.name || class.as_ref() == Some(t);
+    if model.has_host_stubs
+        && model.host_fns.iter().any(|h| h.stub.as_ref().is_some_and(|s| s.calls_in_loops_to.iter().any(names)))
+    {
+        model.read_a_stub();
+    }
     let Some(&(g, c)) = callers.get(&f) else { return Vec::new() };
     let call = &model.host_fns[g].calls[c];
     call.loops.iter().rev().map(|&l| factor(model, g, l, model.is_time_loop(g, l))).collect()

@@ -37,6 +37,7 @@ pub mod smem;
 pub mod syntax;
 pub mod triton_names;
 mod walk;
+pub use walk::host_param_ranges;
 
 pub use dataflow::collect_identifiers;
 pub use file::*;

@@ -64,8 +64,8 @@ fn collect(text: &str, node: Node, out: &mut Vec<Diagnostic>) {
 
 fn diagnostic(start: usize, end: usize, message: String) -> Diagnostic {
     Diagnostic {
-        code: CODE.to_string(),
-        name: NAME.to_string(),
+        code: CODE.into(),
+        name: NAME.into(),
         severity: Severity::Error,
         range: TextRange::new(start, end),
         message,
@@ -264,7 +264,7 @@ def act(x_ptr):
 "#;
         assert_eq!(render(text), ["6:23 KL900 syntax error: unexpected `+`"]);
         let result = crate::checker::check_text(text, &crate::config::Settings::default());
-        let codes: Vec<&str> = result.diagnostics.iter().map(|d| d.code.as_str()).collect();
+        let codes: Vec<&str> = result.diagnostics.iter().map(|d| &*d.code).collect();
         assert_eq!(codes, ["KL900", "KL005"]);
         assert_eq!(result.kernels.len(), 2);
     }

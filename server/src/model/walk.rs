@@ -277,12 +277,7 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
             return;
         }
-        let params = field!(def, "parameters")
-            .map(|p| {
-                let mut c = p.walk();
-                p.named_children(&mut c).filter_map(|n| param_name(n, self.m.src)).collect()
-            })
-            .unwrap_or_default();
+        let params = self.host_params(def);
         let f = self.m.host_fns.len();
         self.m.host_fns.push(HostFn {
             name,
@@ -295,8 +290,106 @@ impl<'m, 'a> Walker<'m, 'a> {
             launches: Vec::new(),
             assigns: Vec::new(),
             syncs: Vec::new(),
+            stub: None,
         });
         self.visit(body, Scope::Host(f), &mut Vec::new(), None, depth + 1);
+    }
+
+    /// A statement that is one kernel's definition, read as a stub from the
+    /// header its view kept ([`super::KernelHeader`]): its parameters hold
+    /// names, ranges and `constexpr` only (their node is the `def`'s, no
+    /// default), and it has no decorators; the kernel rules never read a stub.
+    /// `false` if the statement is not a single kernel definition (it is then walked as one).
+    pub(super) fn kernel_stub(&mut self, unit: Node<'a>, view: &std::sync::Arc<super::KernelHostView>) -> bool {
+        let def = if unit.kind() == "decorated_definition" { field!(unit, "definition") } else { Some(unit) };
+        let Some(def) = def.filter(|d| d.kind() == "function_definition") else { return false };
+        let Some(h) = view.header.as_deref() else { return false };
+        let start = def.start_byte();
+        let at = |lo: u32, hi: u32| TextRange::new(start + lo as usize, start + hi as usize);
+        let name_range = at(h.name_range.0, h.name_range.1);
+        let name = self.m.src.get(name_range.start..name_range.end).unwrap_or_default();
+        if h.params.len() != view.params.len() || name.is_empty() {
+            return false;
+        }
+        let params = view
+            .params
+            .iter()
+            .zip(&h.params)
+            .map(|(name, &(lo, hi, constexpr))| Param {
+                name: name.clone(),
+                range: at(lo, hi),
+                constexpr,
+                default: None,
+                node: def,
+            })
+            .collect();
+        self.m.kernels.push(Kernel {
+            name: name.to_string(),
+            name_range,
+            node: def,
+            header_range: TextRange::new(start, name_range.end),
+            decorators: Vec::new(),
+            params,
+            loops: Vec::new(),
+            calls: Vec::new(),
+            assigns: Vec::new(),
+            subscripts: Vec::new(),
+            products: Vec::new(),
+            stub: Some(view.clone()),
+        });
+        true
+    }
+
+    /// A top-level `def` read as a stub ([`super::Stub::Host`]): its header as
+    /// [`Self::function`] reads it, and its calls to functions of this file
+    /// found again by their byte ranges (without their loops). `false` if a
+    /// call is not where the stub says (the statement is not the one described).
+    pub(super) fn host_stub(&mut self, def: Node<'a>, stub: &std::sync::Arc<super::HostStub>) -> bool {
+        if def.kind() != "function_definition" {
+            return false;
+        }
+        // The statement reads as it did: its header is the one kept.
+        let start = def.start_byte();
+        let at = |(lo, hi): (u32, u32)| TextRange::new(start + lo as usize, start + hi as usize);
+        let text = |r: TextRange| self.m.src.get(r.start..r.end).map(str::to_string);
+        let name_range = at(stub.name_range);
+        let Some(name) = text(name_range) else { return false };
+        let Some(params) = stub.params.iter().map(|r| text(at(*r))).collect::<Option<Vec<String>>>() else {
+            return false;
+        };
+        let mut calls = Vec::with_capacity(stub.calls.len());
+        for (lo, hi, callee) in stub.calls.iter() {
+            let (lo, hi) = (start + *lo as usize, start + *hi as usize);
+            match def.descendant_for_byte_range(lo, hi) {
+                Some(node) if node.kind() == "call" && node.start_byte() == lo && node.end_byte() == hi => {
+                    calls.push(HCall { node, callee: callee.clone(), loops: Vec::new() })
+                }
+                _ => return false,
+            }
+        }
+        self.m.host_fns.push(HostFn {
+            name,
+            class: None,
+            node: def,
+            name_range,
+            params,
+            loops: Vec::new(),
+            calls,
+            launches: Vec::new(),
+            assigns: Vec::new(),
+            syncs: Vec::new(),
+            stub: Some(stub.clone()),
+        });
+        true
+    }
+
+    fn host_params(&self, def: Node<'a>) -> Vec<String> {
+        field!(def, "parameters")
+            .map(|p| {
+                let mut c = p.walk();
+                p.named_children(&mut c).filter_map(|n| param_name(n, self.m.src)).collect()
+            })
+            .unwrap_or_default()
     }
 
     fn kernel_params(&self, def: Node<'a>) -> Vec<Param<'a>> {
@@ -306,16 +399,22 @@ impl<'m, 'a> Walker<'m, 'a> {
             .named_children(&mut c)
             .filter_map(|p| {
                 let name = param_name(p, self.m.src)?;
-                let ty = field!(p, "type").map(|t| self.text(t)).unwrap_or("");
-                let name_range = match p.kind() {
+                // Field lookups cost a scan of the children: ask only the kinds that have the field.
+                let kind = p.kind();
+                let typed = matches!(kind, "typed_parameter" | "typed_default_parameter");
+                let defaulted = matches!(kind, "default_parameter" | "typed_default_parameter");
+                let ty = if typed { field!(p, "type").map(|t| self.text(t)).unwrap_or("") } else { "" };
+                let name_range = match kind {
                     "identifier" => range_of(p),
+                    // A typed parameter has no `name` field: its name is its first named child.
+                    "typed_parameter" => p.named_child(0).map(range_of).unwrap_or_else(|| range_of(p)),
                     _ => field!(p, "name").or_else(|| p.named_child(0)).map(range_of).unwrap_or_else(|| range_of(p)),
                 };
                 Some(Param {
                     name,
                     range: name_range,
                     constexpr: ty.ends_with("constexpr"),
-                    default: field!(p, "value"),
+                    default: if defaulted { field!(p, "value") } else { None },
                     node: p,
                 })
             })
@@ -596,6 +695,24 @@ impl<'m, 'a> Walker<'m, 'a> {
             list.push(Assign { target, value, augmented, node, loops: loops.to_vec() });
         }
     }
+}
+
+/// The byte ranges of the parameter names [`Walker`] reads of a host
+/// function's `def` (`HostFn::params`), in order.
+pub fn host_param_ranges(def: Node, src: &str) -> Vec<TextRange> {
+    let Some(params) = field!(def, "parameters") else { return Vec::new() };
+    let mut c = params.walk();
+    params.named_children(&mut c).filter_map(|p| param_name_node(p, src).map(range_of)).collect()
+}
+
+fn param_name_node<'t>(p: Node<'t>, _src: &str) -> Option<Node<'t>> {
+    let n = match p.kind() {
+        "identifier" => p,
+        "typed_parameter" => p.named_child(0)?,
+        "default_parameter" | "typed_default_parameter" => field!(p, "name")?,
+        _ => return None,
+    };
+    (n.kind() == "identifier").then_some(n)
 }
 
 fn param_name(p: Node, src: &str) -> Option<String> {

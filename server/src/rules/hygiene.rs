@@ -41,6 +41,10 @@ pub fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
             next.extend(model.callees(f, call));
         }
         // `GruFunction.apply(x, ...)` runs the class's static `forward`.
+        if let Some(stub) = &model.host_fns[f].stub {
+            // A stub's calls are not in the node index: it kept the classes.
+            next.extend(stub.apply_classes.iter().filter_map(|class| method(model, class, "forward")));
+        }
         for n in inside(&model.nodes().calls, model.host_fns[f].node) {
             let Some(func) = field!(n, "function") else { continue };
             let text = model.text(func);
@@ -455,6 +459,10 @@ pub fn returns<'a>(func: Node<'a>) -> Vec<(Node<'a>, Node<'a>)> {
             if let Some(v) = n.named_child(0) {
                 out.push((n, v));
             }
+            continue;
+        }
+        // A `return` is a statement of its own: none is inside an expression statement.
+        if n.kind() == "expression_statement" {
             continue;
         }
         crate::model::for_each_child(&mut cursor, n, true, |child| stack.push(child));

@@ -60,7 +60,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         if func.loops.is_empty() {
             continue;
         }
-        let launches = func.name == "forward" || !model.launches_reached(f).is_empty();
+        let launches = func.name == "forward" || model.reaches_launch(f);
         if !launches || is_test_or_benchmark(func) {
             continue;
         }
@@ -132,6 +132,10 @@ fn innermost_loop(func: &HostFn, node: Node) -> Option<usize> {
 fn helper_sync(model: &FileModel, f: usize, call: &HCall, depth: usize) -> Option<(String, String)> {
     for g in model.callees(f, call) {
         let helper = &model.host_fns[g];
+        if helper.stub.is_some() {
+            // A stub's syncs are not in the model.
+            model.read_a_stub();
+        }
         if g == f || is_test_or_benchmark(helper) {
             continue;
         }

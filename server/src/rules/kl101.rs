@@ -142,7 +142,7 @@ pub(super) fn launch_in(model: &FileModel, range: TextRange) -> Option<TextRange
     }
     for (f, func) in model.host_fns.iter().enumerate() {
         for call in func.calls.iter().filter(|c| range.contains_range(range_of(c.node))) {
-            if model.callees(f, call).into_iter().any(|c| !model.launches_reached(c).is_empty()) {
+            if model.callees(f, call).into_iter().any(|c| model.reaches_launch(c)) {
                 return Some(range_of(call.node));
             }
         }

@@ -62,7 +62,9 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let launches = reached.iter().any(|&f| {
         let func = &model.host_fns[f];
         let range = range_of(func.node);
-        !func.launches.is_empty() || model.launch_candidates.iter().any(|r| range.contains_range(*r))
+        !func.launches.is_empty()
+            || func.stub.as_ref().is_some_and(|s| s.launches || s.launch_candidates)
+            || model.launch_candidates.iter().any(|r| range.contains_range(*r))
     });
     if launches {
         return;

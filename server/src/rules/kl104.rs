@@ -65,29 +65,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     }
     let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
     let src = model.src;
-    // Attributes stored into during a call, with where.
-    let mut stored: Vec<(String, TextRange)> = Vec::new();
-    for f in (1..model.host_fns.len())
-        .filter(|&f| model.host_fns[f].class.as_deref() == Some("ModelNew") && model.host_fns[f].name != "__init__")
-    {
-        for n in inside(&model.nodes().assignments, model.host_fns[f].node) {
-            let Some(left) = field!(n, "left") else { continue };
-            // `self.a, self.b = ...` stores into each target of the tuple.
-            let targets: Vec<Node> = if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
-                let mut c = left.walk();
-                let all = left.named_children(&mut c).collect();
-                all
-            } else {
-                vec![left]
-            };
-            for left in targets {
-                let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
-                if let Some(attr) = target.and_then(|t| hygiene::self_attr(t, src)) {
-                    stored.push((attr.to_string(), range_of(n)));
-                }
-            }
-        }
-    }
+    let stored = self_stores(model);
     if stored.is_empty() {
         return;
     }
@@ -126,4 +104,34 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
         }
     }
+}
+
+/// `self.X = ...` (also `self.X[...] = ...`, each target of a tuple) in the
+/// methods of `ModelNew` but `__init__`: attributes stored into during a
+/// call, with where.
+pub fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
+    let src = model.src;
+    let mut stored: Vec<(String, TextRange)> = Vec::new();
+    for f in (1..model.host_fns.len())
+        .filter(|&f| model.host_fns[f].class.as_deref() == Some("ModelNew") && model.host_fns[f].name != "__init__")
+    {
+        for n in inside(&model.nodes().assignments, model.host_fns[f].node) {
+            let Some(left) = field!(n, "left") else { continue };
+            // `self.a, self.b = ...` stores into each target of the tuple.
+            let targets: Vec<Node> = if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
+                let mut c = left.walk();
+                let all = left.named_children(&mut c).collect();
+                all
+            } else {
+                vec![left]
+            };
+            for left in targets {
+                let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
+                if let Some(attr) = target.and_then(|t| hygiene::self_attr(t, src)) {
+                    stored.push((attr.to_string(), range_of(n)));
+                }
+            }
+        }
+    }
+    stored
 }

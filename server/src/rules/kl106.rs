@@ -151,7 +151,7 @@ fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> boo
 }
 
 /// An fp16/bf16 task: `get_inputs` or the reference `Model` already use half precision.
-fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
+pub fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
     model.host_fns.iter().filter(|f| f.name == "get_inputs" || f.class.as_deref() == Some("Model")).any(|f| {
         let mut half = mentions_half(f.node, imports, model.src);
         for n in inside(&model.nodes().calls, f.node) {

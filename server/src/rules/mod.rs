@@ -51,8 +51,8 @@ pub struct Rule {
 impl Rule {
     pub fn diagnostic(&self, range: TextRange, message: String) -> Diagnostic {
         Diagnostic {
-            code: self.code.to_string(),
-            name: self.name.to_string(),
+            code: self.code.into(),
+            name: self.name.into(),
             severity: self.severity,
             range,
             message,
