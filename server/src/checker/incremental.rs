@@ -1707,7 +1707,7 @@ def run{i}(x, h, steps):
         anchor: &str,
         old: &str,
         new: &str,
-    ) -> Snapshot {
+    ) -> (CheckResult, Snapshot) {
         let at = text.find(anchor).expect("anchor");
         let start = at + text[at..].find(old).expect("old");
         let edited = format!("{}{new}{}", &text[..start], &text[start + old.len()..]);
@@ -1730,7 +1730,7 @@ def run{i}(x, h, steps):
         let settings = Settings::default();
         let (result, next) = analyze(text, tree, &settings, &new_index, Some(snapshot));
         assert_eq!(result, check(text, tree, &settings), "{new}");
-        next
+        (result, next)
     }
 
     /// A host function read as a stub keeps its findings while the edit
@@ -1753,15 +1753,15 @@ def run{i}(x, h, steps):
         let (first, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
         assert!(first.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", first.diagnostics);
         // The first host edit after a fresh analysis reads every statement (and keeps their links).
-        let snapshot = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
+        let (_, snapshot) = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
         assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
         // `other` changes: `scale` is a stub, but `forward`'s time loop
         // (walked with its class) reaches `step`'s launch: `step` is walked.
-        let next = edit_from(&mut text, &mut tree, &snapshot, "def other", "x + 1", "x + 2");
+        let (_, next) = edit_from(&mut text, &mut tree, &snapshot, "def other", "x + 1", "x + 2");
         assert_eq!(next.path(), Path::Host);
         assert_eq!(next.host_stubs(), 0, "a stub whose launch sites a rule read");
         // Without the time loop nothing reads a stub's body: `step` and `scale` are stubs.
-        let next = edit_from(
+        let (_, next) = edit_from(
             &mut text,
             &mut tree,
             &next,
@@ -1769,7 +1769,7 @@ def run{i}(x, h, steps):
             "for t in range(x.shape[0]):\n            h = step(x[t], h)",
             "h = step(x[0], h)",
         );
-        let next = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 3");
+        let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 3");
         assert_eq!(next.path(), Path::Host);
         assert_eq!(next.host_stubs(), 2, "`step` and `scale` read as stubs");
     }
@@ -1783,40 +1783,20 @@ def run{i}(x, h, steps):
         let (_, mut snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
         let middle = format!("def run{}(", blocks / 2);
         // The first host edit after a fresh analysis reads every host function (and keeps their links).
-        snapshot = edit_from(&mut text, &mut tree, &snapshot, "def run0(", "return h", "return h * 1");
+        snapshot = edit_from(&mut text, &mut tree, &snapshot, "def run0(", "return h", "return h * 1").1;
         assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
         for (anchor, old, new) in [
             (middle.as_str(), "out = torch.empty_like(h)", "out = torch.empty_like(h) * 2"),
             (middle.as_str(), "out = torch.empty_like(h) * 2", "out = torch.zeros_like(h) * 2"),
             ("def forward", "x = x.half()", "x = x.float()"),
         ] {
-            let at = text.find(anchor).expect("anchor");
-            let start = at + text[at..].find(old).expect("old");
-            let edited = format!("{}{new}{}", &text[..start], &text[start + old.len()..]);
-            let index = LineIndex::new(&text);
-            let new_index = LineIndex::new(&edited);
-            let point = |index: &LineIndex, b: usize| {
-                let row = index.line_of(b);
-                tree_sitter::Point::new(row, b - index.line_start(row))
-            };
-            tree.edit(&tree_sitter::InputEdit {
-                start_byte: start,
-                old_end_byte: start + old.len(),
-                new_end_byte: start + new.len(),
-                start_position: point(&index, start),
-                old_end_position: point(&index, start + old.len()),
-                new_end_position: point(&new_index, start + new.len()),
-            });
-            text = Arc::from(edited.as_str());
-            tree = crate::model::parse(&text, Some(&tree));
-            let (result, next) = analyze(&text, &tree, &settings, &new_index, Some(&snapshot));
+            let (result, next) = edit_from(&mut text, &mut tree, &snapshot, anchor, old, new);
             assert_eq!(next.path(), Path::Host, "{new}");
             assert!(next.stubs() + 2 >= blocks, "{} stubs for {blocks} kernels", next.stubs());
             // Every launching helper but the one edited is a host stub: the
             // edit reaches none of them, and `forward` calls none in a loop.
             assert!(next.host_stubs() + 1 >= blocks, "{} host stubs for {blocks} helpers", next.host_stubs());
             assert!(result.diagnostics.iter().filter(|d| d.code == "KL108").count() >= blocks);
-            assert_eq!(result, check(&text, &tree, &settings), "{new}");
             snapshot = next;
         }
     }

@@ -69,6 +69,32 @@ pub struct Kernel<'a> {
 }
 
 impl<'a> Kernel<'a> {
+    /// A kernel as its header reads: name, `def`, decorators and parameters,
+    /// its body not yet walked (`stub`: read as a stub, see the field).
+    pub fn from_header(
+        name: String,
+        name_range: TextRange,
+        def: Node<'a>,
+        decorators: Vec<Node<'a>>,
+        params: Vec<Param<'a>>,
+        stub: Option<std::sync::Arc<super::KernelHostView>>,
+    ) -> Self {
+        Kernel {
+            name,
+            name_range,
+            node: def,
+            header_range: TextRange::new(def.start_byte(), name_range.end),
+            decorators,
+            params,
+            loops: Vec::new(),
+            calls: Vec::new(),
+            assigns: Vec::new(),
+            subscripts: Vec::new(),
+            products: Vec::new(),
+            stub,
+        }
+    }
+
     pub fn param(&self, name: &str) -> Option<&Param<'a>> {
         self.params.iter().find(|p| p.name == name)
     }

@@ -258,20 +258,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         if decorators.iter().any(|d| self.is_kernel_decorator(*d)) {
             let params = self.kernel_params(def);
             let k = self.m.kernels.len();
-            self.m.kernels.push(Kernel {
-                name,
-                name_range,
-                node: def,
-                header_range: TextRange::new(def.start_byte(), name_range.end),
-                decorators,
-                params,
-                loops: Vec::new(),
-                calls: Vec::new(),
-                assigns: Vec::new(),
-                subscripts: Vec::new(),
-                products: Vec::new(),
-                stub: None,
-            });
+            self.m.kernels.push(Kernel::from_header(name, name_range, def, decorators, params, None));
             if !self.stub_kernels {
                 self.visit(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
             }
@@ -323,20 +310,8 @@ impl<'m, 'a> Walker<'m, 'a> {
                 node: def,
             })
             .collect();
-        self.m.kernels.push(Kernel {
-            name: name.to_string(),
-            name_range,
-            node: def,
-            header_range: TextRange::new(start, name_range.end),
-            decorators: Vec::new(),
-            params,
-            loops: Vec::new(),
-            calls: Vec::new(),
-            assigns: Vec::new(),
-            subscripts: Vec::new(),
-            products: Vec::new(),
-            stub: Some(view.clone()),
-        });
+        let kernel = Kernel::from_header(name.to_string(), name_range, def, Vec::new(), params, Some(view.clone()));
+        self.m.kernels.push(kernel);
         true
     }
 
