@@ -39,7 +39,7 @@
 //! stub** too (`host_stubs`): only its header and its calls to functions of
 //! this file are read (`model::HostStub`), and it keeps its own findings; a
 //! rule that needs more of it (its launch sites, syncs, loops) marks the
-//! model and the analysis is made again without host stubs. Either way the
+//! model and the analysis is made again with that function walked. Either way the
 //! result equals [`super::check`] on the same text (the property tests in
 //! `lsp::document` check that on random edit sequences, on all three paths).
 
@@ -906,7 +906,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
 /// file come from the snapshot (`model::HostStub`); it keeps its findings,
 /// those that reach into other statements included. A rule that asks a
 /// stub what it does not keep marks the model (`FileModel::read_a_stub`), and
-/// the statements are read again without host stubs.
+/// the statements are read again with that stub walked (without host stubs when which one is not known).
 ///
 /// Refused (the file is analysed afresh) when a changed statement, before or
 /// after, assigns a module-level name or holds the word `import`, or when the
@@ -968,7 +968,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
     let mut attempt = 0;
     loop {
         attempt += 1;
-        if attempt > 4 {
+        if attempt > 6 {
             return Err("the statements to read did not settle");
         }
         for o in matched.iter().flatten().filter(|&&o| !stubbable[o]) {
@@ -1044,6 +1044,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             host_stubs_on = false;
             continue;
         }
+        let ranges_now: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
         let read: Vec<usize> = (0..new_len).filter(|&i| !stub[i] && !host_stub[i]).collect();
         let (fresh, loose) = facts(&model, nodes, &read, &prev.settings, true);
         // The changed statements as they are now: no module-level names; what
@@ -1110,9 +1111,19 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         // KL107 and KL108 are asked below, of the changed statements only.
         let host = host_rules(&model, &prev.settings, two_threads, &[kl107::RULE.code, kl108::RULE.code]);
         let context = host_context(&model);
-        // A rule needed what a host stub does not keep, or what the host
-        // stubs' own findings read of the candidate changed: no host stubs.
-        if any_host_stub && (model.stub_was_read() || context != prev.context || context.stores) {
+        // A rule needed what a host stub does not keep: that stub is walked.
+        // (If which one is not known, or what the host stubs' own findings
+        // read of the candidate changed: no host stubs.)
+        if any_host_stub && model.stub_was_read() {
+            match model.stubs_read() {
+                Some(starts) if !starts.is_empty() && attempt < 4 => {
+                    forced.extend(starts.iter().filter_map(|&at| unit_of(&ranges_now, at)));
+                }
+                _ => host_stubs_on = false,
+            }
+            continue;
+        }
+        if any_host_stub && (context != prev.context || context.stores) {
             host_stubs_on = false;
             continue;
         }
@@ -1247,7 +1258,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
 ///
 /// What else a stub's findings read of the candidate is compared by the
 /// caller (`host_context`); a rule that needs more of a stub marks the model
-/// (`FileModel::read_a_stub`) and the caller reads again without host stubs.
+/// (`FileModel::read_a_stub`) and the caller reads again with it walked.
 fn host_stubs(
     prev: &Snapshot,
     matched: &[Option<usize>],
@@ -1736,7 +1747,8 @@ def run{i}(x, h, steps):
     /// A host function read as a stub keeps its findings while the edit
     /// reaches nothing it reads; when a rule needs more of it than a stub
     /// keeps (a time loop in a class method relaunching it: its launch sites),
-    /// the analysis is made again with it walked, and gives what a fresh one gives.
+    /// the analysis is made again with that function walked (the others stay
+    /// stubs), and gives what a fresh one gives.
     #[test]
     fn host_stubs_are_walked_when_a_rule_needs_their_body() {
         let text = "import torch\nimport triton\nimport triton.language as tl\n\n\
@@ -1757,9 +1769,10 @@ def run{i}(x, h, steps):
         assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
         // `other` changes: `scale` is a stub, but `forward`'s time loop
         // (walked with its class) reaches `step`'s launch: `step` is walked.
-        let (_, next) = edit_from(&mut text, &mut tree, &snapshot, "def other", "x + 1", "x + 2");
+        let (second, next) = edit_from(&mut text, &mut tree, &snapshot, "def other", "x + 1", "x + 2");
+        assert!(second.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", second.diagnostics);
         assert_eq!(next.path(), Path::Host);
-        assert_eq!(next.host_stubs(), 0, "a stub whose launch sites a rule read");
+        assert_eq!(next.host_stubs(), 1, "`scale` a stub, `step` (whose launch sites a rule read) walked");
         // Without the time loop nothing reads a stub's body: `step` and `scale` are stubs.
         let (_, next) = edit_from(
             &mut text,

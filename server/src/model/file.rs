@@ -49,7 +49,7 @@ pub enum Stub<'v> {
 /// them: `FileModel::callees`, `hygiene::reachable`) and whether it launches.
 /// A rule that needs more of a stub (its loops, syncs, assignments, launch
 /// sites) marks the model ([`FileModel::read_a_stub`]) and the analysis is
-/// made without host stubs.
+/// made again with that function walked.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostStub {
     /// Its header as `Walker::function` reads it, each byte range relative to
@@ -275,6 +275,8 @@ pub struct FileModel<'a> {
     /// Set when a question read the body of a host stub that the stub does
     /// not describe ([`Self::read_a_stub`]): the analysis must not use this model.
     stub_read: AtomicBool,
+    /// The host stubs so read (indexes into `host_fns`), to walk them next time.
+    stubs_read: std::sync::Mutex<Vec<usize>>,
 }
 
 /// What [`FileModel::kernel`], [`FileModel::launches_of_kernel`] and
@@ -418,6 +420,7 @@ impl<'a> FileModel<'a> {
             indexed: units.map(walked_units),
             by_name: OnceLock::new(),
             stub_read: AtomicBool::new(false),
+            stubs_read: std::sync::Mutex::new(Vec::new()),
             has_host_stubs: units.is_some_and(|u| u.iter().any(|(_, how)| matches!(how, Some(Stub::Host(_))))),
             top: OnceLock::new(),
         };
@@ -479,8 +482,24 @@ impl<'a> FileModel<'a> {
     }
 
     /// Marks that a question needed what a host stub does not describe (see [`HostStub`]).
-    pub fn read_a_stub(&self) {
+    /// `f`: the stub read (host function index), when one is known.
+    pub fn read_a_stub(&self, f: Option<usize>) {
         self.stub_read.store(true, Ordering::Relaxed);
+        if let Some(f) = f {
+            if let Ok(mut read) = self.stubs_read.lock() {
+                read.push(f);
+            }
+        }
+    }
+
+    /// The host stubs a question read ([`Self::read_a_stub`]), by the start
+    /// of their `def`; `None` if one read is not known by its function (then
+    /// no host stub can be trusted).
+    pub fn stubs_read(&self) -> Option<Vec<usize>> {
+        let read = self.stubs_read.lock().ok()?;
+        let starts: Vec<usize> = read.iter().map(|&f| self.host_fns[f].node.start_byte()).collect();
+        // Every mark names its stub but the one for a stub's calls not found again.
+        (!starts.is_empty() || !self.stub_was_read()).then_some(starts)
     }
 
     /// Whether a question read a host stub's body ([`Self::read_a_stub`]), or

@@ -47,7 +47,7 @@ impl<'a> FileModel<'a> {
         self.step(1);
         if self.host_fns[f].stub.is_some() {
             // A stub's launch sites are not in the model.
-            self.read_a_stub();
+            self.read_a_stub(Some(f));
         }
         out.extend(self.host_fns[f].launches.iter().copied());
         for call in &self.host_fns[f].calls {
@@ -462,7 +462,7 @@ fn helper_flow(
     }
     let helper = &model.host_fns[callee];
     if helper.stub.is_some() {
-        model.read_a_stub();
+        model.read_a_stub(Some(callee));
     }
     let (args, kwargs) = call_arguments(call, model.src);
     let params: Vec<&String> = helper.params.iter().filter(|p| p.as_str() != "self").collect();
@@ -611,10 +611,12 @@ fn caller_factors(model: &FileModel, callers: &HashMap<usize, (usize, usize)>, f
     let func = &model.host_fns[f];
     let class = func.class.as_deref().filter(|_| func.name == "forward").map(|c| format!("class:{c}"));
     let names = |t: &String| *t == func.name || class.as_ref() == Some(t);
-    if model.has_host_stubs
-        && model.host_fns.iter().any(|h| h.stub.as_ref().is_some_and(|s| s.calls_in_loops_to.iter().any(names)))
-    {
-        model.read_a_stub();
+    if model.has_host_stubs {
+        for (g, h) in model.host_fns.iter().enumerate() {
+            if h.stub.as_ref().is_some_and(|s| s.calls_in_loops_to.iter().any(names)) {
+                model.read_a_stub(Some(g));
+            }
+        }
     }
     let Some(&(g, c)) = callers.get(&f) else { return Vec::new() };
     let call = &model.host_fns[g].calls[c];
