@@ -82,6 +82,14 @@ pub struct Snapshot {
     host_stubs: usize,
     /// What the host stubs' own findings read of a candidate (`host_context`).
     context: HostContext,
+    /// Statements that could be host stubs but that a rule needed walked
+    /// (`FileModel::read_a_stub`) or that launch a walked kernel, in the last
+    /// host-path analysis: the next one walks them from the start instead of
+    /// finding out again.
+    walk_again: Vec<usize>,
+    /// How many models the host path built for this analysis (a retry after a
+    /// stub was read builds another); 0 on the other paths.
+    builds: usize,
     /// Whether the statements' facts hold their host links and host stubs
     /// (`HostLinks`, with their host stubs) and their kernels' headers
     /// (`KernelHostView::header`): not after a fresh analysis
@@ -332,6 +340,8 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
         candidate: hygiene::is_candidate(&model).then(|| Arc::new(hygiene::imports(&model))),
         context: host_context(&model),
         linked: false,
+        walk_again: Vec::new(),
+        builds: 0,
     }
 }
 
@@ -881,6 +891,8 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
         candidate: prev.candidate.clone(),
         context: prev.context.clone(),
         linked: prev.linked,
+        walk_again: prev.walk_again.iter().filter_map(|&o| m.old_to_new[o]).collect(),
+        builds: 0,
     })
 }
 
@@ -961,7 +973,14 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         changed_old.iter().flat_map(|&o| prev.units[o].facts.defined_names().cloned()).collect();
     let mut changed_loop_calls: HashSet<String> =
         changed_old.iter().flat_map(|&o| prev.units[o].facts.links().calls_in_loops_to.iter().cloned()).collect();
+    // Statements a rule needed walked last time (`Snapshot::walk_again`) are
+    // walked from the start (an RNN's time loop reads its step helper on every
+    // edit), unless a changed statement called something in a loop: the
+    // reason may be gone, and a stub that is read is found again.
     let mut forced: HashSet<usize> = HashSet::new();
+    if changed_loop_calls.is_empty() {
+        forced.extend(prev.walk_again.iter().filter_map(|&o| m.old_to_new[o]));
+    }
     // Host stubs need the previous snapshot's links; the first host-path
     // analysis after a fresh one reads every statement and makes them.
     let mut host_stubs_on = prev.linked;
@@ -1240,6 +1259,12 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             candidate: candidate.then(|| Arc::new(hygiene::imports(&model))),
             context,
             linked: true,
+            walk_again: {
+                let mut again: Vec<usize> = forced.iter().copied().collect();
+                again.sort_unstable();
+                again
+            },
+            builds: attempt,
         });
     }
 }
@@ -1626,6 +1651,11 @@ impl Snapshot {
     pub fn host_stubs(&self) -> usize {
         self.host_stubs
     }
+
+    /// How many models the host path built (more than one when a rule read a host stub).
+    pub fn builds(&self) -> usize {
+        self.builds
+    }
 }
 
 #[cfg(test)]
@@ -1773,6 +1803,11 @@ def run{i}(x, h, steps):
         assert!(second.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", second.diagnostics);
         assert_eq!(next.path(), Path::Host);
         assert_eq!(next.host_stubs(), 1, "`scale` a stub, `step` (whose launch sites a rule read) walked");
+        assert_eq!(next.builds(), 2, "read with `step` a stub, then again with it walked");
+        // The next edit walks `step` from the start.
+        let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 4");
+        assert_eq!((next.host_stubs(), next.builds()), (1, 1));
+        let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 4", "x + 2");
         // Without the time loop nothing reads a stub's body: `step` and `scale` are stubs.
         let (_, next) = edit_from(
             &mut text,
