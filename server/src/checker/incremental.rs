@@ -624,7 +624,7 @@ fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, candidate: boo
     };
     let candidates = &model.launch_candidates;
     let first = candidates.partition_point(|r| r.start < range.start);
-    let params = crate::model::host_param_ranges(node, model.src)
+    let params = crate::model::host_param_ranges(node)
         .into_iter()
         .map(|r| Some((rel(r.start)?, rel(r.end)?)))
         .collect::<Option<Vec<_>>>()?;
@@ -918,7 +918,7 @@ fn incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> R
 /// file come from the snapshot (`model::HostStub`); it keeps its findings,
 /// those that reach into other statements included. A rule that asks a
 /// stub what it does not keep marks the model (`FileModel::read_a_stub`), and
-/// the statements are read again with that stub walked (without host stubs when which one is not known).
+/// the statements are read again with that stub walked.
 ///
 /// Refused (the file is analysed afresh) when a changed statement, before or
 /// after, assigns a module-level name or holds the word `import`, or when the
@@ -1058,12 +1058,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         let two_threads = walked_bytes >= PARALLEL_INDEX_BYTES;
         let model = FileModel::build_stubbed(text, tree, &units, aliases, two_threads)
             .ok_or("a stub's kernels are not as they were")?;
-        if model.stub_was_read() {
-            // A host stub's calls were not where it said.
-            host_stubs_on = false;
-            continue;
-        }
-        let ranges_now: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
+        let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
         let read: Vec<usize> = (0..new_len).filter(|&i| !stub[i] && !host_stub[i]).collect();
         let (fresh, loose) = facts(&model, nodes, &read, &prev.settings, true);
         // The changed statements as they are now: no module-level names; what
@@ -1130,15 +1125,15 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
         // KL107 and KL108 are asked below, of the changed statements only.
         let host = host_rules(&model, &prev.settings, two_threads, &[kl107::RULE.code, kl108::RULE.code]);
         let context = host_context(&model);
-        // A rule needed what a host stub does not keep: that stub is walked.
-        // (If which one is not known, or what the host stubs' own findings
-        // read of the candidate changed: no host stubs.)
-        if any_host_stub && model.stub_was_read() {
-            match model.stubs_read() {
-                Some(starts) if !starts.is_empty() && attempt < 4 => {
-                    forced.extend(starts.iter().filter_map(|&at| unit_of(&ranges_now, at)));
-                }
-                _ => host_stubs_on = false,
+        // A rule needed what a host stub does not keep: that stub is walked
+        // (no host stubs after three such retries, or when what the host
+        // stubs' own findings read of the candidate changed).
+        let read_stubs = model.stubs_read();
+        if any_host_stub && !read_stubs.is_empty() {
+            if attempt < 4 {
+                forced.extend(read_stubs.iter().filter_map(|&at| unit_of(&ranges, at)));
+            } else {
+                host_stubs_on = false;
             }
             continue;
         }
@@ -1146,7 +1141,6 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             host_stubs_on = false;
             continue;
         }
-        let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
         let mut slot = vec![usize::MAX; new_len];
         for (s, &i) in read.iter().enumerate() {
             slot[i] = s;

@@ -13,7 +13,7 @@
 //! `dataflow.rs`).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use tree_sitter::{Node, Tree};
@@ -49,7 +49,8 @@ pub enum Stub<'v> {
 /// them: `FileModel::callees`, `hygiene::reachable`) and whether it launches.
 /// A rule that needs more of a stub (its loops, syncs, assignments, launch
 /// sites) marks the model ([`FileModel::read_a_stub`]) and the analysis is
-/// made again with that function walked.
+/// made again with that function walked (so is a stub whose calls are not
+/// found again in the tree).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostStub {
     /// Its header as `Walker::function` reads it, each byte range relative to
@@ -272,10 +273,9 @@ pub struct FileModel<'a> {
     pub has_host_stubs: bool,
     /// The top-level statements (the root's children), in order (built on first use).
     top: OnceLock<Vec<Node<'a>>>,
-    /// Set when a question read the body of a host stub that the stub does
-    /// not describe ([`Self::read_a_stub`]): the analysis must not use this model.
-    stub_read: AtomicBool,
-    /// The host stubs so read (indexes into `host_fns`), to walk them next time.
+    /// The host stubs a question read beyond what a stub keeps
+    /// ([`Self::read_a_stub`], indexes into `host_fns`): the analysis must
+    /// not use this model, and walks them next time.
     stubs_read: std::sync::Mutex<Vec<usize>>,
 }
 
@@ -419,7 +419,6 @@ impl<'a> FileModel<'a> {
             time_loop_launches: OnceLock::new(),
             indexed: units.map(walked_units),
             by_name: OnceLock::new(),
-            stub_read: AtomicBool::new(false),
             stubs_read: std::sync::Mutex::new(Vec::new()),
             has_host_stubs: units.is_some_and(|u| u.iter().any(|(_, how)| matches!(how, Some(Stub::Host(_))))),
             top: OnceLock::new(),
@@ -442,9 +441,16 @@ impl<'a> FileModel<'a> {
             // Each top-level statement is walked exactly as the walk of the root reaches it (depth 1).
             Some(units) => {
                 for (unit, stub) in units {
+                    // A stub whose calls are not where it says is walked, and
+                    // marked read: the analysis reads it again as a statement walked.
                     if let Some(Stub::Host(facts)) = stub {
-                        if !walker.host_stub(*unit, facts) {
-                            walker.m.stub_read.store(true, Ordering::Relaxed);
+                        if walker.host_stub(*unit, facts) {
+                            continue;
+                        }
+                        let f = walker.m.host_fns.len();
+                        walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
+                        if f < walker.m.host_fns.len() {
+                            walker.m.read_a_stub(f);
                         }
                         continue;
                     }
@@ -481,31 +487,17 @@ impl<'a> FileModel<'a> {
         Some(top[i]).filter(|n| at < n.end_byte())
     }
 
-    /// Marks that a question needed what a host stub does not describe (see [`HostStub`]).
-    /// `f`: the stub read (host function index), when one is known.
-    pub fn read_a_stub(&self, f: Option<usize>) {
-        self.stub_read.store(true, Ordering::Relaxed);
-        if let Some(f) = f {
-            if let Ok(mut read) = self.stubs_read.lock() {
-                read.push(f);
-            }
-        }
+    /// Marks that a question needed what host stub `f` (a `host_fns` index)
+    /// does not describe (see [`HostStub`]).
+    pub fn read_a_stub(&self, f: usize) {
+        self.stubs_read.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(f);
     }
 
-    /// The host stubs a question read ([`Self::read_a_stub`]), by the start
-    /// of their `def`; `None` if one read is not known by its function (then
-    /// no host stub can be trusted).
-    pub fn stubs_read(&self) -> Option<Vec<usize>> {
-        let read = self.stubs_read.lock().ok()?;
-        let starts: Vec<usize> = read.iter().map(|&f| self.host_fns[f].node.start_byte()).collect();
-        // Every mark names its stub but the one for a stub's calls not found again.
-        (!starts.is_empty() || !self.stub_was_read()).then_some(starts)
-    }
-
-    /// Whether a question read a host stub's body ([`Self::read_a_stub`]), or
-    /// a stub's calls could not be found again in the tree.
-    pub fn stub_was_read(&self) -> bool {
-        self.stub_read.load(Ordering::Relaxed)
+    /// The host stubs a question read ([`Self::read_a_stub`]), by the start of
+    /// their `def`; empty when none was.
+    pub fn stubs_read(&self) -> Vec<usize> {
+        let read = self.stubs_read.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        read.iter().map(|&f| self.host_fns[f].node.start_byte()).collect()
     }
 
     /// The kernels the kernel rules report on: all of them, or the focused range.

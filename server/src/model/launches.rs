@@ -47,7 +47,7 @@ impl<'a> FileModel<'a> {
         self.step(1);
         if self.host_fns[f].stub.is_some() {
             // A stub's launch sites are not in the model.
-            self.read_a_stub(Some(f));
+            self.read_a_stub(f);
         }
         out.extend(self.host_fns[f].launches.iter().copied());
         for call in &self.host_fns[f].calls {
@@ -462,7 +462,7 @@ fn helper_flow(
     }
     let helper = &model.host_fns[callee];
     if helper.stub.is_some() {
-        model.read_a_stub(Some(callee));
+        model.read_a_stub(callee);
     }
     let (args, kwargs) = call_arguments(call, model.src);
     let params: Vec<&String> = helper.params.iter().filter(|p| p.as_str() != "self").collect();
@@ -614,7 +614,7 @@ fn caller_factors(model: &FileModel, callers: &HashMap<usize, (usize, usize)>, f
     if model.has_host_stubs {
         for (g, h) in model.host_fns.iter().enumerate() {
             if h.stub.as_ref().is_some_and(|s| s.calls_in_loops_to.iter().any(names)) {
-                model.read_a_stub(Some(g));
+                model.read_a_stub(g);
             }
         }
     }

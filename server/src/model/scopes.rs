@@ -89,16 +89,8 @@ impl<'a> FileModel<'a> {
                 .collect();
         };
         // Definitions inside the top-level statement that holds the call: only they can be local.
-        let top = self.top_statement(at).unwrap_or_else(|| {
-            let mut top = call.node;
-            while let Some(p) = top.parent() {
-                if p.kind() == "module" {
-                    break;
-                }
-                top = p;
-            }
-            top
-        });
+        // (Every node of the tree lies in a top-level statement.)
+        let top = self.top_statement(at).unwrap_or(call.node);
         let lo = candidates.partition_point(|&i| start_of(i) < top.start_byte());
         let hi = candidates.partition_point(|&i| start_of(i) < top.end_byte());
         let local = &candidates[lo..hi];
@@ -190,20 +182,11 @@ impl<'a> FileModel<'a> {
     }
 
     fn is_module_level(&self, i: usize) -> bool {
+        // A `def` that is a top-level statement, or the definition of a decorated one.
         let def = self.host_fns[i].node;
-        match self.top_statement(def.start_byte()) {
-            Some(top) if top == def => return true,
-            Some(top) if top.kind() == "decorated_definition" => {
-                return top.child_by_field_name("definition") == Some(def)
-            }
-            Some(_) => return false,
-            None => {}
-        }
-        match def.parent() {
-            None => true,
-            Some(p) if p.kind() == "decorated_definition" => p.parent().is_none_or(|m| m.kind() == "module"),
-            Some(p) => p.kind() == "module",
-        }
+        self.top_statement(def.start_byte()).is_some_and(|top| {
+            top == def || (top.kind() == "decorated_definition" && top.child_by_field_name("definition") == Some(def))
+        })
     }
 
     /// Integer value of a host expression where it is written as a literal,

@@ -674,13 +674,14 @@ impl<'m, 'a> Walker<'m, 'a> {
 
 /// The byte ranges of the parameter names [`Walker`] reads of a host
 /// function's `def` (`HostFn::params`), in order.
-pub fn host_param_ranges(def: Node, src: &str) -> Vec<TextRange> {
+pub fn host_param_ranges(def: Node) -> Vec<TextRange> {
     let Some(params) = field!(def, "parameters") else { return Vec::new() };
     let mut c = params.walk();
-    params.named_children(&mut c).filter_map(|p| param_name_node(p, src).map(range_of)).collect()
+    params.named_children(&mut c).filter_map(|p| param_name_node(p).map(range_of)).collect()
 }
 
-fn param_name_node<'t>(p: Node<'t>, _src: &str) -> Option<Node<'t>> {
+/// A parameter's name, for the kinds of parameter that have one.
+fn param_name_node(p: Node) -> Option<Node> {
     let n = match p.kind() {
         "identifier" => p,
         "typed_parameter" => p.named_child(0)?,
@@ -691,13 +692,7 @@ fn param_name_node<'t>(p: Node<'t>, _src: &str) -> Option<Node<'t>> {
 }
 
 fn param_name(p: Node, src: &str) -> Option<String> {
-    let n = match p.kind() {
-        "identifier" => p,
-        "typed_parameter" => p.named_child(0)?,
-        "default_parameter" | "typed_default_parameter" => field!(p, "name")?,
-        _ => return None,
-    };
-    (n.kind() == "identifier").then(|| src[n.byte_range()].to_string())
+    param_name_node(p).map(|n| src[n.byte_range()].to_string())
 }
 
 /// The step of `var += STEP` written directly in a loop body.

@@ -134,7 +134,7 @@ fn helper_sync(model: &FileModel, f: usize, call: &HCall, depth: usize) -> Optio
         let helper = &model.host_fns[g];
         if helper.stub.is_some() {
             // A stub's syncs are not in the model.
-            model.read_a_stub(Some(g));
+            model.read_a_stub(g);
         }
         if g == f || is_test_or_benchmark(helper) {
             continue;
