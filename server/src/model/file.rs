@@ -293,7 +293,7 @@ struct ByName {
 
 impl<'a> FileModel<'a> {
     pub fn build(src: &'a str, tree: &'a Tree) -> Self {
-        Self::build_from(src, tree, None, None)
+        Self::build_from(src, tree, None, None, false)
     }
 
     /// [`Self::build`], with the whole-file node index ([`Self::nodes`])
@@ -320,7 +320,7 @@ impl<'a> FileModel<'a> {
             let index = std::thread::Builder::new()
                 .name("node-index".to_string())
                 .spawn_scoped(scope, || NodeIndex::build_units(&walked, src));
-            let model = Self::build_from(src, tree, units, aliases);
+            let model = Self::build_from(src, tree, units, aliases, false);
             // A thread that could not start, or failed, leaves the index to be built on first use.
             (model, index.ok().and_then(|h| h.join().ok()))
         });
@@ -341,7 +341,7 @@ impl<'a> FileModel<'a> {
         aliases: &(Vec<String>, Vec<String>),
     ) -> Self {
         let units: Vec<PartialUnit<'a, '_>> = units.iter().map(|u| (*u, None)).collect();
-        Self::build_from(src, tree, Some(&units), Some(aliases))
+        Self::build_from(src, tree, Some(&units), Some(aliases), true)
     }
 
     /// [`Self::build_partial`] where some statements are stubs: statements
@@ -362,7 +362,7 @@ impl<'a> FileModel<'a> {
         let mut model = if index_beside {
             Self::build_index_beside(src, tree, Some(units), Some(aliases))
         } else {
-            Self::build_from(src, tree, Some(units), Some(aliases))
+            Self::build_from(src, tree, Some(units), Some(aliases), true)
         };
         let mut next = 0;
         for (unit, views) in units {
@@ -391,6 +391,7 @@ impl<'a> FileModel<'a> {
         tree: &'a Tree,
         units: Option<&[PartialUnit<'a, '_>]>,
         aliases: Option<&(Vec<String>, Vec<String>)>,
+        collect_index: bool,
     ) -> Self {
         let root = tree.root_node();
         let (tl_aliases, triton_aliases) = match aliases {
@@ -436,7 +437,10 @@ impl<'a> FileModel<'a> {
             syncs: Vec::new(),
             stub: None,
         });
-        let mut walker = Walker { m: &mut model, pending_launches: Vec::new(), stub_kernels: false };
+        // A partial build keeps the node index of the statements it walks as it
+        // walks them (a whole-file one is asked of candidates only, on first use).
+        let index = (units.is_some() && collect_index).then(NodeIndex::default);
+        let mut walker = Walker { m: &mut model, pending_launches: Vec::new(), stub_kernels: false, index };
         match units {
             // Each top-level statement is walked exactly as the walk of the root reaches it (depth 1).
             Some(units) => {
@@ -448,7 +452,10 @@ impl<'a> FileModel<'a> {
                             continue;
                         }
                         let f = walker.m.host_fns.len();
+                        // Not in the node index: only the statements walked as such are.
+                        let index = walker.index.take();
                         walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
+                        walker.index = index;
                         if f < walker.m.host_fns.len() {
                             walker.m.read_a_stub(f);
                         }
@@ -460,12 +467,28 @@ impl<'a> FileModel<'a> {
                         }
                     }
                     walker.stub_kernels = stub.is_some();
+                    let index = if stub.is_some() { walker.index.take() } else { None };
                     walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
+                    if stub.is_some() {
+                        walker.index = index;
+                    }
                 }
             }
             None => walker.visit(root, Scope::Host(0), &mut Vec::new(), None, 0),
         }
         let pending = std::mem::take(&mut walker.pending_launches);
+        if let Some(mut index) = walker.index.take() {
+            index.finish();
+            #[cfg(debug_assertions)]
+            if let Some(units) = &model.indexed {
+                assert_eq!(
+                    index,
+                    NodeIndex::build_units(units, src),
+                    "the walk's node index differs from a walk of its own"
+                );
+            }
+            let _ = model.nodes.set(index);
+        }
         model.resolve_launches(pending);
         model.reference = model.directives.iter().rev().find_map(|(_, d)| match d {
             Directive::Reference(path) => Some(path.clone()),
@@ -661,5 +684,59 @@ mod tests {
         };
         assert_eq!(args(&model.kernels[0]), ["1"]);
         assert_eq!(args(&model.kernels[2]), ["2", "3"]);
+    }
+
+    /// A partial build notes its node index as it walks (`Walker::index`):
+    /// the parts the walk does not enter (decorators, a `def`'s parameters
+    /// and return annotation, a class's bases, a `for` target, a body past
+    /// the walk's depth limit) are read for it alone, and the lists come out
+    /// as one walk of the statements gives them, in document order, each node
+    /// once. The fixtures and examples are checked the same way.
+    #[test]
+    fn the_walks_node_index_is_a_walk_of_the_statements() {
+        let mut deep = String::from("def deep(x):\n    return ");
+        deep.push_str(&"f(".repeat(260));
+        deep.push('x');
+        deep.push_str(&")".repeat(260));
+        deep.push('\n');
+        let crafted = format!(
+            "import torch\nimport triton\nimport triton.language as tl\nfrom os import path\n\n\
+             @triton.jit(do_not_specialize=[torch.int32.bit])\ndef k(x_ptr, n: tl.constexpr = tl.int32.size, B=cfg.get(1)):\n    \
+             try:\n        tl.store(x_ptr, tl.load(x_ptr))\n    except E:\n        pass\n\n\
+             class ModelNew(torch.nn.Module, metaclass=meta.of(1)):\n    \
+             def forward(self, x, y=torch.zeros(3).cuda()) -> torch.Tensor:\n        \
+             for self.i, o.j in enumerate(x.items()):\n            a = b = x.sum()\n        \
+             else:\n            __builtins__.print(x)\n        while g(x):\n            x += h(x)\n        \
+             else:\n            import math\n        return k[(1,)](x)\n\n{deep}\ndef broken(x:\n    y = q(x\n"
+        );
+        let mut texts = vec![crafted];
+        for dir in ["tests/fixtures/rules", "examples"] {
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
+            let mut stack = vec![root];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).unwrap().flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else if p.extension().is_some_and(|x| x == "py") {
+                        texts.push(std::fs::read_to_string(&p).unwrap());
+                    }
+                }
+            }
+        }
+        assert!(texts.len() > 20, "fixtures and examples found: {}", texts.len());
+        for text in &texts {
+            let tree = crate::model::parse(text, None);
+            let root = tree.root_node();
+            let mut c = root.walk();
+            let units: Vec<Node> = root.children(&mut c).collect();
+            let aliases = super::super::imports(root, text);
+            let model = FileModel::build_partial(text, &tree, &units, &aliases);
+            let walked = model.nodes.get().expect("a partial build keeps the index it noted");
+            assert_eq!(*walked, NodeIndex::build(root, text), "{text}");
+        }
+        let tree = crate::model::parse(&texts[0], None);
+        let one = NodeIndex::build(tree.root_node(), &texts[0]);
+        assert!(one.calls.len() > 270 && one.attributes.len() > 10 && one.tries.len() == 1 && one.builtins.len() == 1);
     }
 }

@@ -12,7 +12,7 @@ use tree_sitter::Node;
 use super::nodes::{range_of, visit_nodes};
 
 /// Nodes by kind, each list in document order (a pre-order walk: start bytes never decrease).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct NodeIndex<'a> {
     /// `import_statement` and `import_from_statement`.
     pub imports: Vec<Node<'a>>,
@@ -33,30 +33,55 @@ impl<'a> NodeIndex<'a> {
 
     /// [`Self::build`] over some top-level statements, in document order.
     pub(super) fn build_units(units: &[Node<'a>], src: &str) -> Self {
-        let ids = Ids::get();
         let mut index = NodeIndex::default();
-        let mut visit = |n: Node<'a>| {
-            let k = n.kind_id();
-            if k == ids.call {
-                index.calls.push(n);
-            } else if k == ids.attribute {
-                index.attributes.push(n);
-            } else if k == ids.identifier {
-                if src.get(n.byte_range()) == Some("__builtins__") {
-                    index.builtins.push(n);
-                }
-            } else if k == ids.assignment || k == ids.augmented_assignment {
-                index.assignments.push(n);
-            } else if k == ids.import || k == ids.import_from {
-                index.imports.push(n);
-            } else if k == ids.try_statement {
-                index.tries.push(n);
-            }
-        };
         for unit in units {
-            visit_nodes(*unit, &mut visit);
+            visit_nodes(*unit, &mut |n| index.note(n, src));
         }
         index
+    }
+
+    /// Lists `n` if it is of a kind the index holds.
+    pub(super) fn note(&mut self, n: Node<'a>, src: &str) {
+        let ids = Ids::get();
+        let k = n.kind_id();
+        if k == ids.call {
+            self.calls.push(n);
+        } else if k == ids.attribute {
+            self.attributes.push(n);
+        } else if k == ids.identifier {
+            if src.get(n.byte_range()) == Some("__builtins__") {
+                self.builtins.push(n);
+            }
+        } else if k == ids.assignment || k == ids.augmented_assignment {
+            self.assignments.push(n);
+        } else if k == ids.import || k == ids.import_from {
+            self.imports.push(n);
+        } else if k == ids.try_statement {
+            self.tries.push(n);
+        }
+    }
+
+    /// Puts lists noted out of document order, or with a node noted twice,
+    /// as [`Self::build_units`] gives them: by start, an enclosing node
+    /// before the nodes inside it (two nodes of one kind never share both
+    /// ends), each node once.
+    pub(super) fn finish(&mut self) {
+        for list in [
+            &mut self.imports,
+            &mut self.calls,
+            &mut self.assignments,
+            &mut self.attributes,
+            &mut self.tries,
+            &mut self.builtins,
+        ] {
+            if list.windows(2).any(|w| {
+                (w[0].start_byte(), std::cmp::Reverse(w[0].end_byte()))
+                    >= (w[1].start_byte(), std::cmp::Reverse(w[1].end_byte()))
+            }) {
+                list.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+                list.dedup();
+            }
+        }
     }
 }
 

@@ -52,11 +52,35 @@ pub(super) struct Walker<'m, 'a> {
     pub(super) pending_launches: Vec<Launch<'a>>,
     /// Record kernels' headers only, not walking their bodies (`FileModel::build_stubbed`).
     pub(super) stub_kernels: bool,
+    /// The node index ([`super::NodeIndex`]) of the statements walked, noted
+    /// as the walk meets their nodes, and the parts it does not enter read
+    /// for it alone: one pass over the tree instead of two. `None`: not kept.
+    pub(super) index: Option<super::index::NodeIndex<'a>>,
 }
 
 impl<'m, 'a> Walker<'m, 'a> {
     fn text(&self, n: Node) -> &'a str {
         self.m.text(n)
+    }
+
+    /// Notes `node` and everything under it in the node index (the walk does not enter it).
+    fn index_only(&mut self, node: Node<'a>) {
+        let src = self.m.src;
+        if let Some(index) = self.index.as_mut() {
+            super::nodes::visit_nodes(node, &mut |n| index.note(n, src));
+        }
+    }
+
+    /// [`Self::index_only`] on each child of `node` but those in `entered` (the walk enters them).
+    fn index_children_but(&mut self, node: Node<'a>, entered: &[Option<Node<'a>>]) {
+        if self.index.is_none() {
+            return;
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'a>> = node.children(&mut cursor).filter(|c| !entered.contains(&Some(*c))).collect();
+        for c in children {
+            self.index_only(c);
+        }
     }
 
     /// Visits `root` and everything below it with one tree cursor.
@@ -69,6 +93,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         depth: usize,
     ) {
         if depth > MAX_DEPTH {
+            self.index_only(root);
             return;
         }
         let kinds = kinds();
@@ -76,12 +101,18 @@ impl<'m, 'a> Walker<'m, 'a> {
         let mut level = 0usize;
         loop {
             let node = cursor.node();
+            if let Some(index) = self.index.as_mut() {
+                index.note(node, self.m.src);
+            }
             // Most nodes are none of the kinds `enter` acts on: compare numeric kind ids, not strings.
             let descend =
                 !kinds.interesting.contains(&node.kind_id()) || self.enter(node, scope, loops, class, depth + level);
             if descend && depth + level < MAX_DEPTH && cursor.goto_first_child() {
                 level += 1;
                 continue;
+            }
+            if descend && depth + level >= MAX_DEPTH {
+                self.index_only(node);
             }
             loop {
                 if level == 0 {
@@ -111,7 +142,9 @@ impl<'m, 'a> Walker<'m, 'a> {
                 self.comment(node);
             }
             "decorated_definition" => {
-                if let Some(def) = field!(node, "definition") {
+                let def = field!(node, "definition");
+                self.index_children_but(node, &[def]);
+                if let Some(def) = def {
                     let mut c = node.walk();
                     let decorators: Vec<Node<'a>> = node
                         .named_children(&mut c)
@@ -137,6 +170,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                 let name = field!(node, "name").map(|n| self.text(n).to_string()).unwrap_or_default();
                 let name_range = field!(node, "name").map(range_of).unwrap_or_default();
                 self.m.classes.push(ClassInfo { name: name.clone(), name_range, node });
+                self.index_children_but(node, &[field!(node, "body")]);
                 if let Some(body) = field!(node, "body") {
                     self.visit(body, scope, loops, Some(&name), depth + 1);
                 }
@@ -254,13 +288,17 @@ impl<'m, 'a> Walker<'m, 'a> {
         let name_node = field!(def, "name");
         let name = name_node.map(|n| self.text(n).to_string()).unwrap_or_default();
         let name_range = name_node.map(range_of).unwrap_or_else(|| range_of(def));
-        let Some(body) = field!(def, "body") else { return };
+        let body = field!(def, "body");
+        self.index_children_but(def, &[body]);
+        let Some(body) = body else { return };
         if decorators.iter().any(|d| self.is_kernel_decorator(*d)) {
             let params = self.kernel_params(def);
             let k = self.m.kernels.len();
             self.m.kernels.push(Kernel::from_header(name, name_range, def, decorators, params, None));
             if !self.stub_kernels {
                 self.visit(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
+            } else {
+                self.index_only(body);
             }
             return;
         }
@@ -397,7 +435,13 @@ impl<'m, 'a> Walker<'m, 'a> {
     }
 
     fn loop_stmt(&mut self, node: Node<'a>, scope: Scope, loops: &mut Vec<usize>, class: Option<&str>, depth: usize) {
-        let Some(body) = field!(node, "body") else { return };
+        let Some(body) = field!(node, "body") else {
+            self.index_children_but(node, &[]);
+            return;
+        };
+        // The walk enters the body, the iterable or condition, and the `else`.
+        let entered = [Some(body), field!(node, "right"), field!(node, "condition"), field!(node, "alternative")];
+        self.index_children_but(node, &entered);
         let header_end = self.header_end(node, body);
         let kind = if node.kind() == "for_statement" { LoopKind::For } else { LoopKind::While };
         let mut lp = Loop {
