@@ -436,7 +436,8 @@ fn main() {
     if names.len() == 2 {
         let rss_met = rss[0].is_some_and(|kb| kb as f64 / 1024.0 <= 50.0);
         println!(
-            "\nlatency goal (p99 <= 0.5x ruff in every mode): {}; memory goal: {}",
+            "\nlatency goal (p99 <= 0.5x ruff in every mode){}: {}; memory goal: {}",
+            if rounds > 1 { ", last round" } else { "" },
             if met { "met" } else { "NOT met" },
             if rss_met { "met" } else { "NOT met" }
         );
