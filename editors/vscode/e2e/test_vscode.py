@@ -282,7 +282,15 @@ class User:
         # One line: Monaco would auto-indent pasted-in newlines.
         self.page.keyboard.insert_text(json.dumps(settings))
         self.save()
-        wait_until("settings.json saved", lambda: json.loads(settings_file.read_text()) == settings, 10)
+
+        def saved():
+            # The editor truncates the file before it writes it: empty or partial text is "not yet".
+            try:
+                return json.loads(settings_file.read_text()) == settings
+            except json.JSONDecodeError:
+                return False
+
+        wait_until("settings.json saved", saved, 10)
         self.page.keyboard.press("Control+W")
         # The editor may still count as dirty for a moment after the write lands.
         save = self.page.locator(".monaco-dialog-box .monaco-button", has_text=re.compile(r"^Save$"))
