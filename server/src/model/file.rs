@@ -452,10 +452,7 @@ impl<'a> FileModel<'a> {
                             continue;
                         }
                         let f = walker.m.host_fns.len();
-                        // Not in the node index: only the statements walked as such are.
-                        let index = walker.index.take();
-                        walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
-                        walker.index = index;
+                        walker.visit_unindexed(*unit);
                         if f < walker.m.host_fns.len() {
                             walker.m.read_a_stub(f);
                         }
@@ -467,10 +464,10 @@ impl<'a> FileModel<'a> {
                         }
                     }
                     walker.stub_kernels = stub.is_some();
-                    let index = if stub.is_some() { walker.index.take() } else { None };
-                    walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
                     if stub.is_some() {
-                        walker.index = index;
+                        walker.visit_unindexed(*unit);
+                    } else {
+                        walker.visit(*unit, Scope::Host(0), &mut Vec::new(), None, 1);
                     }
                 }
             }

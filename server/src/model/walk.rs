@@ -77,10 +77,19 @@ impl<'m, 'a> Walker<'m, 'a> {
             return;
         }
         let mut cursor = node.walk();
-        let children: Vec<Node<'a>> = node.children(&mut cursor).filter(|c| !entered.contains(&Some(*c))).collect();
-        for c in children {
-            self.index_only(c);
+        for c in node.children(&mut cursor) {
+            if !entered.contains(&Some(c)) {
+                self.index_only(c);
+            }
         }
+    }
+
+    /// Walks a top-level statement that was to be read as a stub and could
+    /// not be: the node index lists only the statements walked as such.
+    pub(super) fn visit_unindexed(&mut self, unit: Node<'a>) {
+        let index = self.index.take();
+        self.visit(unit, Scope::Host(0), &mut Vec::new(), None, 1);
+        self.index = index;
     }
 
     /// Visits `root` and everything below it with one tree cursor.
@@ -297,8 +306,6 @@ impl<'m, 'a> Walker<'m, 'a> {
             self.m.kernels.push(Kernel::from_header(name, name_range, def, decorators, params, None));
             if !self.stub_kernels {
                 self.visit(body, Scope::Kernel(k), &mut Vec::new(), None, depth + 1);
-            } else {
-                self.index_only(body);
             }
             return;
         }
