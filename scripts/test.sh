@@ -50,7 +50,21 @@ if ! command -v bwrap >/dev/null 2>&1; then
   { $SUDO apt-get install -y -q bubblewrap || { $SUDO apt-get update -q && $SUDO apt-get install -y -q bubblewrap; }; } >/dev/null 2>&1 \
     || echo "!!! could not install bubblewrap: the sandbox tests will say SKIPPED !!!"
 fi
-bwrap --ro-bind / / --dev /dev --unshare-net true && echo "bwrap works" || echo "!!! bwrap cannot start a sandbox here (user namespaces?): the sandbox tests will say SKIPPED !!!"
+bwrap --unshare-user --unshare-pid --unshare-net --cap-drop ALL --ro-bind / / --proc /proc --dev /dev true && echo "bwrap works" \
+  || echo "!!! bwrap cannot start a sandbox here (user namespaces?): the sandbox tests will say SKIPPED !!!"
+
+if [ "$(id -u)" -eq 0 ]; then
+  # The sandbox battery (tests/tests/sandbox_battery.rs) also runs as uid 65534,
+  # which must reach the venv's interpreter and the build: add the traverse bit
+  # (o+x, not read) to the folders above them that lack it (e.g. /root).
+  for p in "$(readlink -f .venv/bin/python)" "$ROOT/target"; do
+    d=$(dirname "$p")
+    while [ "$d" != / ]; do
+      [ -x "$d" ] && [ "$(stat -c %A "$d" | cut -c10)" = x ] || { echo "chmod o+x $d (for the unprivileged sandbox battery)"; chmod o+x "$d"; }
+      d=$(dirname "$d")
+    done
+  done
+fi
 
 step "Python unit tests (no GPU): the harness's notes, the GPU-proof scripts on the committed H100 rounds"
 .venv/bin/python -m unittest discover -s server/harness -p 'test_*.py'

@@ -227,6 +227,15 @@ def load_module(path, name, overrides, used, isolated=False):
 # Temporary copies of isolated candidates -> the file the user wrote, so errors
 # and kernel locations name the user's file.
 ALIASES = {}
+# The folders of those copies, removed when the run ends.
+TEMP_FOLDERS = []
+
+
+def remove_temp_folders():
+    import shutil
+
+    while TEMP_FOLDERS:
+        shutil.rmtree(TEMP_FOLDERS.pop(), ignore_errors=True)
 
 
 def real_path(path):
@@ -242,6 +251,7 @@ def load_isolated(path, source, tree):
     import tempfile
 
     folder = tempfile.mkdtemp(prefix="kernel-lsp-candidate-")
+    TEMP_FOLDERS.append(folder)
     copy = os.path.join(folder, "candidate_module.py")
     with open(copy, "w", encoding="utf-8") as f:
         f.write(source)
@@ -1170,7 +1180,10 @@ def run_once(argv, mode=None):
         emit({"type": "result", "mode": "none", "correct": None, "speedup": None, "ref_ms": None,
               "new_ms": None, "launches_per_forward": None, "kernels": [], "device": None, "error": f.info})
         return
-    result = run_benchmark(args, mode)
+    try:
+        result = run_benchmark(args, mode)
+    finally:
+        remove_temp_folders()
     emit({"type": "result", **result})
 
 

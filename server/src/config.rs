@@ -186,8 +186,13 @@ pub struct LlmSettings {
     /// Seconds for one chat-completions call.
     pub timeout: f64,
     pub max_tokens: u32,
-    /// Where answers run during verification: `bwrap` or `none`; unset: bwrap when it works here.
+    /// Where answers run during verification: `bwrap` or `none` (said
+    /// explicitly); unset: bwrap, and no rewrite where it cannot start.
     pub sandbox: Option<SandboxSetting>,
+    /// The data-segment limit of sandboxed code, in MiB.
+    pub sandbox_memory_mb: u64,
+    /// Answers larger than this many KiB are refused unread.
+    pub max_answer_kb: u64,
 }
 
 /// `llm.sandbox`: where LLM answers run during verification (see `llm::sandbox`).
@@ -241,6 +246,8 @@ impl Default for LlmSettings {
             timeout: 300.0,
             max_tokens: 16384,
             sandbox: None,
+            sandbox_memory_mb: 32768,
+            max_answer_kb: 512,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod bench;
 pub mod checker;
 pub mod config;
 pub mod diagnostic;
+pub mod files;
 pub mod fix;
 pub mod llm;
 pub mod lsp;

@@ -107,6 +107,8 @@ pub fn run_cli(args: BenchArgs) -> i32 {
         cpu: args.cpu,
         timeout: args.timeout,
         record_history: true,
+        origin: None,
+        sandbox: None,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,

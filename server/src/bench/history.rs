@@ -74,15 +74,16 @@ pub fn history_path(root: &Path) -> PathBuf {
     root.join(".kernel-lsp").join("history.jsonl")
 }
 
-/// Appends a run of `candidate` (an absolute path) to its project's history.
-pub fn append(candidate: &Path, result: &BenchResult) -> std::io::Result<()> {
-    let root = project_root(candidate);
+/// Appends a run of `candidate` (an absolute path) to the history of the
+/// project of `recorded_as` (the user's file it is, or a copy of), under that name.
+pub fn append(candidate: &Path, recorded_as: &Path, result: &BenchResult) -> std::io::Result<()> {
+    let root = project_root(recorded_as);
     let content = std::fs::read(candidate).unwrap_or_default();
     let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let entry = HistoryEntry {
         time: utc_time(unix),
         unix,
-        file: candidate.strip_prefix(&root).unwrap_or(candidate).display().to_string(),
+        file: recorded_as.strip_prefix(&root).unwrap_or(recorded_as).display().to_string(),
         hash: sha256::hex(&content),
         device: result.device.clone(),
         mode: result.mode.clone(),

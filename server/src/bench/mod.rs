@@ -15,6 +15,7 @@
 pub mod cli;
 pub mod history;
 mod process;
+pub mod sandbox;
 mod sha256;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +45,12 @@ pub struct BenchRequest {
     /// Append the run to `.kernel-lsp/history.jsonl` (true by default; the
     /// rewrite pipeline turns it off for its temporary candidate files).
     pub record_history: bool,
+    /// The user's file that `candidate` (a copy elsewhere) stands for: the
+    /// history records the run under it, and settings are found from it.
+    pub origin: Option<PathBuf>,
+    /// Run the harness in this sandbox (always a fresh process, never the
+    /// warm worker). Set for every run of LLM-written code.
+    pub sandbox: Option<std::sync::Arc<sandbox::Sandbox>>,
 }
 
 impl Default for BenchRequest {
@@ -57,6 +64,8 @@ impl Default for BenchRequest {
             cpu: false,
             timeout: None,
             record_history: true,
+            origin: None,
+            sandbox: None,
         }
     }
 }
@@ -208,6 +217,8 @@ async fn run_with(
     on_progress: impl FnMut(String) + Send,
 ) -> Result<BenchResult, BenchError> {
     let candidate = std::path::absolute(&req.candidate)?;
+    // Sandboxed code never runs in the shared warm worker.
+    let warm = warm && req.sandbox.is_none();
     let mut argv = harness_args(&req, &candidate);
     // The profiler's exact launch count costs seconds to attach in every
     // forked child; a warm re-run of the same content reuses the count.
@@ -217,14 +228,7 @@ async fn run_with(
     if known_launches.is_some() {
         argv.push("--no-profiler".to_string());
     }
-    let plan = process::Plan {
-        python: resolve_python(&req),
-        harness: write_harness()?,
-        argv,
-        cpu: req.cpu,
-        timeout: std::time::Duration::from_secs_f64(req.timeout.unwrap_or(req.settings.bench.timeout).max(0.1)),
-        candidate: candidate.clone(),
-    };
+    let plan = plan(&req, argv, candidate.clone())?;
     let result =
         if warm { process::run_warm(&plan, on_progress).await } else { process::run_cold(&plan, on_progress).await };
     let mut result = match result {
@@ -232,8 +236,13 @@ async fn run_with(
         Err(e) => e.into_result(&candidate),
     };
     remember_launches(&mut result, &profile_key, known_launches);
+    if let (Some(sb), Some(e)) = (&req.sandbox, result.error.as_mut()) {
+        // What sandboxed code printed is redacted before it is kept anywhere.
+        e.message = sb.redact(&e.message);
+    }
     if req.record_history {
-        if let Err(e) = history::append(&candidate, &result) {
+        let recorded_as = req.origin.as_deref().map(std::path::absolute).transpose()?;
+        if let Err(e) = history::append(&candidate, recorded_as.as_deref().unwrap_or(&candidate), &result) {
             tracing::warn!("cannot append to the benchmark history: {e}");
         }
     }
@@ -252,15 +261,31 @@ pub async fn rank(req: BenchRequest, files: &[PathBuf]) -> Result<BenchResult, B
     for f in files {
         argv.extend(["--rank".to_string(), std::path::absolute(f)?.display().to_string()]);
     }
-    let plan = process::Plan {
-        python: resolve_python(&req),
-        harness: write_harness()?,
+    let plan = plan(&req, argv, candidate)?;
+    process::run_cold(&plan, |_| {}).await
+}
+
+/// What `process` needs to start the harness for `req`: the files a sandbox
+/// must let it read are the harness and the files named after `--reference`
+/// and `--config-reference`.
+fn plan(req: &BenchRequest, argv: Vec<String>, candidate: PathBuf) -> Result<process::Plan, BenchError> {
+    let harness = write_harness()?;
+    let mut reads = vec![harness.clone()];
+    for pair in argv.windows(2) {
+        if pair[0] == "--reference" || pair[0] == "--config-reference" {
+            reads.push(PathBuf::from(&pair[1]));
+        }
+    }
+    Ok(process::Plan {
+        python: resolve_python(req),
+        harness,
         argv,
         cpu: req.cpu,
         timeout: std::time::Duration::from_secs_f64(req.timeout.unwrap_or(req.settings.bench.timeout).max(0.1)),
-        candidate: candidate.clone(),
-    };
-    process::run_cold(&plan, |_| {}).await
+        candidate,
+        sandbox: req.sandbox.clone(),
+        reads,
+    })
 }
 
 /// Milliseconds of one ranked file, by role and path, from a `rank` result.
@@ -322,7 +347,8 @@ fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
         argv.extend(["--reference".to_string(), r.display().to_string()]);
     }
     if let Some(r) = &s.reference {
-        argv.extend(["--config-reference".to_string(), config_relative(candidate, r).display().to_string()]);
+        let from = req.origin.as_deref().unwrap_or(candidate);
+        argv.extend(["--config-reference".to_string(), config_relative(from, r).display().to_string()]);
     }
     let profile = match s.bench.tolerance {
         Tolerance::KernelBench => "kernelbench".to_string(),
@@ -353,7 +379,7 @@ fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
 }
 
 /// The `reference` setting is relative to the config file that set it.
-fn config_relative(candidate: &Path, reference: &str) -> PathBuf {
+pub fn config_relative(candidate: &Path, reference: &str) -> PathBuf {
     let base = match Settings::discover(candidate) {
         Ok((_, Some(cfg))) => cfg.parent().map(Path::to_path_buf),
         _ => None,

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::Instant;
 
@@ -31,11 +31,67 @@ pub(super) struct Plan {
     pub cpu: bool,
     pub timeout: Duration,
     pub candidate: PathBuf,
+    /// Where the harness runs: in this sandbox, or as the user.
+    pub sandbox: Option<Arc<super::sandbox::Sandbox>>,
+    /// Files outside the sandbox's directory that the harness reads.
+    pub reads: Vec<PathBuf>,
+}
+
+/// The longest protocol line kept; a longer one (a flood from user code) is dropped.
+const MAX_LINE: u64 = 1 << 20;
+
+/// The harness's stdout as lines of at most `MAX_LINE` bytes: code in the
+/// harness's process cannot make the server hold an unbounded line.
+struct CappedLines<R> {
+    inner: R,
+}
+
+impl<R: AsyncBufRead + Unpin> CappedLines<R> {
+    fn new(inner: R) -> Self {
+        CappedLines { inner }
+    }
+
+    async fn next_line(&mut self) -> std::io::Result<Option<String>> {
+        let mut buf = Vec::new();
+        let n = (&mut self.inner).take(MAX_LINE).read_until(b'\n', &mut buf).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if buf.last() != Some(&b'\n') && n as u64 == MAX_LINE {
+            loop {
+                let mut skip = Vec::new();
+                let m = (&mut self.inner).take(MAX_LINE).read_until(b'\n', &mut skip).await?;
+                if m == 0 || skip.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            return Ok(Some(String::new()));
+        }
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+    }
 }
 
 /// Kills a process group when dropped (cancel) or asked (timeout), unless disarmed.
 struct GroupKill {
     pgid: Option<i32>,
+    /// The warm worker's pid, whose forked children may announce themselves.
+    worker: Option<i32>,
+}
+
+/// Whether `pid` leads its own process group and is a child of `parent`.
+fn is_group_child_of(pid: i32, parent: i32) -> bool {
+    if pid <= 1 {
+        return false;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    // pid (comm) state ppid pgrp ...: comm may hold spaces, so read after its last ')'.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { return false };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields.get(1).and_then(|f| f.parse::<i32>().ok()) == Some(parent)
+        && fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pid)
 }
 
 impl GroupKill {
@@ -76,7 +132,7 @@ enum Ending {
 
 /// Reads protocol lines until the output ends, the worker reports `done`, or the deadline.
 async fn pump<R: AsyncBufRead + Unpin>(
-    lines: &mut Lines<R>,
+    lines: &mut CappedLines<R>,
     deadline: Instant,
     kill: &mut GroupKill,
     state: &mut RunState,
@@ -94,9 +150,15 @@ async fn pump<R: AsyncBufRead + Unpin>(
         };
         let kind = msg.remove("type").and_then(|t| t.as_str().map(str::to_string)).unwrap_or_default();
         match kind.as_str() {
+            // Only the warm worker's forked child is announced this way; a
+            // one-shot run's group is the process the runner started, and a
+            // pid from inside a sandbox means nothing outside it. The worker's
+            // word is taken only for a child of the worker in its own group.
             "started" => {
-                if let Some(pid) = msg.get("pid").and_then(Value::as_i64) {
-                    kill.pgid = i32::try_from(pid).ok();
+                if let (Some(worker), Some(pid)) = (kill.worker, msg.get("pid").and_then(Value::as_i64)) {
+                    if let Some(pid) = i32::try_from(pid).ok().filter(|p| is_group_child_of(*p, worker)) {
+                        kill.pgid = Some(pid);
+                    }
                 }
             }
             "progress" => {
@@ -180,15 +242,28 @@ fn drain_stderr(
     tail
 }
 
+/// The harness's command: in the plan's sandbox when it has one (the only
+/// way LLM-written code is started), else the user's interpreter.
 fn harness_command(plan: &Plan, mode_args: &[&str]) -> Command {
-    let mut cmd = Command::new(&plan.python);
-    cmd.arg(&plan.harness)
-        .args(mode_args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("PYTHONUNBUFFERED", "1")
-        .kill_on_drop(true)
-        .process_group(0);
+    let mut cmd = match &plan.sandbox {
+        Some(sb) => {
+            let mut args = vec![plan.harness.display().to_string()];
+            args.extend(mode_args.iter().map(|s| s.to_string()));
+            if mode_args == ["run"] {
+                args.extend(plan.argv.iter().cloned());
+            }
+            sb.command(&args, &plan.reads)
+        }
+        None => {
+            let mut cmd = Command::new(&plan.python);
+            cmd.arg(&plan.harness).args(mode_args);
+            if mode_args == ["run"] {
+                cmd.args(&plan.argv);
+            }
+            cmd
+        }
+    };
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).env("PYTHONUNBUFFERED", "1").kill_on_drop(true).process_group(0);
     cmd
 }
 
@@ -203,12 +278,12 @@ pub(super) async fn run_cold(
     mut on_progress: impl FnMut(String) + Send,
 ) -> Result<BenchResult, BenchError> {
     let mut cmd = harness_command(plan, &["run"]);
-    cmd.args(&plan.argv).stdin(Stdio::null());
+    cmd.stdin(Stdio::null());
     let mut child = cmd.spawn().map_err(spawn_error(plan))?;
-    let mut kill = GroupKill { pgid: child.id().and_then(|p| i32::try_from(p).ok()) };
+    let mut kill = GroupKill { pgid: child.id().and_then(|p| i32::try_from(p).ok()), worker: None };
     let stderr = drain_stderr(child.stderr.take(), None);
     let stdout = child.stdout.take().ok_or_else(|| BenchError::Setup("the harness has no stdout".into()))?;
-    let mut lines = BufReader::new(stdout).lines();
+    let mut lines = CappedLines::new(BufReader::new(stdout));
     let deadline = Instant::now() + plan.timeout;
     let mut state = RunState::default();
     let ending = pump(&mut lines, deadline, &mut kill, &mut state, &mut on_progress).await?;
@@ -234,7 +309,8 @@ pub(super) async fn run_cold(
 struct Worker {
     _child: Child,
     stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
+    lines: CappedLines<BufReader<ChildStdout>>,
+    pid: Option<i32>,
     stderr: Arc<Mutex<String>>,
     /// A forked run was sent whose `done` has not been read (its future was dropped).
     unsettled: bool,
@@ -278,7 +354,7 @@ async fn start_worker(plan: &Plan) -> Result<Result<Worker, BenchResult>, BenchE
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(BenchError::Setup("the worker has no stdin or stdout".into()));
     };
-    let mut lines = BufReader::new(stdout).lines();
+    let mut lines = CappedLines::new(BufReader::new(stdout));
     let deadline = Instant::now() + WORKER_START.max(plan.timeout);
     loop {
         let line = match tokio::time::timeout_at(deadline, lines.next_line()).await {
@@ -291,7 +367,8 @@ async fn start_worker(plan: &Plan) -> Result<Result<Worker, BenchResult>, BenchE
         let Ok(Value::Object(msg)) = serde_json::from_str::<Value>(&line) else { continue };
         match msg.get("type").and_then(Value::as_str) {
             Some("ready") => {
-                return Ok(Ok(Worker { _child: child, stdin, lines, stderr, unsettled: false }));
+                let pid = child.id().and_then(|p| i32::try_from(p).ok());
+                return Ok(Ok(Worker { _child: child, stdin, lines, stderr, unsettled: false, pid }));
             }
             Some("error") => {
                 let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -350,7 +427,7 @@ pub(super) async fn run_warm(
         return Ok(failed);
     }
     worker.unsettled = true;
-    let mut kill = GroupKill { pgid: None };
+    let mut kill = GroupKill { pgid: None, worker: worker.pid };
     let mut state = RunState::default();
     let deadline = Instant::now() + plan.timeout;
     let ending = pump(&mut worker.lines, deadline, &mut kill, &mut state, &mut on_progress).await;

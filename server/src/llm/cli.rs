@@ -100,7 +100,6 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
     req.overrides = args.set;
     req.cpu = args.cpu;
     req.bench_timeout = args.bench_timeout;
-    req.warm = false;
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -125,7 +124,13 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
             eprintln!("  {:<10} {who}…", r.stage);
         }
     };
-    let outcome = match runtime.block_on(super::rewrite(req, progress)) {
+    // Ctrl-C or SIGTERM mid-rewrite: the sandbox's directory goes, and its
+    // processes die with this one.
+    let run = async {
+        crate::bench::sandbox::exit_cleanly_on_signals();
+        super::rewrite(req, progress).await
+    };
+    let outcome = match runtime.block_on(run) {
         Ok(o) => o,
         Err(e) => {
             if json {
@@ -157,11 +162,20 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
                 return 2;
             }
         }
-        if let Err(e) = std::fs::write(&args.file, new_text) {
-            eprintln!("error: cannot write {}: {e}", args.file.display());
+        let abs = std::path::absolute(&args.file).unwrap_or_else(|_| args.file.clone());
+        let root = crate::bench::history::project_root(&abs);
+        let backup = match crate::files::keep_backup(&root, &abs, &original) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("error: cannot keep the previous text under {}: {e}; not applied", root.display());
+                return 2;
+            }
+        };
+        if let Err(e) = crate::files::write_atomically(&abs, new_text.as_bytes()) {
+            eprintln!("error: cannot write {}: {e}; the file is unchanged", args.file.display());
             return 2;
         }
-        eprintln!("applied to {}", args.file.display());
+        eprintln!("applied to {}; the previous text is in {}", args.file.display(), backup.display());
     }
     0
 }

@@ -110,6 +110,8 @@ pub enum LlmError {
     NoCode,
     #[error("the API key variable ${0} (llm.api-key-env) is not set or empty")]
     MissingKey(String),
+    #[error("the LLM's answer is over llm.max-answer-kb = {kb} KiB; refused without reading the rest")]
+    TooLarge { kb: u64 },
     #[error("{0}")]
     Setup(String),
     #[error("the benchmark could not run: {0}")]
@@ -132,6 +134,8 @@ pub struct ClientConfig {
     /// The variable the key came from, for error messages.
     pub api_key_env: Option<String>,
     pub max_tokens: u32,
+    /// Bytes of answer stream read at most (`llm.max-answer-kb`).
+    pub max_answer_bytes: u64,
     pub connect_timeout: Duration,
     /// The whole call, retries included.
     pub timeout: Duration,
@@ -161,6 +165,7 @@ impl ClientConfig {
             api_key,
             api_key_env: llm.api_key_env.clone(),
             max_tokens: llm.max_tokens,
+            max_answer_bytes: llm.max_answer_kb.saturating_mul(1024),
             connect_timeout: Duration::from_secs_f64(secs.min(10.0)),
             timeout: Duration::from_secs_f64(secs),
             stall: Duration::from_secs_f64((secs / 2.0).min(60.0)),
@@ -281,6 +286,9 @@ impl Client {
             let Some(chunk) = chunk else { break };
             if let Err(e) = reader.feed(&chunk) {
                 return Attempt::Fail(self.scrub_error(e));
+            }
+            if reader.bytes as u64 > self.cfg.max_answer_bytes {
+                return Attempt::Fail(LlmError::TooLarge { kb: self.cfg.max_answer_bytes / 1024 });
             }
             if reader.done {
                 break;

@@ -12,9 +12,9 @@
 //! best correct one, labelled as unmeasured). Every stage is reported to the
 //! caller and appended to `.kernel-lsp/timeline.jsonl`.
 //!
-//! Candidates are written to temporary files beside the original (so
-//! relative references resolve) and deleted afterwards; the user's file is
-//! never written here. Cancellation is dropping the future: candidate tasks
+//! Candidates are written into the sandbox's private directory, never into
+//! the project, and the reference is resolved from the user's file once and
+//! passed explicitly; the user's file is never written here. Cancellation is dropping the future: candidate tasks
 //! are aborted and running benchmarks killed.
 //!
 //! May depend on `model`, `rules`, `checker`, `config`, `bench`, `text`, `diagnostic`; nothing
@@ -26,7 +26,8 @@ pub mod diff;
 pub mod extract;
 pub mod gate;
 pub mod prompts;
-pub mod sandbox;
+/// Where answers run: the one sandbox every stage uses (`bench::sandbox`).
+pub use crate::bench::sandbox;
 pub mod timeline;
 
 mod pipeline;
@@ -113,8 +114,6 @@ pub struct RewriteRequest {
     pub cpu: bool,
     /// Seconds per benchmark run; `bench.timeout` when `None`.
     pub bench_timeout: Option<f64>,
-    /// Benchmark through the warm worker (the server) or fresh processes (the CLI).
-    pub warm: bool,
 }
 
 impl RewriteRequest {
@@ -132,7 +131,6 @@ impl RewriteRequest {
             overrides: Vec::new(),
             cpu: false,
             bench_timeout: None,
-            warm: true,
         }
     }
 }

@@ -31,8 +31,9 @@ struct Ctx {
     smem: String,
     /// One benchmark at a time: parallel runs would spoil each other's timings.
     bench_lock: tokio::sync::Mutex<()>,
-    /// Where the answers' code runs (see `llm::sandbox`).
-    sandbox: super::sandbox::Sandbox,
+    /// Where the answers' code runs (see `bench::sandbox`): every harness run
+    /// of this pipeline is built by `Ctx::request`, which sets it.
+    sandbox: Arc<super::sandbox::Sandbox>,
 }
 
 /// Runs the pipeline; `on_stage` hears every stage start and end. Drop the
@@ -71,7 +72,7 @@ pub async fn rewrite(
         rel,
         reference,
         bench_lock: tokio::sync::Mutex::new(()),
-        sandbox: super::sandbox::for_request(&req)?,
+        sandbox: Arc::new(sandbox_for(&req)?),
         req,
     };
     let mut records = Vec::new();
@@ -85,7 +86,7 @@ pub async fn rewrite(
 
     let _ = tx.send(StageEvent {
         finished: true,
-        record: super::sandbox::record(&ctx.sandbox, ctx.record("sandbox", None, None, String::new(), 0, "", None)),
+        record: ctx.record("sandbox", None, None, ctx.sandbox.kind.to_string(), 0, &ctx.sandbox.description, None),
     });
     // The baseline: the current text, benchmarked as a candidate would be.
     let baseline = ctx.bench("baseline", None, None, &ctx.text, &tx).await?;
@@ -156,6 +157,24 @@ pub async fn rewrite(
     Ok(RewriteOutcome { candidates, timeline: records, ..outcome })
 }
 
+/// The sandbox for one rewrite, from its settings.
+fn sandbox_for(req: &RewriteRequest) -> Result<super::sandbox::Sandbox, LlmError> {
+    let python = bench::resolve_python(&BenchRequest {
+        python: req.python.clone(),
+        settings: req.settings.clone(),
+        ..Default::default()
+    });
+    let limits = super::sandbox::Limits {
+        data_bytes: req.settings.llm.sandbox_memory_mb.saturating_mul(1 << 20),
+        ..Default::default()
+    };
+    let mut sandbox = super::sandbox::prepare(req.settings.llm.sandbox, &python, limits).map_err(LlmError::Setup)?;
+    if let Some(var) = &req.settings.llm.api_key_env {
+        sandbox.keep_secret(std::env::var(var).unwrap_or_default());
+    }
+    Ok(sandbox)
+}
+
 fn save_timeline(ctx: &Ctx, records: &[StageRecord]) {
     if let Err(e) = timeline::append(&ctx.root, records) {
         tracing::warn!("cannot append to {}: {e}", timeline::timeline_path(&ctx.root).display());
@@ -171,10 +190,10 @@ fn is_environment_failure(kind: &str) -> bool {
     matches!(kind, "missing-dependency" | "harness" | "no-reference")
 }
 
-/// The reference as the harness would find it from the original file's name
-/// (a temporary candidate's name would defeat the sibling rule), and its path
-/// for the prompt. `None`: `Model` is in the file, or a reference comment or
-/// setting the harness resolves itself.
+/// The reference as the harness would find it from the original file (a
+/// candidate in the sandbox's directory has no siblings, and an answer's own
+/// reference comment must not choose what it is checked against), and its
+/// path for the prompt. `None`: `Model` is in the file.
 fn find_reference(req: &RewriteRequest, file: &Path, text: &str) -> Option<PathBuf> {
     if let Some(r) = &req.reference {
         return Some(std::path::absolute(r).unwrap_or_else(|_| r.clone()));
@@ -191,8 +210,8 @@ fn find_reference(req: &RewriteRequest, file: &Path, text: &str) -> Option<PathB
     if has_model(text) {
         return None;
     }
-    if req.settings.reference.is_some() {
-        return None;
+    if let Some(r) = &req.settings.reference {
+        return Some(bench::config_relative(file, r));
     }
     let stem = file.file_stem()?.to_str()?;
     let mut names = Vec::new();
@@ -522,28 +541,76 @@ impl Ctx {
             attempt,
             score,
             latency_ms,
-            problem: problem.lines().next().unwrap_or_default().to_string(),
+            problem: self.sandbox.redact(problem.lines().next().unwrap_or_default()),
             tokens,
         }
     }
 
-    /// Temporary candidate paths replaced by the user's file name.
+    /// Candidate paths in the sandbox replaced by the user's file name, and
+    /// anything shaped like a credential redacted: the text came out of
+    /// sandboxed code and goes into prompts, the timeline and the output.
     fn clean(&self, message: &str) -> String {
-        let name = self.file.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        let dir = self.file.parent().map(|d| d.display().to_string()).unwrap_or_default();
-        let stem = self.file.file_stem().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        let prefix = format!("{dir}/{stem}_klsp");
+        let name = self.file.display().to_string();
+        let prefix = format!("{}/{}", self.sandbox.dir().join("work").display(), CANDIDATE_PREFIX);
         let mut out = String::new();
         let mut rest = message;
         while let Some(at) = rest.find(&prefix) {
             out.push_str(&rest[..at]);
             let tail = &rest[at..];
             let end = tail.find(".py").map(|e| e + 3).unwrap_or(tail.len());
-            out.push_str(&format!("{dir}/{name}"));
+            out.push_str(&name);
             rest = &tail[end..];
         }
         out.push_str(rest);
-        out
+        self.sandbox.redact(&out)
+    }
+
+    /// The harness run of `candidate` (a file in the sandbox): every run of
+    /// this pipeline is built here, in the sandbox.
+    fn request(&self, candidate: PathBuf, record_history: bool) -> BenchRequest {
+        BenchRequest {
+            candidate,
+            reference: self.reference.clone(),
+            settings: self.req.settings.clone(),
+            python: self.req.python.clone(),
+            overrides: self.req.overrides.clone(),
+            cpu: self.req.cpu,
+            timeout: self.req.bench_timeout,
+            record_history,
+            origin: Some(self.file.clone()),
+            sandbox: Some(self.sandbox.clone()),
+        }
+    }
+
+    /// A result names the user's file where the harness saw a candidate in
+    /// the sandbox, and its messages are cleaned.
+    fn own_paths(&self, result: &mut BenchResult) {
+        let mine = |p: &str| p.starts_with(&self.sandbox.dir().display().to_string());
+        let user = self.file.display().to_string();
+        if let Some(v) = result.extra.get_mut("candidate") {
+            if v.as_str().is_some_and(mine) {
+                *v = serde_json::Value::from(user.clone());
+            }
+        }
+        for k in &mut result.kernels {
+            if k.file.as_deref().is_some_and(mine) {
+                k.file = Some(user.clone());
+            }
+        }
+        if let Some(e) = &mut result.error {
+            if e.file.as_deref().is_some_and(mine) {
+                e.file = Some(user.clone());
+            }
+            e.message = self.clean(&e.message);
+        }
+    }
+
+    /// Writes `text` into the sandbox's directory as a candidate file.
+    fn candidate_file(&self, tag: &str, text: &str) -> Result<TempFile, LlmError> {
+        let name = format!("{CANDIDATE_PREFIX}{tag}.py");
+        self.sandbox.write(&name, text).map(TempFile).map_err(|e| {
+            LlmError::Setup(format!("cannot write a candidate into {}: {e}", self.sandbox.dir().display()))
+        })
     }
 
     /// The error for a repair prompt: kind and place, the source line, and
@@ -592,25 +659,12 @@ impl Ctx {
             (Some(c), Some(a)) => format!("c{c}a{a}"),
             _ => "base".to_string(),
         };
-        let temp = TempFile::write(&self.file, &tag, text)?;
-        let request = BenchRequest {
-            candidate: temp.0.clone(),
-            reference: self.reference.clone(),
-            settings: self.req.settings.clone(),
-            python: self.sandbox.interpreter(self.req.python.clone()),
-            overrides: self.req.overrides.clone(),
-            cpu: self.req.cpu,
-            timeout: self.req.bench_timeout,
-            // The baseline is the user's file (under a temporary name) and is
-            // worth recording; candidates are not.
-            record_history: candidate.is_none(),
-        };
-        let ran = if self.req.warm && !self.sandbox.is_sandboxed() {
-            bench::run(request, |_| {}).await
-        } else {
-            bench::run_cold(request, |_| {}).await
-        };
-        let result = ran.unwrap_or_else(|e| e.into_result(&temp.0));
+        let temp = self.candidate_file(&tag, text)?;
+        // The baseline is the user's file and is worth recording; candidates are not.
+        let request = self.request(temp.0.clone(), candidate.is_none());
+        let ran = bench::run_cold(request, |_| {}).await;
+        let mut result = ran.unwrap_or_else(|e| e.into_result(&temp.0));
+        self.own_paths(&mut result);
         drop(temp);
         let ms = start.elapsed().as_millis() as u64;
         let score = match (result.speedup, result.correct) {
@@ -658,7 +712,7 @@ impl Ctx {
             return None;
         }
         let _turn = self.bench_lock.lock().await;
-        let current = match TempFile::write(&self.file, "rank", &self.text) {
+        let current = match self.candidate_file("rank", &self.text) {
             Ok(t) => t,
             Err(e) => {
                 let result = BenchResult::failed("harness", e.to_string(), Some(&self.file), None);
@@ -667,21 +721,12 @@ impl Ctx {
         };
         let mut files = Vec::new();
         for (i, text) in &ranked {
-            match TempFile::write(&self.file, &format!("rank{}", candidates[*i].index), text) {
+            match self.candidate_file(&format!("rank{}", candidates[*i].index), text) {
                 Ok(t) => files.push((*i, t)),
                 Err(e) => tracing::warn!("cannot write a candidate for the ranking: {e}"),
             }
         }
-        let request = BenchRequest {
-            candidate: current.0.clone(),
-            reference: self.reference.clone(),
-            settings: self.req.settings.clone(),
-            python: self.req.python.clone(),
-            overrides: self.req.overrides.clone(),
-            cpu: self.req.cpu,
-            timeout: self.req.bench_timeout,
-            record_history: false,
-        };
+        let request = self.request(current.0.clone(), false);
         let paths: Vec<PathBuf> = files.iter().map(|(_, t)| t.0.clone()).collect();
         let result = bench::rank(request, &paths).await.unwrap_or_else(|e| e.into_result(&current.0));
         let reference_ms = result
@@ -699,20 +744,12 @@ impl Ctx {
     }
 }
 
-/// A candidate file beside the original, removed when dropped (also on cancel).
-struct TempFile(PathBuf);
+/// Candidate files in the sandbox are named `candidate_TAG.py`.
+const CANDIDATE_PREFIX: &str = "candidate_";
 
-impl TempFile {
-    fn write(original: &Path, tag: &str, text: &str) -> Result<TempFile, LlmError> {
-        let dir = original.parent().unwrap_or(Path::new("."));
-        let stem = original.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "kernel".into());
-        let path = dir.join(format!("{stem}_klsp{}_{tag}.py", std::process::id()));
-        std::fs::write(&path, text).map_err(|e| {
-            LlmError::Setup(format!("cannot write a candidate beside the file, {}: {e}", path.display()))
-        })?;
-        Ok(TempFile(path))
-    }
-}
+/// A candidate file in the sandbox's directory, removed when dropped (the
+/// directory goes with the sandbox, on every exit path).
+struct TempFile(PathBuf);
 
 impl Drop for TempFile {
     fn drop(&mut self) {

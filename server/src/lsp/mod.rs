@@ -94,6 +94,7 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         }
     };
     runtime.block_on(async {
+        crate::bench::sandbox::exit_cleanly_on_signals();
         let (frames, transport_out, out) = framing::output();
         let writer = tokio::spawn(framing::write_frames(out, tokio::io::stdout()));
         let server_frames = frames.clone();

@@ -346,6 +346,8 @@ impl Server {
             cpu: args.get(1).and_then(|o| o.get("cpu")).and_then(Value::as_bool).unwrap_or(false),
             timeout: None,
             record_history: true,
+            origin: None,
+            sandbox: None,
         };
         let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<String>();
         let task = tokio::spawn(bench::run(request, move |m| {
