@@ -64,7 +64,11 @@ struct CheckError {
     message: String,
 }
 
-pub fn run(args: CheckArgs) -> i32 {
+pub fn run(mut args: CheckArgs) -> i32 {
+    // Rule codes are case-insensitive, as `kernel-lsp rules kl001` is.
+    for s in args.select.iter_mut().chain(args.ignore.iter_mut()) {
+        *s = s.to_ascii_uppercase();
+    }
     if let Some(gpu) = &args.target_gpu {
         if kernel_lsp::config::gpu_by_name(gpu).is_none() {
             eprintln!("error: {}", kernel_lsp::config::ConfigError::UnknownGpu(gpu.clone()));
@@ -313,6 +317,7 @@ fn print_text(
 ) -> std::io::Result<()> {
     let mut total = 0;
     let mut fixable = 0;
+    let mut review = 0;
     let mut fixed = 0;
     for r in reports {
         let index = LineIndex::new(&r.text);
@@ -324,7 +329,10 @@ fn print_text(
                     fixable += 1;
                     "[*] "
                 }
-                Some(f) if f.applicability == Applicability::NeedsReview => "[review] ",
+                Some(f) if f.applicability == Applicability::NeedsReview => {
+                    review += 1;
+                    "[review] "
+                }
                 _ => "",
             };
             writeln!(out, "{}:{}:{}: {} {}{}", r.path.display(), line, col, d.code, marker, d.message)?;
@@ -338,6 +346,12 @@ fn print_text(
         writeln!(out, "Found {total} {}.", plural(total, "error", "errors"))?;
         if fixable > 0 && !args.fix {
             writeln!(out, "[*] {fixable} fixable with `kernel-lsp check --fix`.")?;
+        }
+        if review > 0 && !args.unsafe_fixes {
+            writeln!(
+                out,
+                "[review] {review} more fixable with `kernel-lsp check --fix --unsafe-fixes` (fixes to review before keeping)."
+            )?;
         }
     }
     // Green only when every requested file was read, parsed (else KL900 above) and clean.

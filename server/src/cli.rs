@@ -25,7 +25,7 @@ struct ServeArgs {
 enum Command {
     /// Speak the Language Server Protocol on stdin/stdout.
     Serve(ServeArgs),
-    /// Check files or directories for the KL001-KL010 mistakes.
+    /// Check files or directories for the KL001-KL010 mistakes and the KL101-KL109 KernelBench hygiene rules.
     Check(crate::check_cmd::CheckArgs),
     /// List the rules, or explain one (`kernel-lsp rules KL001`).
     Rules {
@@ -47,6 +47,14 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if !matches!(cli.command, Command::Serve(_)) {
+        // A command-line tool piped into `head` ends quietly when the reader
+        // goes, as ruff and the coreutils do, instead of panicking on EPIPE.
+        // SAFETY: restoring the default disposition of one signal at start-up.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match cli.command {
         Command::Serve(ServeArgs { stdio: _, client_process_id }) => kernel_lsp::lsp::serve_stdio(client_process_id),
         Command::Bench(args) => kernel_lsp::bench::cli::run_cli(args),

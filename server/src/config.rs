@@ -313,8 +313,16 @@ fn load_toml(path: &Path, pyproject: bool) -> Result<Settings, ConfigError> {
     } else {
         toml::Value::Table(value)
     };
-    let settings: Settings = table.try_into().map_err(|e: toml::de::Error| invalid(e.to_string()))?;
+    let mut settings: Settings = table.try_into().map_err(|e: toml::de::Error| invalid(e.to_string()))?;
     settings.validate().map_err(|e| invalid(e.to_string()))?;
+    // A relative interpreter path is the config file's, not the current directory's;
+    // a bare name (`python3`) is looked up on PATH.
+    if let (Some(py), Some(dir)) = (&settings.python, path.parent()) {
+        if py.contains('/') && Path::new(py).is_relative() {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            settings.python = Some(dir.join(py).display().to_string());
+        }
+    }
     Ok(settings)
 }
 

@@ -445,3 +445,66 @@ except triton.compiler.errors.CompilationError as e:
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.trim(), "10 39 True", "stderr: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Without --python, a setting or an active virtualenv, `bench` uses the
+/// project's `.venv`; a relative `python` setting is read from the config
+/// file's folder, not the current directory.
+#[test]
+fn bench_finds_the_projects_venv_and_a_relative_python_setting() {
+    let dir = project("venv", &["add_ref.py", "add_new.py"]);
+    // A virtualenv of its own: the test venv's interpreter, configuration and packages.
+    let real = Path::new(&python()).parent().unwrap().parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(dir.join(".venv/bin")).unwrap();
+    std::os::unix::fs::symlink(python(), dir.join(".venv/bin/python")).unwrap();
+    std::os::unix::fs::symlink(real.join("lib"), dir.join(".venv/lib")).unwrap();
+    std::fs::copy(real.join("pyvenv.cfg"), dir.join(".venv/pyvenv.cfg")).unwrap();
+    let run = |cwd: &Path, file: &str| {
+        let out = Command::new(binary())
+            .args(["bench", file, "--format", "json", "--cpu", "--set", "N=300", "--timeout", "120"])
+            .current_dir(cwd)
+            .env_remove("VIRTUAL_ENV")
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .expect("kernel-lsp runs");
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        });
+        json
+    };
+    let found = run(&dir, "add_new.py");
+    assert_eq!(found["correct"], true, "the project's .venv has torch: {found:#}");
+    std::fs::rename(dir.join(".venv"), dir.join("env-elsewhere")).unwrap();
+    std::fs::write(dir.join("kernel-lsp.toml"), "python = \"env-elsewhere/bin/python\"\n").unwrap();
+    let sub = dir.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let from_sub = run(&sub, "../add_new.py");
+    assert_eq!(from_sub["correct"], true, "the setting is relative to kernel-lsp.toml: {from_sub:#}");
+    std::fs::write(dir.join("kernel-lsp.toml"), "python = \"no/such/python\"\n").unwrap();
+    let missing = run(&sub, "../add_new.py");
+    let message = missing["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("{}/no/such/python", dir.display())), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn history_of_a_file_that_does_not_exist_is_an_error() {
+    let dir = project("history-missing", &[]);
+    let out = Command::new(binary()).args(["history", "missing.py"]).current_dir(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.py does not exist and has no benchmark runs recorded"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The timeout hint says what the file's kernels do: no barrier hint for a
+/// kernel that does not wait on other programs, a way to shrink the task instead.
+#[test]
+fn a_timeout_without_a_barrier_suggests_shrinking_not_a_barrier() {
+    let dir = project("slow", &["add_ref.py", "add_new.py"]);
+    let run = bench_json(&dir, "add_new.py", &["--timeout", "4", "--set", "N=200000000"]);
+    assert_eq!(error_kind(&run), "timeout", "{:#}", run.json);
+    let message = run.json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("No kernel of this file waits on other programs"), "{message}");
+    assert!(message.contains("--set NAME=VALUE") && !message.contains("grid-wide barrier"), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

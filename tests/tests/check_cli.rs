@@ -268,6 +268,11 @@ fn fix_applies_safe_fixes_and_unsafe_fixes_needs_the_flag() {
     std::fs::write(dir.join("k.py"), src).unwrap();
     let safe = kernel_lsp(&["check", "--fix", "k.py"], &dir);
     assert_eq!(safe.status.code(), Some(1), "KL004 needs review, so it stays");
+    let said = String::from_utf8_lossy(&safe.stdout);
+    assert!(
+        said.contains("[review] 1 more fixable with `kernel-lsp check --fix --unsafe-fixes`"),
+        "the way to the review fix is said: {said}"
+    );
     let after = std::fs::read_to_string(dir.join("k.py")).unwrap();
     assert!(after.contains("(2 * tl.sigmoid(2 * (tl.load(x_ptr + offs))) - 1)"), "{after}");
     assert!(after.contains("def k(x_ptr, n):"), "{after}");
@@ -413,4 +418,28 @@ fn kl005_falls_back_to_the_bundled_list_when_the_python_is_missing() {
         stderr.contains("KL005 checks against the bundled list") && stderr.contains("/nonexistent/bin/python3"),
         "{stderr}"
     );
+}
+
+/// Piped into `head`, the CLI ends quietly (no panic, no error message) when
+/// the reader goes away; rule codes are case-insensitive everywhere.
+#[test]
+fn a_closed_pipe_ends_quietly_and_codes_are_case_insensitive() {
+    let bin = common::server_binary();
+    let dir = common::temp_workspace("check-pipe");
+    let examples = repo().join("examples").display().to_string();
+    for args in ["rules".to_string(), format!("check --format json {examples}"), format!("check {examples}")] {
+        // The reader has gone before kernel-lsp writes: every write meets a closed pipe.
+        let script = format!("{{ sleep 0.3; \"$0\" {args}; echo \"rc=$?\" >&2; }} | true");
+        let out = Command::new("bash").args(["-c", &script, &bin.display().to_string()]).current_dir(&dir).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked") && !err.contains("error"), "`{args} | true`: {err}");
+        assert!(err.contains("rc=141"), "ended by SIGPIPE, as `cat file | head` does: {err}");
+    }
+    std::fs::write(dir.join("k.py"), "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.tanh(tl.load(x_ptr)))\n").unwrap();
+    let lower = kernel_lsp(&["check", "--select", "kl005", "k.py"], &dir);
+    let upper = kernel_lsp(&["check", "--select", "KL005", "k.py"], &dir);
+    assert_eq!(lower.status.code(), Some(1), "{}", String::from_utf8_lossy(&lower.stderr));
+    assert_eq!(lower.stdout, upper.stdout);
+    let ignored = kernel_lsp(&["check", "--ignore", "kl005", "--select", "kl005", "k.py"], &dir);
+    assert_eq!(ignored.status.code(), Some(0), "{}", String::from_utf8_lossy(&ignored.stdout));
 }

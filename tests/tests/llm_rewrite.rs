@@ -87,14 +87,15 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 
+/// The project holds what it held (and `.kernel-lsp/`): candidates live in the sandbox, never here.
 fn no_temp_files_left(dir: &Path) {
     let left: Vec<String> = std::fs::read_dir(dir)
         .expect("dir")
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.contains("_klsp"))
+        .filter(|n| ![FILE, "reference.py", "kernel-lsp.toml", ".kernel-lsp"].contains(&n.as_str()))
         .collect();
-    assert!(left.is_empty(), "temporary candidates left behind: {left:?}");
+    assert!(left.is_empty(), "files left behind in the project: {left:?}");
 }
 
 #[test]
@@ -199,6 +200,28 @@ fn answer_that_keeps_the_python_loop_is_rejected_by_the_gate_then_repaired_and_a
         fixture_code("answer_persistent.md"),
         "--apply wrote the winner"
     );
+    // The previous text is kept where the user can get it back, and the output says where.
+    let backups: Vec<PathBuf> = std::fs::read_dir(dir.join(".kernel-lsp/backups"))
+        .expect("a backups folder")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    assert_eq!(std::fs::read_to_string(&backups[0]).unwrap(), original());
+    let name = backups[0].file_name().unwrap().to_string_lossy().to_string();
+    assert!(name.starts_with(&format!("{FILE}.")), "{name}");
+    assert!(stderr(&out).contains(&format!("the previous text is in {}", backups[0].display())), "{}", stderr(&out));
+    no_temp_files_left(&dir);
+}
+
+#[test]
+fn an_answer_over_the_size_cap_is_refused_unread() {
+    let llm = MockLlm::start(vec![Reply::Answer(fixture("answer_persistent.md"))]);
+    let dir = project("cap", &llm, "max-answer-kb = 2\n");
+    let out = rewrite(&dir, &["--action", "persistent", "--candidates", "1", "--repairs", "0"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the LLM's answer is over llm.max-answer-kb = 2 KiB; refused"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(dir.join(FILE)).unwrap(), original());
     no_temp_files_left(&dir);
 }
 
@@ -276,6 +299,63 @@ fn truncated_stream_is_a_clear_error() {
             && err.contains("without `[DONE]` or a finish_reason"),
         "{err}"
     );
+}
+
+/// With no LLM configured (the default endpoint, nothing listening there)
+/// the rewrite says how to configure one, before any benchmark runs.
+#[test]
+fn no_llm_configured_says_how_to_configure_one_before_anything_runs() {
+    let llm = MockLlm::start(vec![Reply::Answer(String::new())]);
+    let dir = project("unconfigured", &llm, "");
+    std::fs::write(dir.join("kernel-lsp.toml"), "[bench]\ntimeout = 120\n").unwrap();
+    if std::net::TcpStream::connect("127.0.0.1:8000").is_ok() {
+        eprintln!("\n!!!!! no_llm_configured...: SKIPPED, something listens on 127.0.0.1:8000 here !!!!!\n");
+        return;
+    }
+    let started = std::time::Instant::now();
+    let out = rewrite(&dir, &["--action", "persistent", "--candidates", "1"], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no LLM is configured: nothing answers at http://127.0.0.1:8000/v1"), "{err}");
+    assert!(err.contains("Set llm.base-url") && err.contains("llm.model") && err.contains("llm.api-key-env"), "{err}");
+    assert_eq!(err.matches("error:").count(), 1, "one message: {err}");
+    assert!(!err.contains("baseline"), "no benchmark ran first: {err}");
+    assert!(started.elapsed().as_secs() < 20, "said at once, not after a benchmark");
+    assert!(!dir.join(".kernel-lsp/timeline.jsonl").exists(), "nothing ran, nothing recorded");
+}
+
+/// The answer's own reference line does not replace the user's: the applied
+/// file is benchmarked against the reference it was verified against.
+#[test]
+fn an_applied_rewrite_keeps_the_reference_declaration_and_benchmarks() {
+    let answer = fixture("answer_persistent.md")
+        .replacen("```python\n", "```python\n# kernel-lsp: reference = reference_gru.py\n", 1);
+    let llm = MockLlm::start(vec![Reply::Answer(answer)]);
+    let dir = project("directive", &llm, "");
+    let mine = "my_gru.py";
+    std::fs::write(dir.join(mine), format!("# kernel-lsp: reference = ref_gru.py\n{}", original())).unwrap();
+    std::fs::rename(dir.join("reference.py"), dir.join("ref_gru.py")).unwrap();
+    std::fs::remove_file(dir.join(FILE)).unwrap();
+    let py = python();
+    let mut argv = vec!["rewrite", mine, "--cpu", "--python", py.as_str(), "--bench-timeout", "120"];
+    let sets: Vec<String> = SMALL.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for s in &sets {
+        argv.extend(["--set", s.as_str()]);
+    }
+    argv.extend(["--action", "persistent", "--candidates", "1", "--repairs", "0", "--apply"]);
+    let out = Command::new(binary()).args(&argv).current_dir(&dir).env_remove(KEY_VAR).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let applied = std::fs::read_to_string(dir.join(mine)).unwrap();
+    assert!(applied.starts_with("# kernel-lsp: reference = ref_gru.py\n"), "{applied}");
+    assert!(!applied.contains("reference_gru.py"), "{applied}");
+    let mut bench = vec!["bench", mine, "--cpu", "--python", py.as_str(), "--format", "json"];
+    for s in &sets {
+        bench.extend(["--set", s.as_str()]);
+    }
+    let out = Command::new(binary()).args(&bench).current_dir(&dir).output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_eq!(r["correct"], true, "{r:#}");
+    assert!(r["reference"].as_str().unwrap_or_default().ends_with("ref_gru.py"), "{r:#}");
 }
 
 #[test]

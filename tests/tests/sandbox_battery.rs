@@ -372,3 +372,71 @@ fn without_the_sandbox_the_same_payload_gets_out() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+/// A rewrite killed mid-run (SIGTERM while the LLM call hangs, SIGINT while
+/// the baseline benchmark runs) removes its sandbox directory, ends the
+/// sandboxed processes, and leaves the project as it was.
+#[test]
+fn a_rewrite_stopped_by_a_signal_leaves_nothing_behind() {
+    if !can_run(As::Me, "a_rewrite_stopped_by_a_signal_leaves_nothing_behind") {
+        return;
+    }
+    for (signal, code, wait_for_llm) in [(libc::SIGTERM, 143, true), (libc::SIGINT, 130, false)] {
+        let llm = MockLlm::start(vec![Reply::Stall(llm_mock::fixture("answer_persistent.md"))]);
+        let project = folder(&format!("project-signal{signal}"), As::Me);
+        let tmp = folder(&format!("tmp-signal{signal}"), As::Me);
+        std::fs::write(
+            project.join("kernel-lsp.toml"),
+            format!("[llm]\nbase-url = \"{}\"\nmodel = \"m\"\ntimeout = 300\n", llm.base_url),
+        )
+        .unwrap();
+        for f in [FILE, "reference.py"] {
+            std::fs::copy(repo().join("examples/gru").join(f), project.join(f)).unwrap();
+        }
+        let py = python();
+        let mut cmd = Command::new(binary());
+        cmd.args(["rewrite", FILE, "--cpu", "--python", &py, "--action", "persistent", "--candidates", "1"]);
+        for s in SMALL {
+            cmd.args(["--set", s]);
+        }
+        let mut child = cmd
+            .current_dir(&project)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kernel-lsp runs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let sandbox_there = std::fs::read_dir(&tmp).unwrap().flatten().any(|e| {
+                e.file_name().to_string_lossy().starts_with("kernel-lsp-sandbox-")
+                    && (!wait_for_llm || !llm.requests().is_empty())
+            });
+            // SIGINT lands while the baseline's harness runs inside the sandbox.
+            let harness_running = wait_for_llm
+                || !Command::new("pgrep").args(["-f", &tmp.display().to_string()]).output().unwrap().stdout.is_empty();
+            if sandbox_there && harness_running {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the rewrite never got going");
+            assert!(matches!(child.try_wait(), Ok(None)), "the rewrite ended by itself");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        if !wait_for_llm {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+        // SAFETY: kill on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "signal {signal}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(left.is_empty(), "signal {signal}: left in the temp dir: {left:?}");
+        let alive = Command::new("pgrep").args(["-f", &tmp.display().to_string()]).output().unwrap();
+        assert!(alive.stdout.is_empty(), "signal {signal}: sandboxed processes outlived the rewrite: {:?}", alive);
+        let files = files(&project, &[]);
+        assert_eq!(files, vec![FILE.to_string(), "kernel-lsp.toml".to_string(), "reference.py".to_string()]);
+        let _ = std::fs::remove_dir_all(&project);
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+}

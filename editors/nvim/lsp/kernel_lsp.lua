@@ -14,6 +14,14 @@
 
 local root_markers = { 'kernel-lsp.toml', 'pyproject.toml', '.git' }
 
+-- The user commands (:KernelBench, :KernelBenchCancel, ...) and autocommands.
+-- plugin/kernel_lsp.lua defines them at startup; this file is read when
+-- `vim.lsp.enable('kernel_lsp')` (or a buffer's FileType) resolves the config,
+-- which also covers a runtimepath added after startup. Idempotent.
+pcall(function()
+  require('kernel_lsp.commands').define()
+end)
+
 --- Whether the buffer looks like a Triton kernel file.
 ---@param bufnr integer
 ---@return boolean
@@ -94,7 +102,18 @@ return {
     [''] = function() end,
   },
 
+  -- Neovim 0.11 pulls diagnostics (textDocument/diagnostic) but does not
+  -- answer `workspace/diagnostic/refresh`, so a pulling client would only see
+  -- what changed without an edit (a benchmark's KL9xx findings) after its next
+  -- edit. With refresh support the server asks, and the handler below pulls.
+  capabilities = {
+    workspace = { diagnostics = { refreshSupport = true } },
+  },
+
   handlers = {
+    ['workspace/diagnostic/refresh'] = function(err, result, ctx)
+      return require('kernel_lsp').on_diagnostic_refresh(err, result, ctx)
+    end,
     -- An edit whose change annotation asks for confirmation (an LLM rewrite)
     -- is shown as a diff in a split and applied only after you agree.
     ['workspace/applyEdit'] = function(err, params, ctx)

@@ -46,6 +46,34 @@ H.test(':KernelBench reports progress and puts the result on the ModelNew lens',
   H.eq('correct (CPU interpreter, no timing)', kl.bench_summary(result), 'summary')
 end)
 
+H.test("a run's KL9xx finding is a diagnostic too, not only a notification", function()
+  -- No reference beside it: the run ends with KL907 (no-reference). The server
+  -- keeps that finding with the file's diagnostics; Neovim pulls them, so it
+  -- must be asked to pull again (it would otherwise see KL907 only after an edit).
+  local lone_dir = H.tmpdir()
+  local lone = H.copy('examples/tanh_activation/candidate_fixed.py', lone_dir, 'no_reference.py')
+  local buf = H.open(lone)
+  H.client(buf)
+  H.wait(20000, function()
+    return #vim.lsp.codelens.get(buf) > 0
+  end, 'the analysis of ' .. lone)
+  H.eq(nil, H.diagnostic(buf, 'KL907'), 'KL907 before the run')
+  local result, done = nil, false
+  kl.benchmark({ bufnr = buf, on_done = function(r) result, done = r, true end })
+  H.wait(300000, function() return done end, 'the benchmark to finish')
+  H.eq('no-reference', type(result) == 'table' and type(result.error) == 'table' and result.error.kind or nil,
+    'the run ends without a reference: ' .. vim.inspect(result))
+  local notified = vim.tbl_filter(function(m)
+    return m.msg:find('no-reference', 1, true) ~= nil
+  end, require('kernel_lsp.ui').messages)
+  H.ok(#notified > 0, 'the outcome is notified')
+  -- No edit, no save: only the run changed the diagnostics.
+  local d = H.wait_code(buf, 'KL907', 10000)
+  H.eq(vim.diagnostic.severity.WARN, d.severity, 'KL907 severity')
+  H.ok(not vim.bo[buf].modified, 'the buffer was not edited')
+  vim.cmd('bwipeout! ' .. buf)
+end)
+
 H.test(':KernelHistory lists the run', function()
   local buf = vim.fn.bufnr(path)
   vim.cmd('buffer ' .. buf)

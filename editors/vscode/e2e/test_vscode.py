@@ -8,10 +8,16 @@ menu, the Refactor Preview. The language server is the real
 real harness on Triton's CPU interpreter, and the only stand-in is the LLM:
 `llm_replay.py` on loopback replays `tests/fixtures/llm/answer_persistent.md`.
 
-  quick: diagnostics in Problems, the rule doc on hover, a changed setting
-         taking effect, the KL005 quick fix applied.
-  full:  quick, then Benchmark on a CPU-sized example (its result lens) and
-         Make Persistent (preview first; the file changes only after Apply).
+  quick: kernelLsp.path and kernelLsp.python in the User settings (what the
+         Settings UI offers), diagnostics in Problems, the rule doc on hover,
+         a changed setting taking effect, a wrong kernelLsp.path reported
+         (with its value and scope) and a corrected one picked up without
+         "Restart Server", the KL005 quick fix applied.
+  full:  quick, then more fresh starts of code-server with the path in User
+         settings (found on each), Benchmark cancelled from its progress
+         notification's Cancel button, Benchmark on a CPU-sized example (its
+         result lens) and Make Persistent (preview first; the file changes
+         only after Apply).
 
 Run through run.sh, which installs what this needs and sets the environment:
 CODE_SERVER, VSIX, KERNEL_LSP_BIN, KERNEL_LSP_TEST_PYTHON, CHROMIUM.
@@ -107,21 +113,19 @@ def make_workspace(root):
 
 
 class VsCode:
-    """code-server with its own user-data and extensions directories."""
+    """code-server with its own user-data directory (and extensions directory, unless shared)."""
 
-    def __init__(self, root, code_server, settings, machine_settings):
+    def __init__(self, root, code_server, settings, extensions=None):
         self.root = root
         self.code_server = code_server
         self.user_data = root / "user-data"
-        self.extensions = root / "extensions"
+        self.extensions = extensions or root / "extensions"
         self.settings_file = self.user_data / "User" / "settings.json"
         self.settings_file.parent.mkdir(parents=True)
+        # Everything in the User settings, kernelLsp.path and kernelLsp.python
+        # included; the server machine's settings (Machine/settings.json) are
+        # left empty.
         self.write_settings(settings)
-        # Settings of `machine` scope (kernelLsp.path, kernelLsp.python) are read
-        # from the server machine's settings, as in any remote VS Code.
-        machine = self.user_data / "Machine" / "settings.json"
-        machine.parent.mkdir(parents=True)
-        machine.write_text(json.dumps(machine_settings, indent=2))
         self.log = root / "code-server.log"
         self.process = None
         self.port = free_port()
@@ -272,6 +276,13 @@ class User:
     def code_lenses(self):
         return " | ".join(self.page.locator(".monaco-editor .codelens-decoration").all_inner_texts())
 
+    def notifications(self):
+        """The text of the notification toasts on screen."""
+        return " | ".join(self.page.locator(".notifications-toasts .notification-toast").all_inner_texts())
+
+    def clear_notifications(self):
+        self.palette("Notifications: Clear All Notifications")
+
     def edit_user_settings(self, settings, settings_file):
         """Preferences: Open User Settings (JSON), replace its text, save, close it."""
         self.palette("Preferences: Open User Settings (JSON)")
@@ -304,6 +315,41 @@ class User:
 
     def save(self):
         self.page.keyboard.press("Control+S")
+
+
+NOT_FOUND = "server binary was not found"
+# Fresh starts of code-server with kernelLsp.path in the User settings: the
+# main session is one; `full` adds the others (4 of 11 such starts used to fail).
+FRESH_STARTS = int(os.environ.get("E2E_FRESH_STARTS", "4"))
+
+
+def open_window(p, chromium, profile, url):
+    """Headless Chromium on code-server's page, the workbench and the explorer shown: (context, page, user)."""
+    context = p.chromium.launch_persistent_context(
+        str(profile),
+        executable_path=chromium,
+        headless=True,
+        args=CHROMIUM_FLAGS,
+        viewport={"width": 1400, "height": 1000},
+    )
+    page = context.pages[0] if context.pages else context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(url)
+    page.locator(".monaco-workbench").wait_for(state="visible", timeout=60_000)
+    wait_until("the explorer to list the workspace", lambda: page.locator(".explorer-folders-view").is_visible(), 30)
+    return context, page, User(page)
+
+
+def server_started_or_not_found(user):
+    """KL005 in Problems (the server runs), else fails at once with the "not found" notification."""
+
+    def state():
+        toasts = user.notifications()
+        assert NOT_FOUND not in toasts, f"the server was not found: {toasts}"
+        text = user.problems()
+        return "KL005" in text and text
+
+    return wait_until("KL005 in Problems (the server started)", state, 90)
 
 
 def main():
@@ -345,7 +391,9 @@ def main():
         "kernelLsp.llm.repairs": 0,
         "kernelLsp.trace.server": "off",
     }
-    vscode = VsCode(root, code_server, settings, {"kernelLsp.path": server, "kernelLsp.python": python})
+    # What the Settings UI writes: the User settings (not the remote machine's).
+    user_settings = {**settings, "kernelLsp.path": server, "kernelLsp.python": python}
+    vscode = VsCode(root, code_server, user_settings)
     passed, failed = 0, 0
 
     def check(name, fn):
@@ -360,25 +408,13 @@ def main():
         try:
             check("the .vsix installs into code-server", lambda: vscode.install_extension(vsix).splitlines()[-1])
             url = vscode.start(ws)
-            context = p.chromium.launch_persistent_context(
-                str(root / "chromium"),
-                executable_path=chromium,
-                headless=True,
-                args=CHROMIUM_FLAGS,
-                viewport={"width": 1400, "height": 1000},
-            )
-            page = context.pages[0] if context.pages else context.new_page()
-            page.set_default_timeout(15_000)
-            user = User(page)
-            page.goto(url)
-            page.locator(".monaco-workbench").wait_for(state="visible", timeout=60_000)
-            wait_until("the explorer to list the workspace", lambda: page.locator(".explorer-folders-view").is_visible(), 30)
+            context, page, user = open_window(p, chromium, root / "chromium", url)
 
             def diagnostics_in_problems():
                 user.open_file(TANH)
-                text = wait_until("KL005 in Problems", lambda: (t := user.problems()) and "KL005" in t and t, 90)
+                text = server_started_or_not_found(user)
                 assert "unknown-triton-function" in text or "tanh" in text, text
-                return text.splitlines()[0] if text else ""
+                return "kernelLsp.path from the User settings; " + (text.splitlines()[0] if text else "")
 
             check("KL005 shows in the Problems panel", diagnostics_in_problems)
 
@@ -400,6 +436,27 @@ def main():
                 return "kernelLsp.ignore = [KL005] in settings.json hid it; removing it brought it back"
 
             check("a changed setting takes effect", setting_takes_effect)
+
+            def corrected_path_picked_up():
+                wrong = str(root / "no-such-dir" / "kernel-lsp")
+                user.edit_user_settings({**user_settings, "kernelLsp.path": wrong}, vscode.settings_file)
+                # The change restarts the server, which is now not found: the
+                # message names the setting first, with its value and scope.
+                toast = wait_until("the not-found notification", lambda: (t := user.notifications()) and NOT_FOUND in t and t, 30)
+                named = f'kernelLsp.path = "{wrong}" (User settings)'
+                assert named in toast, f"the message names the setting, its value and scope: {toast}"
+                looked = toast[toast.index("Looked at:"):]
+                assert looked.startswith("Looked at: " + named), f"the setting is the first place looked: {toast}"
+                wait_until("KL005 to leave Problems while no server runs", lambda: "KL005" not in user.problems(), 30)
+                user.clear_notifications()
+                # The corrected path is picked up without "Restart Server".
+                user.edit_user_settings(user_settings, vscode.settings_file)
+                wait_until("KL005 back in Problems after the path is corrected", lambda: "KL005" in user.problems(), 60)
+                assert NOT_FOUND not in user.notifications(), user.notifications()
+                user.open_file(TANH)
+                return "a wrong kernelLsp.path named with its scope; the corrected one restarted the server by itself"
+
+            check("a wrong kernelLsp.path is reported, a corrected one is picked up without Restart Server", corrected_path_picked_up)
 
             def quick_fix_applied():
                 path = ws / TANH
@@ -423,6 +480,30 @@ def main():
             check("the KL005 quick fix changes the file", quick_fix_applied)
 
             if part == "full":
+
+                def benchmark_cancel():
+                    user.clear_notifications()
+                    user.open_file(FIXED)
+                    lines = (ws / FIXED).read_text().splitlines()
+                    user.go_to_line(next(i for i, l in enumerate(lines, 1) if l.startswith("class ModelNew")))
+                    wait_until("the ModelNew lens", lambda: "Benchmark vs reference" in user.code_lenses(), 60)
+                    user.palette("kernel-lsp: Benchmark This File vs Its Reference")
+                    toast = page.locator(".notifications-toasts .notification-toast", has_text=f"Benchmark {FIXED}")
+                    cancel = toast.locator(".monaco-button", has_text=re.compile(r"^Cancel$"))
+                    cancel.first.wait_for(state="visible", timeout=20_000)
+                    cancel.first.click()
+                    notice = wait_until(
+                        "the cancelled notice",
+                        lambda: (t := user.notifications()) and "benchmark cancelled; no result" in t and t,
+                        60,
+                    )
+                    assert not toast.first.is_visible(), "the progress notification closed"
+                    lens = user.code_lenses()
+                    assert "correct (CPU interpreter" not in lens and "Benchmark vs reference" in lens, lens
+                    user.clear_notifications()
+                    return notice.split(" | ")[-1].strip()
+
+                check("Benchmark's progress notification has a Cancel button that stops the run", benchmark_cancel)
 
                 def benchmark_lens():
                     user.open_file(FIXED)
@@ -466,6 +547,34 @@ def main():
                     return "Refactor Preview shown with the file unchanged; ticked and applied, the file is the candidate"
 
                 check("Make Persistent previews, then changes the file only on Apply", make_persistent)
+
+                # The main session ends first: one code-server at a time.
+                context.close()
+                context = None
+                vscode.stop()
+
+                def fresh_starts():
+                    # Nothing shared with the main session but the installed extension.
+                    for i in range(1, FRESH_STARTS + 1):
+                        fresh = VsCode(root / f"fresh-{i}", code_server, user_settings, extensions=vscode.extensions)
+                        ctx = None
+                        try:
+                            ctx, _, u = open_window(p, chromium, root / f"fresh-{i}" / "chromium", fresh.start(ws))
+                            u.open_file(TANH)
+                            server_started_or_not_found(u)
+                        except AssertionError as e:
+                            if ctx and ctx.pages:
+                                ctx.pages[0].screenshot(path=str(artifacts / f"fresh-start-{i}.png"))
+                            if fresh.log.exists():
+                                shutil.copy(fresh.log, artifacts / f"fresh-start-{i}-code-server.log")
+                            raise AssertionError(f"fresh start {i} of {FRESH_STARTS}: {e}") from e
+                        finally:
+                            if ctx:
+                                ctx.close()
+                            fresh.stop()
+                    return f"{FRESH_STARTS} more fresh starts of code-server, the server found on each"
+
+                check("kernelLsp.path in the User settings is found on every fresh start", fresh_starts)
         except Exception:  # noqa: BLE001 -- any failure is reported, with a screenshot
             failed += 1
             traceback.print_exc()

@@ -1,16 +1,54 @@
 /**
- * Finding the `kernel-lsp` binary: the `kernelLsp.path` setting, then the
- * binary bundled in the extension (`bin/kernel-lsp`), then `PATH`. Pure: the
- * file system and environment are passed in, so it is unit-tested without
- * VS Code.
+ * Finding the `kernel-lsp` binary: the `kernelLsp.path` setting (from any
+ * settings scope), then the binary bundled in the extension
+ * (`bin/kernel-lsp`), then `PATH`. Pure: the setting, the file system and the
+ * environment are passed in, so it is unit-tested without VS Code.
  */
 import * as path from 'path';
 
 export type ServerSource = 'setting' | 'bundled' | 'PATH';
 
+/** Where a setting's value comes from, in VS Code's words. */
+export type SettingScope = 'Workspace Folder settings' | 'Workspace settings' | 'User settings';
+
+/** A setting's value and the scope it was read from. */
+export interface ScopedSetting {
+    value: string;
+    scope: SettingScope;
+}
+
+/** The part of `WorkspaceConfiguration.inspect()` that discovery reads. */
+export interface InspectedSetting {
+    globalValue?: unknown;
+    workspaceValue?: unknown;
+    workspaceFolderValue?: unknown;
+}
+
+/**
+ * The value of a path setting and its scope, from `inspect()`: the most
+ * specific scope (folder, then workspace, then user) that holds a non-blank
+ * string. Undefined when no scope sets it.
+ */
+export function settingFromInspect(inspected: InspectedSetting | undefined): ScopedSetting | undefined {
+    if (!inspected) {
+        return undefined;
+    }
+    const scopes: [unknown, SettingScope][] = [
+        [inspected.workspaceFolderValue, 'Workspace Folder settings'],
+        [inspected.workspaceValue, 'Workspace settings'],
+        [inspected.globalValue, 'User settings'],
+    ];
+    for (const [value, scope] of scopes) {
+        if (typeof value === 'string' && value.trim().length > 0) {
+            return { value, scope };
+        }
+    }
+    return undefined;
+}
+
 export interface DiscoveryInput {
-    /** The `kernelLsp.path` setting; empty or undefined when unset. */
-    configured?: string;
+    /** The `kernelLsp.path` setting and its scope; undefined when unset. */
+    setting?: ScopedSetting;
     /** The extension's install directory. */
     extensionPath: string;
     env: Record<string, string | undefined>;
@@ -24,8 +62,15 @@ export interface DiscoveryInput {
 }
 
 export type Discovery =
-    | { found: true; path: string; source: ServerSource }
-    | { found: false; message: string; tried: string[] };
+    | { found: true; path: string; source: ServerSource; setting?: ScopedSetting }
+    | {
+          found: false;
+          message: string;
+          /** Every path looked at, in order. */
+          tried: string[];
+          /** Every place looked, in order, the setting first: one line each. */
+          places: string[];
+      };
 
 export const BINARY = 'kernel-lsp';
 
@@ -78,37 +123,54 @@ function envPath(env: Record<string, string | undefined>, platform: NodeJS.Platf
     return env.PATH;
 }
 
+const SETTING = 'kernelLsp.path';
+
 export function discoverServer(input: DiscoveryInput): Discovery {
     const p = pathApi(input.platform);
     const names = executableNames(input.platform, input.env);
     const tried: string[] = [];
+    const places: string[] = [];
 
-    const configured = input.configured?.trim();
-    if (configured) {
+    const setting = input.setting && input.setting.value.trim() ? input.setting : undefined;
+    if (setting) {
+        const configured = setting.value.trim();
         const full = expandPath(configured, input);
         // A bare name (`kernel-lsp-nightly`) is looked up on PATH.
-        const candidates = full.includes('/') || full.includes('\\') ? [full] : searchPath(full);
+        const bare = !(full.includes('/') || full.includes('\\'));
+        const candidates = bare ? searchPath(full) : [full];
         for (const c of candidates) {
             tried.push(c);
             if (input.isExecutable(c)) {
-                return { found: true, path: c, source: 'setting' };
+                return { found: true, path: c, source: 'setting', setting };
             }
         }
+        const where = bare
+            ? `no executable "${full}" on PATH (${searchDirs().join(input.platform === 'win32' ? ';' : ':') || 'PATH is empty'})`
+            : `no executable file at ${full}`;
+        places.push(`${SETTING} = "${configured}" (${setting.scope}): ${where}`);
         return {
             found: false,
             tried,
-            message: `kernelLsp.path is set to "${configured}", but no executable file is there. Fix the setting or clear it to use the bundled binary or the one on PATH.`,
+            places,
+            message:
+                `The kernel-lsp server binary was not found. Looked at: ${places.join('; ')}. ` +
+                `Fix ${SETTING} in your ${setting.scope}, or clear it to use the bundled binary or the one on PATH.`,
         };
     }
+    places.push(`${SETTING}: not set (User, Workspace or Workspace Folder settings)`);
 
+    const bundledTried: string[] = [];
     for (const name of names) {
         const bundled = p.join(input.extensionPath, 'bin', name);
         tried.push(bundled);
+        bundledTried.push(bundled);
         if (input.isExecutable(bundled)) {
             return { found: true, path: bundled, source: 'bundled' };
         }
     }
+    places.push(`the bundled binary: ${bundledTried.join(', ')}`);
 
+    const dirs = searchDirs();
     for (const name of names) {
         for (const c of searchPath(name)) {
             tried.push(c);
@@ -117,20 +179,25 @@ export function discoverServer(input: DiscoveryInput): Discovery {
             }
         }
     }
+    places.push(dirs.length > 0 ? `${names.join(' or ')} on PATH: ${dirs.join(input.platform === 'win32' ? ';' : ':')}` : `${names.join(' or ')} on PATH: PATH is empty`);
     return {
         found: false,
         tried,
+        places,
         message:
-            'The kernel-lsp server binary was not found: set kernelLsp.path, or install kernel-lsp ' +
-            '(`cargo install --path server` in the kernel-lsp repository) so that it is on PATH.',
+            `The kernel-lsp server binary was not found. Looked at: ${places.join('; ')}. ` +
+            `Set ${SETTING} to the binary, or install kernel-lsp (\`cargo install --path server\` in the kernel-lsp repository) so that it is on PATH.`,
     };
 
-    function searchPath(name: string): string[] {
+    function searchDirs(): string[] {
         const delimiter = input.platform === 'win32' ? ';' : ':';
         return (envPath(input.env, input.platform) ?? '')
             .split(delimiter)
             .map((d) => d.trim().replace(/^"(.*)"$/, '$1'))
-            .filter((d) => d.length > 0)
-            .map((d) => p.join(d, name));
+            .filter((d) => d.length > 0);
+    }
+
+    function searchPath(name: string): string[] {
+        return searchDirs().map((d) => p.join(d, name));
     }
 }

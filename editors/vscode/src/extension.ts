@@ -19,14 +19,21 @@ import {
     ServerOptions,
     State,
     TransportKind,
+    WorkDoneProgress,
+    WorkDoneProgressCancelNotification,
 } from 'vscode-languageclient/node';
 
-import { discoverServer } from './discovery';
+import { discoverServer, settingFromInspect } from './discovery';
 import { editOfResult, requireConfirmation, REWRITE_TITLES, rewriteLabel } from './edits';
+import { newToken, noResultNotice, ProgressValue, Run, runWithProgress } from './progress';
 import { configurationPayload, toServerSettings } from './settings';
 import { formatStatus, Measurement, measurementFromLensTitle, measurementFromResult, ServerState } from './status';
 
 const SECTION = 'kernelLsp';
+/** Settings that decide how the server process is started: a change restarts it. */
+const RESTART_SETTINGS = [`${SECTION}.path`, `${SECTION}.python`];
+/** How long a burst of settings changes (the Settings UI writes as you type) is let settle. */
+const RESTART_DELAY_MS = 300;
 /** LSP's RequestFailed: the server could not carry out a valid request. */
 const REQUEST_FAILED = -32803;
 
@@ -56,6 +63,9 @@ class KernelLspExtension {
     private readonly measurements = new Map<string, Measurement>();
     private readonly benchmarking = new Set<string>();
     private settingsProblemsShown = '';
+    private restartTimer: ReturnType<typeof setTimeout> | undefined;
+    private readonly restartKeys = new Set<string>();
+    private restarting: Promise<void> = Promise.resolve();
 
     constructor(private readonly context: vscode.ExtensionContext) {
         this.output = vscode.window.createOutputChannel('kernel-lsp');
@@ -124,10 +134,9 @@ class KernelLspExtension {
         if (!e.affectsConfiguration(SECTION)) {
             return;
         }
-        if (e.affectsConfiguration(`${SECTION}.path`)) {
-            if (this.client || this.starting) {
-                void this.restart();
-            }
+        const changed = RESTART_SETTINGS.filter((key) => e.affectsConfiguration(key));
+        if (changed.length > 0) {
+            this.scheduleRestart(changed);
             return;
         }
         if (e.affectsConfiguration(`${SECTION}.trace`)) {
@@ -155,10 +164,22 @@ class KernelLspExtension {
         return this.starting;
     }
 
+    /**
+     * `kernelLsp.path` from whichever scope sets it (Workspace Folder, then
+     * Workspace, then User settings), read with `inspect()` so that messages
+     * can name the scope. The setting has `resource` scope: VS Code applies
+     * it from every one of those files, in a remote window too (code-server),
+     * where User settings of `machine`/`machine-overridable` scope are dropped.
+     */
+    private pathSetting() {
+        const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file')?.uri;
+        return settingFromInspect(vscode.workspace.getConfiguration(SECTION, folder).inspect<string | null>('path'));
+    }
+
     private async doStart(): Promise<LanguageClient | undefined> {
-        const configured = vscode.workspace.getConfiguration(SECTION).get<string>('path');
+        const setting = this.pathSetting();
         const found = discoverServer({
-            configured,
+            setting,
             extensionPath: this.context.extensionPath,
             env: process.env,
             platform: process.platform,
@@ -168,11 +189,13 @@ class KernelLspExtension {
         });
         if (!found.found) {
             this.setState('not-found');
-            this.log(`${found.message}\nLooked at:\n  ${found.tried.join('\n  ') || '(nothing)'}`);
+            this.log(`the server binary was not found. Looked at, in order:\n  ${found.places.join('\n  ')}`);
             void this.notFound(found.message);
             return undefined;
         }
-        this.log(`using ${found.path} (from ${found.source === 'setting' ? 'kernelLsp.path' : found.source})`);
+        this.log(
+            `using ${found.path} (from ${found.setting ? `kernelLsp.path in ${found.setting.scope}` : found.source === 'bundled' ? 'the bundled binary' : 'PATH'})`,
+        );
 
         const run = { command: found.path, args: ['serve'], transport: TransportKind.stdio };
         const serverOptions: ServerOptions = { run, debug: run };
@@ -257,6 +280,37 @@ class KernelLspExtension {
         this.benchmarking.clear();
         this.setState('stopped');
         await this.start();
+    }
+
+    /**
+     * `kernelLsp.path` or `kernelLsp.python` changed: start the server again
+     * with the new value, whether it was running, starting, or had not been
+     * found (a corrected path is picked up without "Restart Server"). Nothing
+     * starts while no kernel file is open. Changes in a burst restart once,
+     * and restarts never overlap.
+     */
+    private scheduleRestart(changed: string[]): void {
+        changed.forEach((k) => this.restartKeys.add(k));
+        if (this.restartTimer) {
+            clearTimeout(this.restartTimer);
+        }
+        this.restartTimer = setTimeout(() => {
+            this.restartTimer = undefined;
+            const keys = [...this.restartKeys];
+            this.restartKeys.clear();
+            this.restarting = this.restarting.then(async () => {
+                const wanted =
+                    this.client !== undefined ||
+                    this.starting !== undefined ||
+                    this.state !== 'stopped' ||
+                    vscode.workspace.textDocuments.some(isKernelFile);
+                if (!wanted) {
+                    return;
+                }
+                this.log(`${keys.join(', ')} changed: restarting the server`);
+                await this.restart();
+            }).catch((err) => this.log(`restart after a settings change: ${errorMessage(err)}`));
+        }, RESTART_DELAY_MS);
     }
 
     // ---- commands -------------------------------------------------------
@@ -350,17 +404,17 @@ class KernelLspExtension {
                 }
                 this.render();
                 try {
-                    const result = await send();
-                    const m = measurementFromResult(result);
-                    if (uri && m) {
-                        this.measurements.set(uri, m);
+                    const run = await this.runWithProgress(client, command, args, `kernel-lsp: Benchmark ${fileName(uri)}`);
+                    this.logRun('benchmark', uri, run);
+                    if (run.outcome.kind === 'result') {
+                        const m = measurementFromResult(run.outcome.value);
+                        if (uri && m) {
+                            this.measurements.set(uri, m);
+                        }
                     }
-                    this.log(`benchmark ${uri ?? ''}: ${JSON.stringify(result)}`);
-                    return result;
-                } catch (err) {
-                    // The server shows a failed run's error itself; only say what it does not.
-                    this.reportFailure('benchmark', err, (e) => e.code !== REQUEST_FAILED || /already running/.test(e.message));
-                    return undefined;
+                    // The server shows a failed run's error itself (not "already running").
+                    this.showNoResult('benchmark', run, (e) => serverShowed(e) && !/already running/.test(errorMessage(e)));
+                    return run.outcome.kind === 'result' ? run.outcome.value : undefined;
                 } finally {
                     if (uri) {
                         this.benchmarking.delete(uri);
@@ -370,9 +424,15 @@ class KernelLspExtension {
             }
             case 'kernel-lsp.rewrite': {
                 const action = typeof args[1] === 'string' ? args[1] : 'rewrite';
+                const what = REWRITE_TITLES[action] ?? action;
+                const run = await this.runWithProgress(client, command, args, `kernel-lsp: ${what} ${fileName(uri)}`);
+                this.logRun(`rewrite ${action}`, uri, run);
+                if (run.outcome.kind === 'error' || run.outcome.value === null || run.outcome.value === undefined) {
+                    this.showNoResult(what, run, () => false);
+                    return undefined;
+                }
+                const result = run.outcome.value;
                 try {
-                    const result = await send();
-                    this.log(`rewrite ${action} ${uri ?? ''}: ${JSON.stringify(result)}`);
                     const edit = editOfResult(result);
                     if (edit) {
                         // The server returned the edit instead of sending workspace/applyEdit:
@@ -404,6 +464,63 @@ class KernelLspExtension {
             }
             default:
                 return next(command, args);
+        }
+    }
+
+    /**
+     * Sends a long-running server command (benchmark, rewrite) with a progress
+     * token of our own, under a progress notification with a Cancel button
+     * (see progress.ts for why not vscode-languageclient's own progress).
+     */
+    private runWithProgress(client: LanguageClient, command: string, args: unknown[], title: string): Promise<Run> {
+        const token = newToken(command.replace('kernel-lsp.', ''));
+        return runWithProgress(
+            {
+                withProgress: (t, task) =>
+                    Promise.resolve(
+                        vscode.window.withProgress(
+                            { location: vscode.ProgressLocation.Notification, title: t, cancellable: true },
+                            (progress, cancel) =>
+                                task(
+                                    (message) => progress.report({ message }),
+                                    (listener) => {
+                                        cancel.onCancellationRequested(listener);
+                                    },
+                                ),
+                        ),
+                    ),
+                onProgress: (t, listener) =>
+                    client.onProgress(WorkDoneProgress.type, t, (value) => listener(value as ProgressValue)),
+                cancel: (t) => {
+                    this.log(`cancelling ${command} (window/workDoneProgress/cancel ${t})`);
+                    client
+                        .sendNotification(WorkDoneProgressCancelNotification.type, { token: t })
+                        .catch((err) => this.log(`could not send the cancel: ${errorMessage(err)}`));
+                },
+            },
+            title,
+            token,
+            (t) => client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args, workDoneToken: t }),
+        );
+    }
+
+    private logRun(what: string, uri: string | undefined, run: Run): void {
+        const o = run.outcome;
+        const end = run.progress.find((p) => p.kind === 'end')?.message;
+        const outcome = o.kind === 'result' ? JSON.stringify(o.value) : `no result: ${errorMessage(o.error)}`;
+        this.log(`${what} ${uri ?? ''}${run.cancelled ? ' (cancelled by the user)' : ''}${end ? ` [${end}]` : ''}: ${outcome}`);
+    }
+
+    /** A run that ended without a result says so in a notification. */
+    private showNoResult(what: string, run: Run, reported: (error: unknown) => boolean): void {
+        const notice = noResultNotice(what, run, reported);
+        if (notice === undefined) {
+            return;
+        }
+        if (run.outcome.kind === 'error' && !run.cancelled && !isCancelled(run.outcome.error)) {
+            void vscode.window.showErrorMessage(notice, 'Show Logs').then((pick) => pick && this.output.show(true));
+        } else {
+            void vscode.window.showWarningMessage(notice);
         }
     }
 
@@ -508,4 +625,26 @@ async function showMarkdown(content: string): Promise<void> {
 
 function errorMessage(err: unknown): string {
     return err instanceof Error ? err.message : String(err);
+}
+
+/** Whether the server answered "cancelled". */
+function isCancelled(err: unknown): boolean {
+    return err instanceof ResponseError && err.code === LSPErrorCodes.RequestCancelled;
+}
+
+/** Whether the server reported this error itself (window/showMessage) before answering with it. */
+function serverShowed(err: unknown): boolean {
+    return err instanceof ResponseError && err.code === REQUEST_FAILED;
+}
+
+/** The file name of a `file:` URI, for titles. */
+function fileName(uri: string | undefined): string {
+    if (!uri) {
+        return '';
+    }
+    try {
+        return vscode.Uri.parse(uri).path.split('/').pop() ?? '';
+    } catch {
+        return '';
+    }
 }

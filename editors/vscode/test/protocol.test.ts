@@ -45,14 +45,27 @@ import {
     StreamMessageReader,
     StreamMessageWriter,
     TextEdit,
+    WorkDoneProgress,
+    WorkDoneProgressBegin,
+    WorkDoneProgressCancelNotification,
     WorkDoneProgressCreateRequest,
+    WorkDoneProgressEnd,
+    WorkDoneProgressReport,
+    LSPErrorCodes,
 } from 'vscode-languageserver-protocol/node';
 
+import { newToken } from '../src/progress';
 import { configurationPayload, toServerSettings } from '../src/settings';
 import { measurementFromLensTitle } from '../src/status';
 import { vscodeClientCapabilities } from './vscodeCapabilities';
 
 const REPO = path.resolve(__dirname, '..', '..', '..', '..');
+
+/** An interpreter with torch + triton for a real benchmark: $KERNEL_LSP_TEST_PYTHON, else the repository's .venv. */
+function testPython(): string | undefined {
+    const candidates = [process.env.KERNEL_LSP_TEST_PYTHON, path.join(REPO, '.venv', 'bin', 'python')];
+    return candidates.find((p): p is string => typeof p === 'string' && p.length > 0 && fs.existsSync(p));
+}
 
 function serverBinary(): string {
     const exe = process.platform === 'win32' ? 'kernel-lsp.exe' : 'kernel-lsp';
@@ -118,6 +131,8 @@ class Session {
     readonly messages: ShowMessageParams[] = [];
     readonly published: PublishDiagnosticsParams[] = [];
     readonly stderr: string[] = [];
+    /** Tokens the server asked to create (window/workDoneProgress/create). */
+    readonly created: unknown[] = [];
     private waiters: (() => void)[] = [];
     configuration: Record<string, unknown> = {};
 
@@ -127,7 +142,10 @@ class Session {
         this.conn = createProtocolConnection(new StreamMessageReader(this.proc.stdout!), new StreamMessageWriter(this.proc.stdin!));
         // What vscode-languageclient answers to the server's own requests.
         this.conn.onRequest(RegistrationRequest.type, () => null);
-        this.conn.onRequest(WorkDoneProgressCreateRequest.type, () => null);
+        this.conn.onRequest(WorkDoneProgressCreateRequest.type, (params) => {
+            this.created.push(params.token);
+            return null;
+        });
         this.conn.onRequest('workspace/codeLens/refresh', () => null);
         this.conn.onRequest('workspace/inlayHint/refresh', () => null);
         this.conn.onRequest('workspace/diagnostic/refresh', () => null);
@@ -145,7 +163,7 @@ class Session {
         this.conn.listen();
     }
 
-    private wake(): void {
+    wake(): void {
         const w = this.waiters;
         this.waiters = [];
         w.forEach((f) => f());
@@ -429,5 +447,55 @@ describe('protocol: the real server, spoken to like VS Code', function () {
             assert.ok(rewrite.e.message.length > 10, `a clear message: ${rewrite.e.message}`);
         }
         assert.strictEqual(await s.shutdown(), 0);
+    }).timeout(120_000);
+
+    it("a benchmark under the extension's own progress token: a cancellable begin on that token, and window/workDoneProgress/cancel stops the run", async function () {
+        const python = testPython();
+        if (!python) {
+            this.skip(); // no interpreter with torch + triton: scripts/test.sh always has .venv
+        }
+        const benchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kernel-lsp-vscode-bench-'));
+        try {
+            for (const name of ['reference.py', 'candidate_fixed.py']) {
+                fs.copyFileSync(path.join(REPO, 'examples', 'tanh_activation', name), path.join(benchDir, name));
+            }
+            const candidate = pathToFileURL(path.join(benchDir, 'candidate_fixed.py')).toString();
+            const s = new Session(bin);
+            session = s;
+            await s.initialize(vscodeClientCapabilities(), benchDir, { python });
+            await s.conn.sendNotification(InitializedNotification.type, {});
+            await s.conn.sendNotification(DidOpenTextDocumentNotification.type, {
+                textDocument: { uri: candidate, languageId: 'python', version: 1, text: fs.readFileSync(path.join(benchDir, 'candidate_fixed.py'), 'utf8') },
+            });
+
+            // What the extension does: its own token, as the request's workDoneToken.
+            const token = newToken('benchmark');
+            const values: (WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd)[] = [];
+            s.conn.onProgress(WorkDoneProgress.type, token, (v) => {
+                values.push(v);
+                s.wake();
+            });
+            const answer = s.conn
+                .sendRequest(ExecuteCommandRequest.type, { command: 'kernel-lsp.benchmark', arguments: [candidate], workDoneToken: token })
+                .then(
+                    (r: unknown) => ({ ok: true as const, r }),
+                    (e: unknown) => ({ ok: false as const, e }),
+                );
+            const begin = await s.until('the progress begin on our token', () => values.find((v): v is WorkDoneProgressBegin => v.kind === 'begin'), 30000);
+            assert.strictEqual(begin.cancellable, true, `a Cancel button is offered: ${JSON.stringify(begin)}`);
+            assert.match(begin.title, /Benchmark/);
+            assert.deepStrictEqual(s.created, [], 'the server reports on our token instead of creating its own');
+
+            await s.conn.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+            const settled = await answer;
+            assert.ok(!settled.ok, `the run was stopped, not finished: ${JSON.stringify(settled)}`);
+            assert.ok(settled.e instanceof ResponseError, String(settled.e));
+            assert.strictEqual(settled.e.code, LSPErrorCodes.RequestCancelled, settled.e.message);
+            const end = await s.until('the progress end', () => values.find((v): v is WorkDoneProgressEnd => v.kind === 'end'), 30000);
+            assert.strictEqual(end.message, 'cancelled');
+            assert.strictEqual(await s.shutdown(), 0);
+        } finally {
+            fs.rmSync(benchDir, { recursive: true, force: true });
+        }
     }).timeout(120_000);
 });

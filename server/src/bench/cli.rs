@@ -455,6 +455,17 @@ pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
 }
 
 pub fn history_cli(args: HistoryArgs) -> i32 {
+    if let Some(f) = args.file.as_deref().filter(|f| !f.exists()) {
+        // A file that was benchmarked and then deleted still has its runs; a typo has none.
+        let recorded = history::root_and_file(Some(f))
+            .ok()
+            .and_then(|(root, rel)| Some(history::timeline(&history::read(&root).ok()?, rel.as_deref()).len()))
+            .unwrap_or(0);
+        if recorded == 0 {
+            eprintln!("error: {} does not exist and has no benchmark runs recorded", f.display());
+            return 2;
+        }
+    }
     let (root, file) = match history::root_and_file(args.file.as_deref()) {
         Ok(v) => v,
         Err(e) => {

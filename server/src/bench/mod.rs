@@ -236,6 +236,13 @@ async fn run_with(
         Err(e) => e.into_result(&candidate),
     };
     remember_launches(&mut result, &profile_key, known_launches);
+    if let Some(e) = result.error.as_mut().filter(|e| e.kind == "missing-dependency") {
+        let (python, source) = python_and_source(&req);
+        e.message.push_str(&format!(
+            "\nkernel-lsp ran {python} ({source}). Choose another with --python PATH, the `python` setting \
+             (kernel-lsp.toml; a relative path is read from the config file's folder), or a .venv in the project."
+        ));
+    }
     if let (Some(sb), Some(e)) = (&req.sandbox, result.error.as_mut()) {
         // What sandboxed code printed is redacted before it is kept anywhere.
         e.message = sb.redact(&e.message);
@@ -325,18 +332,45 @@ fn remember_launches(result: &mut BenchResult, key: &str, known: Option<u64>) {
     }
 }
 
-/// `--python`, else the `python` setting, else the active virtualenv, else `python3`.
+/// `--python`, else the `python` setting, else the active virtualenv, else
+/// the project's `.venv`/`venv` (beside the file or in a folder above it, up
+/// to the project root), else `python3`.
 pub fn resolve_python(req: &BenchRequest) -> String {
-    if let Some(p) = req.python.as_ref().or(req.settings.python.as_ref()) {
-        return p.clone();
+    python_and_source(req).0
+}
+
+/// The interpreter [`resolve_python`] picks, and where it came from (for messages).
+pub fn python_and_source(req: &BenchRequest) -> (String, &'static str) {
+    if let Some(p) = &req.python {
+        return (p.clone(), "--python");
+    }
+    if let Some(p) = &req.settings.python {
+        return (p.clone(), "the `python` setting");
     }
     if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
         let p = Path::new(&venv).join("bin").join("python");
         if p.is_file() {
-            return p.display().to_string();
+            return (p.display().to_string(), "the active virtualenv ($VIRTUAL_ENV)");
         }
     }
-    "python3".to_string()
+    let file = req.origin.as_deref().unwrap_or(&req.candidate);
+    if let Ok(file) = std::path::absolute(file) {
+        let root = history::project_root(&file);
+        let mut dir = file.parent();
+        while let Some(d) = dir {
+            for venv in [".venv", "venv"] {
+                let p = d.join(venv).join("bin").join("python");
+                if p.is_file() {
+                    return (p.display().to_string(), "the project's virtualenv");
+                }
+            }
+            if d == root {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+    ("python3".to_string(), "python3 on PATH")
 }
 
 fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
@@ -411,6 +445,26 @@ fn cache_dir() -> PathBuf {
         return PathBuf::from(h).join(".cache").join("kernel-lsp");
     }
     std::env::temp_dir().join("kernel-lsp")
+}
+
+/// What a timeout under the CPU interpreter means for this file, from what
+/// its kernels do (not a guess): a kernel that spins waiting on other
+/// programs never ends there; otherwise the task is too large to interpret.
+pub(crate) fn interpreter_timeout_hint(candidate: &Path) -> String {
+    let text = std::fs::read_to_string(candidate).unwrap_or_default();
+    let tree = crate::model::parse(&text, None);
+    let model = crate::model::FileModel::build(&text, &tree);
+    let spinning: Vec<&str> = model.kernels.iter().filter(|k| k.spins(&model)).map(|k| k.name.as_str()).collect();
+    match spinning.first() {
+        Some(name) => format!(
+            "`{name}` spins in a `while` loop until other programs arrive (a grid-wide barrier); the CPU \
+             interpreter runs programs one at a time, so it never ends there. Check this file on a GPU."
+        ),
+        None => "No kernel of this file waits on other programs: the task is too large for the CPU interpreter \
+                 in this time. Shrink it with --set NAME=VALUE on its size constants (batch, sequence, hidden \
+                 sizes) to check correctness in seconds, or raise the timeout (--timeout, bench.timeout)."
+            .to_string(),
+    }
 }
 
 /// 1-based line of `class ModelNew` in the candidate, where run-level errors land.

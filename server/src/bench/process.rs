@@ -192,9 +192,8 @@ fn timeout_result(plan: &Plan, state: &RunState) -> BenchResult {
     let stage = state.last_progress.as_deref().unwrap_or("starting");
     let mut message = format!("timed out after {:.0} s ({stage}); the run was killed.", plan.timeout.as_secs_f64());
     if plan.cpu || state.result.is_none() {
-        message.push_str(
-            " Under the CPU interpreter programs run one at a time, so a kernel that waits at a grid-wide barrier never finishes.",
-        );
+        message.push(' ');
+        message.push_str(&super::interpreter_timeout_hint(&plan.candidate));
     }
     let mut result = BenchResult::failed("timeout", message, Some(&plan.candidate), model_new_line(&plan.candidate));
     if plan.cpu {

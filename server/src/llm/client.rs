@@ -93,6 +93,13 @@ pub enum LlmError {
     #[error("cannot reach the LLM at {url}: {reason}. Is the server running? (llm.base-url)")]
     Unreachable { url: String, reason: String },
     #[error(
+        "no LLM is configured: nothing answers at {url} (the default llm.base-url: {reason}). Set llm.base-url \
+         (any OpenAI-compatible chat-completions endpoint), llm.model and, for a hosted service, llm.api-key-env \
+         (the name of the variable that holds the key) in kernel-lsp.toml or the editor's kernelLsp.llm settings; \
+         see docs/rewrite.md#endpoints"
+    )]
+    NotConfigured { url: String, reason: String },
+    #[error(
         "the LLM at {url} rejected the API key (HTTP {status}): {body}. Check the key in ${var} (llm.api-key-env)"
     )]
     Unauthorized { url: String, status: u16, var: String, body: String },
@@ -201,6 +208,27 @@ impl Client {
 
     fn url(&self) -> String {
         format!("{}/chat/completions", self.cfg.base_url)
+    }
+
+    /// Whether anything accepts a connection at the endpoint's host and port
+    /// (no request is sent): asked before any benchmark runs, so a missing
+    /// LLM is said at once. `default_endpoint`: the URL is the built-in
+    /// default, so nothing answering there means no LLM was configured.
+    pub async fn check_reachable(&self, default_endpoint: bool) -> Result<(), LlmError> {
+        let url = self.url();
+        let fail = |reason: String| match default_endpoint {
+            true => LlmError::NotConfigured { url: self.cfg.base_url.clone(), reason },
+            false => LlmError::Unreachable { url: url.clone(), reason },
+        };
+        let parsed = reqwest::Url::parse(&url).map_err(|e| fail(format!("not a URL: {e}")))?;
+        let host = parsed.host_str().ok_or_else(|| fail("the URL has no host".into()))?.to_string();
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        match tokio::time::timeout(self.cfg.connect_timeout, tokio::net::TcpStream::connect((host.as_str(), port))).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(fail(e.to_string())),
+            Err(_) => Err(fail(format!("no answer to a connection within {:.0} s", self.cfg.connect_timeout.as_secs_f64()))),
+        }
     }
 
     /// One streamed chat completion, retried on 429/5xx within the timeout.

@@ -71,8 +71,41 @@ pub fn candidate_file(answer: &str, original: &str) -> Result<String, ExtractErr
         Some(b) => b.clone(),
         None => splice(&blocks.join("\n\n"), original)?,
     };
+    let text = keep_directives(original, &text);
     check_syntax(&text)?;
     Ok(text)
+}
+
+/// A line that is only a `# kernel-lsp: ...` comment (a reference
+/// declaration, a file-wide suppression), trimmed.
+fn directive(line: &str) -> Option<&str> {
+    let t = line.trim();
+    t.strip_prefix('#')?.trim_start().starts_with("kernel-lsp:").then_some(t)
+}
+
+/// The answer's text with the user's own directive lines: the answer may not
+/// change what the file is checked against or what it suppresses. Directive
+/// lines the user's file does not have are dropped; the user's directive
+/// lines the answer lost are put back at their line (or the end).
+pub fn keep_directives(original: &str, candidate: &str) -> String {
+    let theirs: Vec<(usize, &str)> =
+        original.lines().enumerate().filter_map(|(i, l)| directive(l).map(|d| (i, d))).collect();
+    let mut lines: Vec<String> = candidate
+        .lines()
+        .filter(|l| directive(l).is_none_or(|d| theirs.iter().any(|(_, t)| *t == d)))
+        .map(str::to_string)
+        .collect();
+    for (at, d) in theirs {
+        if !lines.iter().any(|l| directive(l) == Some(d)) {
+            let line = original.lines().nth(at).unwrap_or(d).to_string();
+            lines.insert(at.min(lines.len()), line);
+        }
+    }
+    let mut out = lines.join("\n");
+    if candidate.ends_with('\n') || !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 fn is_whole_file(code: &str) -> bool {
@@ -198,6 +231,16 @@ pub fn source_line(text: &str, line: u32) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_users_directives_survive_and_the_answers_own_are_dropped() {
+        let original = "# kernel-lsp: reference = ref_gru.py\nimport torch\n# kernel-lsp: ignore[KL005]\nx = 1\n";
+        let answer = "# kernel-lsp: reference = reference_gru.py\nimport torch\n# kernel-lsp: ignore\nx = 2\n";
+        let kept = keep_directives(original, answer);
+        assert_eq!(kept, "# kernel-lsp: reference = ref_gru.py\nimport torch\n# kernel-lsp: ignore[KL005]\nx = 2\n");
+        assert_eq!(keep_directives(original, original), original, "an answer that kept them is unchanged");
+        assert_eq!(keep_directives("x = 1\n", "y = 2\n"), "y = 2\n");
+    }
 
     const FILE: &str = r#"import triton
 import triton.language as tl

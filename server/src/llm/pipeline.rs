@@ -88,6 +88,9 @@ pub async fn rewrite(
         finished: true,
         record: ctx.record("sandbox", None, None, ctx.sandbox.kind.to_string(), 0, &ctx.sandbox.description, None),
     });
+    // No benchmark before the endpoint answers: a missing LLM is said at once.
+    let default_endpoint = ctx.req.settings.llm.base_url == crate::config::LlmSettings::default().base_url;
+    client.check_reachable(default_endpoint).await?;
     // The baseline: the current text, benchmarked as a candidate would be.
     let baseline = ctx.bench("baseline", None, None, &ctx.text, &tx).await?;
     while let Ok(ev) = rx.try_recv() {

@@ -36,10 +36,15 @@ pub fn hover_markdown(doc: &Document, offset: usize, bench: Option<&BenchState>)
 
 /// A rule's documentation: the registry's doc, or the `KL9xx` table's.
 pub fn rule_doc(code: &str) -> Option<String> {
+    // A doc that opens with its own heading keeps it; the heading is never shown twice.
+    let titled = |code: &str, name: &str, doc: &str| match doc.trim_start().starts_with("# ") {
+        true => doc.trim_start().to_string(),
+        false => format!("# {code} {name}\n\n{doc}"),
+    };
     if let Some(rule) = rules::by_code(code) {
-        return Some(format!("# {} {}\n\n{}", rule.code, rule.name, rule.doc));
+        return Some(titled(rule.code, rule.name, rule.doc));
     }
-    bench_view::bench_code_by_code(code).map(|c| format!("# {} {}\n\n{}", c.code, c.name, c.doc))
+    bench_view::bench_code_by_code(code).map(|c| titled(c.code, c.name, c.doc))
 }
 
 fn is_ident(b: u8) -> bool {
@@ -120,6 +125,17 @@ mod tests {
     use super::*;
     use crate::config::Settings;
     use std::sync::Arc;
+
+    #[test]
+    fn every_rule_doc_has_its_heading_once() {
+        let codes = crate::rules::RULES.iter().map(|r| r.code).chain(["KL901", "KL907"]);
+        for code in codes {
+            let Some(doc) = rule_doc(code) else { continue };
+            let heading = doc.lines().next().unwrap_or_default().to_string();
+            assert!(heading.starts_with(&format!("# {code} ")), "{code}: {heading}");
+            assert_eq!(doc.matches(&heading).count(), 1, "{code}'s heading twice:\n{doc}");
+        }
+    }
 
     #[test]
     fn tl_names_are_found_under_the_cursor() {

@@ -381,6 +381,12 @@ impl<'a> Kernel<'a> {
             .any(|a| model.text(a.value).contains("atomic_") || model.text(a.value).contains(".load("))
     }
 
+    /// Whether some `while` loop of this kernel spins on memory that other
+    /// programs write (a grid-wide barrier or a wait for a neighbour).
+    pub fn spins(&self, model: &FileModel) -> bool {
+        (0..self.loops.len()).any(|i| self.loops[i].kind == LoopKind::While && self.is_spin(i, model))
+    }
+
     /// A helper that is itself a barrier: atomics and a spinning `while`.
     pub fn is_grid_barrier(&self, model: &FileModel) -> bool {
         let atomics = self.calls.iter().any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));

@@ -1,4 +1,4 @@
-//! What the KernelBench hygiene rules (KL101-KL108) share: which file is a
+//! What the KernelBench hygiene rules (KL101-KL109) share: which file is a
 //! candidate, which host code `ModelNew.forward` reaches, how a dotted name
 //! resolves through the file's imports, and where a returned value comes from.
 //!

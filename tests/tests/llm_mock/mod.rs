@@ -65,16 +65,17 @@ impl MockLlm {
         let port = listener.local_addr().expect("address").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = requests.clone();
+        let replies = Arc::new(replies);
         runtime.spawn(async move {
-            let mut n = 0usize;
+            // The reply index moves with each request read: a bare connection
+            // (the client's reachability check) takes no reply.
+            let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let reply = replies[n.min(replies.len() - 1)].clone();
-                n += 1;
-                let recorded = recorded.clone();
-                tokio::spawn(async move { serve(stream, reply, recorded).await });
+                let (recorded, replies, next) = (recorded.clone(), replies.clone(), next.clone());
+                tokio::spawn(async move { serve(stream, &replies, &next, recorded).await });
             }
         });
         MockLlm { base_url: format!("http://127.0.0.1:{port}/v1"), requests, _runtime: runtime }
@@ -164,10 +165,17 @@ fn sse_chunks(answer: &str) -> Vec<String> {
 const SSE_HEAD: &str =
     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n";
 
-async fn serve(mut stream: TcpStream, reply: Reply, recorded: Arc<Mutex<Vec<Recorded>>>) {
+async fn serve(
+    mut stream: TcpStream,
+    replies: &[Reply],
+    next: &std::sync::atomic::AtomicUsize,
+    recorded: Arc<Mutex<Vec<Recorded>>>,
+) {
     let Some(request) = read_request(&mut stream).await else {
         return;
     };
+    let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let reply = replies[n.min(replies.len() - 1)].clone();
     let token = request.headers.iter().find_map(|h| h.strip_prefix("authorization:")).map(|v| v.trim().to_string());
     recorded.lock().expect("lock").push(request);
     match reply {

@@ -1,6 +1,7 @@
 -- kernel-lsp for Neovim 0.11+: options, and the commands behind :KernelBench,
--- :KernelPersistent, :KernelHistory, :KernelTimeline, :KernelExplain and
--- :KernelFixAll (defined in plugin/kernel_lsp.lua).
+-- :KernelBenchCancel, :KernelPersistent, :KernelHistory, :KernelTimeline,
+-- :KernelExplain and :KernelFixAll (defined by lua/kernel_lsp/commands.lua,
+-- which requiring this module runs too).
 
 local ui = require('kernel_lsp.ui')
 
@@ -153,7 +154,11 @@ local function execute(client, bufnr, command, arguments, on_result, token)
   local params = { command = command, arguments = arguments, workDoneToken = token }
   local ok, id = client:request('workspace/executeCommand', params, function(err, result)
     if err then
-      ui.notify(string.format('%s: %s', command, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      -- A run stopped with :KernelBenchCancel answers RequestCancelled; the
+      -- cancel already said so.
+      if err.code ~= vim.lsp.protocol.ErrorCodes.RequestCancelled then
+        ui.notify(string.format('%s: %s', command, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      end
       if on_result then
         on_result(nil, err)
       end
@@ -219,6 +224,31 @@ local function refresh_views(bufnr)
 end
 M.refresh_views = refresh_views
 
+--- Pulls the buffer's diagnostics again (`textDocument/diagnostic`); the answer
+--- goes to Neovim's own handler, into the client's pull namespace. Only for a
+--- client that pulls: one that pushes sends them by itself.
+---@param client vim.lsp.Client
+---@param bufnr integer
+function M.pull_diagnostics(client, bufnr)
+  if not vim.api.nvim_buf_is_loaded(bufnr) or not client:supports_method('textDocument/diagnostic', bufnr) then
+    return
+  end
+  client:request('textDocument/diagnostic', { textDocument = { uri = uri_of(bufnr) } }, nil, bufnr)
+end
+
+--- `workspace/diagnostic/refresh` from the server (after a benchmark, a
+--- settings change, ...): pull again for every buffer it is attached to.
+--- Neovim 0.11 has no handler of its own for it.
+function M.on_diagnostic_refresh(_, _, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if client then
+    for bufnr in pairs(client.attached_buffers) do
+      M.pull_diagnostics(client, bufnr)
+    end
+  end
+  return vim.NIL
+end
+
 --- Benchmarks the buffer's file against its reference (kernel-lsp.benchmark).
 --- Progress shows through LspProgress; the result lands on `ModelNew`'s code lens.
 ---@param opts? { bufnr?: integer, on_done?: fun(result: table?, err: table?) }
@@ -269,7 +299,9 @@ function M.benchmark(opts)
   end
 end
 
---- Stops the buffer's running benchmark.
+--- Stops the buffer's running benchmark: sends `window/workDoneProgress/cancel`
+--- for the run's progress token (the server stops the harness and answers
+--- the request with RequestCancelled).
 function M.cancel(bufnr)
   bufnr = resolve(bufnr)
   local run = M.running[bufnr]
@@ -585,5 +617,9 @@ function M.on_progress(ev)
     vim.api.nvim_echo({ { 'kernel-lsp: ' .. text } }, false, {})
   end
 end
+
+-- However the plugin was loaded (plugin/ at startup, or only this module
+-- after a late `:set rtp+=`), requiring it defines the commands.
+require('kernel_lsp.commands').define()
 
 return M
