@@ -319,7 +319,8 @@ fn load_toml(path: &Path, pyproject: bool) -> Result<Settings, ConfigError> {
     // a bare name (`python3`) is looked up on PATH.
     if let (Some(py), Some(dir)) = (&settings.python, path.parent()) {
         if py.contains('/') && Path::new(py).is_relative() {
-            let dir = std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir)).unwrap_or_else(|_| dir.to_path_buf());
+            let dir =
+                std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir)).unwrap_or_else(|_| dir.to_path_buf());
             settings.python = Some(dir.join(py).display().to_string());
         }
     }

@@ -430,7 +430,8 @@ fn a_closed_pipe_ends_quietly_and_codes_are_case_insensitive() {
     for args in ["rules".to_string(), format!("check --format json {examples}"), format!("check {examples}")] {
         // The reader has gone before kernel-lsp writes: every write meets a closed pipe.
         let script = format!("{{ sleep 0.3; \"$0\" {args}; echo \"rc=$?\" >&2; }} | true");
-        let out = Command::new("bash").args(["-c", &script, &bin.display().to_string()]).current_dir(&dir).output().unwrap();
+        let out =
+            Command::new("bash").args(["-c", &script, &bin.display().to_string()]).current_dir(&dir).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked") && !err.contains("error"), "`{args} | true`: {err}");
         assert!(err.contains("rc=141"), "ended by SIGPIPE, as `cat file | head` does: {err}");

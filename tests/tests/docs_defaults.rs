@@ -15,7 +15,7 @@ fn repo() -> &'static Path {
 #[test]
 fn the_every_key_block_is_the_defaults() {
     let doc = std::fs::read_to_string(repo().join("docs/configuration.md")).unwrap();
-    let start = doc.find("## Every key").expect("the section") ;
+    let start = doc.find("## Every key").expect("the section");
     let open = start + doc[start..].find("```toml\n").expect("a toml block") + "```toml\n".len();
     let block = &doc[open..open + doc[open..].find("```").unwrap()];
     let dir = common::temp_workspace("docs-defaults");
@@ -53,7 +53,11 @@ fn every_rule_is_documented_where_rules_are_listed() {
     let help = std::process::Command::new(common::server_binary()).args(["check", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     for rule in kernel_lsp::rules::RULES {
-        assert!(rules.contains(&format!("| {} | {} |", rule.code, rule.name)), "{} is not in docs/rules.md's table", rule.code);
+        assert!(
+            rules.contains(&format!("| {} | {} |", rule.code, rule.name)),
+            "{} is not in docs/rules.md's table",
+            rule.code
+        );
     }
     let last_hygiene = kernel_lsp::rules::RULES.iter().map(|r| r.code).filter(|c| c.starts_with("KL1")).max().unwrap();
     assert!(readme.contains(&format!("KL101–{last_hygiene}")), "README.md's rule range ends at {last_hygiene}");

@@ -328,8 +328,11 @@ fn no_llm_configured_says_how_to_configure_one_before_anything_runs() {
 /// file is benchmarked against the reference it was verified against.
 #[test]
 fn an_applied_rewrite_keeps_the_reference_declaration_and_benchmarks() {
-    let answer = fixture("answer_persistent.md")
-        .replacen("```python\n", "```python\n# kernel-lsp: reference = reference_gru.py\n", 1);
+    let answer = fixture("answer_persistent.md").replacen(
+        "```python\n",
+        "```python\n# kernel-lsp: reference = reference_gru.py\n",
+        1,
+    );
     let llm = MockLlm::start(vec![Reply::Answer(answer)]);
     let dir = project("directive", &llm, "");
     let mine = "my_gru.py";

@@ -160,9 +160,14 @@ fn make_persistent_is_offered_lazily_and_applied_only_after_confirmation() {
     let change = &edit["documentChanges"][0];
     assert_eq!(change["textDocument"], json!({"uri": uri, "version": 1}));
     let edits = change["edits"].as_array().expect("edits");
-    assert_eq!(edits.len(), 1);
-    assert_eq!(edits[0]["annotationId"], "kernel-lsp.rewrite");
-    assert_eq!(edits[0]["range"]["start"], json!({"line": 0, "character": 0}));
+    // One edit per changed region (the preview shows the real diff), none overlapping, in order.
+    assert!(edits.len() > 1, "hunk by hunk, not one whole-file replacement: {}", edits.len());
+    assert!(edits.iter().all(|e| e["annotationId"] == "kernel-lsp.rewrite"));
+    let line = |e: &Value, end: &str| e["range"][end]["line"].as_u64().unwrap();
+    assert!(edits.windows(2).all(|w| line(&w[0], "end") <= line(&w[1], "start")), "{edits:#?}");
+    let unchanged_lines =
+        original.lines().count() as u64 - edits.iter().map(|e| line(e, "end") - line(e, "start")).sum::<u64>();
+    assert!(unchanged_lines > 0, "lines the rewrite kept are not in any edit");
     assert_eq!(
         common::apply_text_edits(&original, edits, "utf-16"),
         fixture_code("answer_persistent.md"),

@@ -224,10 +224,14 @@ impl Client {
         let host = parsed.host_str().ok_or_else(|| fail("the URL has no host".into()))?.to_string();
         let port = parsed.port_or_known_default().unwrap_or(80);
         let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        match tokio::time::timeout(self.cfg.connect_timeout, tokio::net::TcpStream::connect((host.as_str(), port))).await {
+        match tokio::time::timeout(self.cfg.connect_timeout, tokio::net::TcpStream::connect((host.as_str(), port)))
+            .await
+        {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(fail(e.to_string())),
-            Err(_) => Err(fail(format!("no answer to a connection within {:.0} s", self.cfg.connect_timeout.as_secs_f64()))),
+            Err(_) => {
+                Err(fail(format!("no answer to a connection within {:.0} s", self.cfg.connect_timeout.as_secs_f64())))
+            }
         }
     }
 

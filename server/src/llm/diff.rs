@@ -1,136 +1,84 @@
-//! A unified line diff (`diff -u` shape, three lines of context) for showing
-//! a rewrite before it is applied.
+//! Line diffs of a rewrite, with `similar`: the unified diff the CLI and the
+//! editors show, and the changed line ranges (hunks) the editor's edit is made of.
 
-/// The unified diff from `old` to `new`; empty when they are equal.
+use similar::{DiffOp, TextDiff};
+
+/// A unified diff with three lines of context; empty when the texts are equal.
 pub fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
-    let a: Vec<&str> = old.split_inclusive('\n').collect();
-    let b: Vec<&str> = new.split_inclusive('\n').collect();
-    let ops = line_ops(&a, &b);
-    if ops.iter().all(|op| matches!(op, Op::Same(..))) {
+    if old == new {
         return String::new();
     }
-    let mut out = format!("--- {old_name}\n+++ {new_name}\n");
-    const CONTEXT: usize = 3;
-    // Group the script into hunks: changes closer than 2 * CONTEXT share one.
-    let changed: Vec<usize> =
-        ops.iter().enumerate().filter(|(_, op)| !matches!(op, Op::Same(..))).map(|(i, _)| i).collect();
-    let mut groups: Vec<(usize, usize)> = Vec::new();
-    for &i in &changed {
-        match groups.last_mut() {
-            Some((_, end)) if i <= *end + 2 * CONTEXT + 1 => *end = i,
-            _ => groups.push((i, i)),
-        }
-    }
-    for (first, last) in groups {
-        let start = first.saturating_sub(CONTEXT);
-        let end = (last + CONTEXT + 1).min(ops.len());
-        let (mut a_start, mut b_start) = (0, 0);
-        for op in &ops[..start] {
-            match op {
-                Op::Same(..) => {
-                    a_start += 1;
-                    b_start += 1;
-                }
-                Op::Del(_) => a_start += 1,
-                Op::Ins(_) => b_start += 1,
-            }
-        }
-        let hunk = &ops[start..end];
-        let a_len = hunk.iter().filter(|op| !matches!(op, Op::Ins(_))).count();
-        let b_len = hunk.iter().filter(|op| !matches!(op, Op::Del(_))).count();
-        let pos = |s: usize, l: usize| {
-            if l == 0 {
-                format!("{s},0")
-            } else {
-                format!("{},{l}", s + 1)
+    TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(old_name, new_name).to_string()
+}
+
+/// One changed region: old lines `old_lines` (0-based, end exclusive) become `new_text`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    pub old_lines: std::ops::Range<usize>,
+    pub new_text: String,
+}
+
+/// The changed regions of `old` -> `new`, in order, adjacent changes merged.
+pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
+    let diff = TextDiff::from_lines(old, new);
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut out: Vec<Hunk> = Vec::new();
+    for op in diff.ops() {
+        let (old_range, new_range) = match *op {
+            DiffOp::Equal { .. } => continue,
+            DiffOp::Delete { old_index, old_len, new_index } => (old_index..old_index + old_len, new_index..new_index),
+            DiffOp::Insert { old_index, new_index, new_len } => (old_index..old_index, new_index..new_index + new_len),
+            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                (old_index..old_index + old_len, new_index..new_index + new_len)
             }
         };
-        out.push_str(&format!("@@ -{} +{} @@\n", pos(a_start, a_len), pos(b_start, b_len)));
-        for op in hunk {
-            let (mark, line) = match op {
-                Op::Same(i) => (' ', a[*i]),
-                Op::Del(i) => ('-', a[*i]),
-                Op::Ins(j) => ('+', b[*j]),
-            };
-            out.push(mark);
-            out.push_str(line);
-            if !line.ends_with('\n') {
-                out.push_str("\n\\ No newline at end of file\n");
+        let text: String = new_lines[new_range].concat();
+        match out.last_mut() {
+            Some(last) if last.old_lines.end == old_range.start => {
+                last.old_lines.end = old_range.end;
+                last.new_text.push_str(&text);
             }
+            _ => out.push(Hunk { old_lines: old_range, new_text: text }),
         }
     }
     out
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Same(usize),
-    Del(usize),
-    Ins(usize),
-}
-
-/// An edit script by longest common subsequence over the part between the
-/// common prefix and suffix (files of a few thousand lines at most).
-fn line_ops(a: &[&str], b: &[&str]) -> Vec<Op> {
-    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let suffix = a[prefix..].iter().rev().zip(b[prefix..].iter().rev()).take_while(|(x, y)| x == y).count();
-    let (am, bm) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
-    let mut ops: Vec<Op> = (0..prefix).map(Op::Same).collect();
-    let (n, m) = (am.len(), bm.len());
-    if n * m > 16_000_000 {
-        ops.extend((0..n).map(|i| Op::Del(prefix + i)));
-        ops.extend((0..m).map(|j| Op::Ins(prefix + j)));
-    } else {
-        // lcs[i][j] = LCS length of am[i..] and bm[j..]
-        let mut lcs = vec![0u32; (n + 1) * (m + 1)];
-        for i in (0..n).rev() {
-            for j in (0..m).rev() {
-                lcs[i * (m + 1) + j] = if am[i] == bm[j] {
-                    lcs[(i + 1) * (m + 1) + j + 1] + 1
-                } else {
-                    lcs[(i + 1) * (m + 1) + j].max(lcs[i * (m + 1) + j + 1])
-                };
-            }
-        }
-        let (mut i, mut j) = (0, 0);
-        while i < n || j < m {
-            if i < n && j < m && am[i] == bm[j] {
-                ops.push(Op::Same(prefix + i));
-                i += 1;
-                j += 1;
-            } else if j < m && (i == n || lcs[i * (m + 1) + j + 1] > lcs[(i + 1) * (m + 1) + j]) {
-                ops.push(Op::Ins(prefix + j));
-                j += 1;
-            } else {
-                ops.push(Op::Del(prefix + i));
-                i += 1;
-            }
-        }
-    }
-    let a0 = a.len() - suffix;
-    ops.extend((0..suffix).map(|k| Op::Same(a0 + k)));
-    ops
-}
-
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn one_changed_line_gets_one_hunk_with_context() {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\n";
         let new = "a\nb\nc\nd\nE\nf\ng\nh\n";
         assert_eq!(
-            super::unified(old, new, "a/x.py", "b/x.py"),
+            unified(old, new, "a/x.py", "b/x.py"),
             "--- a/x.py\n+++ b/x.py\n@@ -2,7 +2,7 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n"
         );
     }
 
     #[test]
     fn equal_texts_have_no_diff() {
-        assert_eq!(super::unified("x\n", "x\n", "a", "b"), "");
+        assert_eq!(unified("x\n", "x\n", "a", "b"), "");
+        assert!(hunks("x\n", "x\n").is_empty());
     }
 
     #[test]
     fn insertion_at_start_of_empty() {
-        assert_eq!(super::unified("", "x\n", "a", "b"), "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
+        assert_eq!(unified("", "x\n", "a", "b"), "--- a\n+++ b\n@@ -0,0 +1 @@\n+x\n");
+    }
+
+    #[test]
+    fn hunks_applied_in_reverse_give_the_new_text() {
+        let old = "import torch\nx = 1\ny = 2\nz = 3\nw = 4\n";
+        let new = "import torch\nimport triton\nx = 1\ny = 20\nz = 3\n";
+        let hs = hunks(old, new);
+        assert_eq!(hs.len(), 3, "{hs:?}");
+        let mut lines: Vec<String> = old.split_inclusive('\n').map(str::to_string).collect();
+        for h in hs.iter().rev() {
+            lines.splice(h.old_lines.clone(), [h.new_text.clone()]);
+        }
+        assert_eq!(lines.concat(), new);
     }
 }

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 use tower_lsp_server::ls_types::{
-    AnnotatedTextEdit, ChangeAnnotation, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Position,
-    Range, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+    AnnotatedTextEdit, ChangeAnnotation, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier, Range,
+    TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
 use crate::llm::{Action, CandidateStatus, RewriteOutcome, StageEvent};
@@ -129,8 +129,10 @@ pub fn candidates_summary(outcome: &RewriteOutcome) -> String {
         .join("\n")
 }
 
-/// Replaces the whole document (`old` as the client has it at `version`)
-/// with `new`, annotated as needing confirmation so the client previews it.
+/// Turns the document (`old` as the client has it at `version`) into `new`
+/// with one edit per changed region (the preview shows the real diff, hunk by
+/// hunk), all under one annotation that needs confirmation so the client
+/// previews them; `description` says what was verified.
 pub fn confirmed_edit(
     uri: &Uri,
     version: Option<i32>,
@@ -140,15 +142,27 @@ pub fn confirmed_edit(
     label: &str,
     description: &str,
 ) -> WorkspaceEdit {
-    let end = convert::position(old, &LineIndex::new(old), old.len(), encoding);
-    let edit = AnnotatedTextEdit {
-        text_edit: TextEdit { range: Range::new(Position::new(0, 0), end), new_text: new.to_string() },
-        annotation_id: ANNOTATION.to_string(),
-    };
+    let index = LineIndex::new(old);
+    let mut line_starts: Vec<usize> = vec![0];
+    line_starts.extend(old.match_indices('\n').map(|(i, _)| i + 1));
+    let offset = |line: usize| line_starts.get(line).copied().unwrap_or(old.len()).min(old.len());
+    let edits = crate::llm::diff::hunks(old, new)
+        .into_iter()
+        .map(|h| {
+            let range = Range::new(
+                convert::position(old, &index, offset(h.old_lines.start), encoding),
+                convert::position(old, &index, offset(h.old_lines.end), encoding),
+            );
+            OneOf::Right(AnnotatedTextEdit {
+                text_edit: TextEdit { range, new_text: h.new_text },
+                annotation_id: ANNOTATION.to_string(),
+            })
+        })
+        .collect();
     WorkspaceEdit {
         document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
             text_document: OptionalVersionedTextDocumentIdentifier { uri: uri.clone(), version },
-            edits: vec![OneOf::Right(edit)],
+            edits,
         }])),
         change_annotations: Some(HashMap::from([(
             ANNOTATION.to_string(),
@@ -223,7 +237,29 @@ mod tests {
     }
 
     #[test]
-    fn the_edit_replaces_the_whole_document_and_needs_confirmation() {
+    fn the_edit_is_one_text_edit_per_hunk_and_needs_confirmation() {
+        let uri: Uri = "file:///x/k.py".parse().unwrap();
+        let old = "import torch\nx = 1\ny = 2\nz = 3\n";
+        let new = "import torch\nimport triton\nx = 1\ny = 20\nz = 3\n";
+        let v = serde_json::to_value(confirmed_edit(&uri, Some(1), old, new, Encoding::Utf16, "T", "d")).unwrap();
+        let edits = v["documentChanges"][0]["edits"].as_array().unwrap().clone();
+        assert_eq!(edits.len(), 2, "{edits:#?}");
+        assert_eq!(
+            edits[0]["range"],
+            json!({"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": 0}})
+        );
+        assert_eq!(edits[0]["newText"], "import triton\n");
+        assert_eq!(
+            edits[1]["range"],
+            json!({"start": {"line": 2, "character": 0}, "end": {"line": 3, "character": 0}})
+        );
+        assert_eq!(edits[1]["newText"], "y = 20\n");
+        assert!(edits.iter().all(|e| e["annotationId"] == ANNOTATION));
+        assert_eq!(v["changeAnnotations"][ANNOTATION]["description"], "d");
+    }
+
+    #[test]
+    fn an_edit_at_the_end_without_a_newline_reaches_the_end() {
         let uri: Uri = "file:///x/k.py".parse().unwrap();
         let e = confirmed_edit(&uri, Some(3), "a\nbé", "new", Encoding::Utf16, "T", "d");
         let v = serde_json::to_value(&e).unwrap();
