@@ -508,3 +508,36 @@ fn a_timeout_without_a_barrier_suggests_shrinking_not_a_barrier() {
     assert!(message.contains("--set NAME=VALUE") && !message.contains("grid-wide barrier"), "{message}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--small`: a task-sized file is checked on the CPU interpreter at reduced
+/// sizes, which the result lists; a size the user set is theirs.
+#[test]
+fn small_checks_a_task_sized_file_at_reduced_sizes_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("kernel-lsp-bench-small-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["gru_python_loop.py", "reference.py"] {
+        std::fs::copy(repo().join("examples/gru").join(f), dir.join(f)).unwrap();
+    }
+    let py = python();
+    let out = Command::new(binary())
+        .args(["bench", "gru_python_loop.py", "--small", "--set", "seq_len=4", "--format", "json", "--python", &py])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["correct"], true, "{r:#}");
+    assert_eq!(r["mode"], "cpu-interpreter");
+    assert_eq!(r["reduced_sizes"]["hidden_size"], serde_json::json!([256, 16]), "{r:#}");
+    assert_eq!(r["reduced_sizes"]["num_layers"], serde_json::json!([6, 2]), "{r:#}");
+    assert!(r["reduced_sizes"].get("seq_len").is_none(), "the user's --set wins: {r:#}");
+    let text = Command::new(binary())
+        .args(["bench", "gru_python_loop.py", "--small", "--set", "seq_len=4", "--python", &py])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("sizes      reduced for the CPU interpreter (not the task's): batch_size 10 -> 2"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -38,6 +38,12 @@ pub struct BenchArgs {
     /// Run under Triton's interpreter on the CPU (correctness only) even with a GPU.
     #[arg(long)]
     pub cpu: bool,
+    /// Check correctness on the CPU interpreter at reduced sizes: the task's size
+    /// constants (lowercase `name = <int>` at the top of the reference) of 16 and
+    /// above become 16, of 3 to 15 become 2 (names given with --set are kept).
+    /// Seconds instead of minutes on a laptop; the result lists each size.
+    #[arg(long)]
+    pub small: bool,
     /// The tolerance that decides "correct": `kernelbench` (KernelBench main's for
     /// the precision: 1e-4 fp32, 1e-2 fp16/bf16), `legacy` (1e-2), or a number
     /// (atol = rtol). Default: the `bench.tolerance` setting, `kernelbench`.
@@ -109,6 +115,7 @@ pub fn run_cli(args: BenchArgs) -> i32 {
         record_history: true,
         origin: None,
         sandbox: None,
+        reduced: args.small,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -413,6 +420,10 @@ pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
     out.push_str(&format!("candidate  {}\n", candidate.display()));
     if let Some(reference) = r.extra.get("reference").and_then(|v| v.as_str()) {
         out.push_str(&format!("reference  {reference} (found by {})\n", extra("reference_found_by")));
+    }
+    if let Some(sizes) = r.extra.get("reduced_sizes").and_then(|v| v.as_object()).filter(|m| !m.is_empty()) {
+        let list: Vec<String> = sizes.iter().map(|(n, v)| format!("{n} {} -> {}", v[0], v[1])).collect();
+        out.push_str(&format!("sizes      reduced for the CPU interpreter (not the task's): {}\n", list.join(", ")));
     }
     out.push_str(&format!(
         "mode       {} on {} · torch {} · triton {}\n\n",

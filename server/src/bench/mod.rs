@@ -51,6 +51,9 @@ pub struct BenchRequest {
     /// Run the harness in this sandbox (always a fresh process, never the
     /// warm worker). Set for every run of LLM-written code.
     pub sandbox: Option<std::sync::Arc<sandbox::Sandbox>>,
+    /// Check correctness at reduced sizes ([`reduced_sizes`]) on the CPU
+    /// interpreter; the result's `reduced_sizes` says which.
+    pub reduced: bool,
 }
 
 impl Default for BenchRequest {
@@ -66,6 +69,7 @@ impl Default for BenchRequest {
             record_history: true,
             origin: None,
             sandbox: None,
+            reduced: false,
         }
     }
 }
@@ -212,11 +216,17 @@ pub fn run_blocking(req: BenchRequest, on_progress: impl FnMut(String) + Send) -
 }
 
 async fn run_with(
-    req: BenchRequest,
+    mut req: BenchRequest,
     warm: bool,
     on_progress: impl FnMut(String) + Send,
 ) -> Result<BenchResult, BenchError> {
     let candidate = std::path::absolute(&req.candidate)?;
+    let reduced = if req.reduced { reduced_sizes(&req) } else { Vec::new() };
+    if req.reduced {
+        // Reduced sizes are a correctness check: on the interpreter, never timed.
+        req.cpu = true;
+        req.overrides.extend(reduced.iter().map(|(n, _, v)| (n.clone(), v.to_string())));
+    }
     // Sandboxed code never runs in the shared warm worker.
     let warm = warm && req.sandbox.is_none();
     let mut argv = harness_args(&req, &candidate);
@@ -236,6 +246,11 @@ async fn run_with(
         Err(e) => e.into_result(&candidate),
     };
     remember_launches(&mut result, &profile_key, known_launches);
+    if req.reduced {
+        let sizes: serde_json::Map<String, serde_json::Value> =
+            reduced.iter().map(|(n, task, v)| (n.clone(), serde_json::json!([task, v]))).collect();
+        result.extra.insert("reduced_sizes".into(), serde_json::Value::Object(sizes));
+    }
     if let Some(e) = result.error.as_mut().filter(|e| e.kind == "missing-dependency") {
         let (python, source) = python_and_source(&req);
         e.message.push_str(&format!(
@@ -465,6 +480,86 @@ pub(crate) fn interpreter_timeout_hint(candidate: &Path) -> String {
                  sizes) to check correctness in seconds, or raise the timeout (--timeout, bench.timeout)."
             .to_string(),
     }
+}
+
+/// The reference as the harness would find it from the original file (a
+/// candidate in the sandbox's directory has no siblings, and an answer's own
+/// reference comment must not choose what it is checked against), and its
+/// path for the prompt. `None`: `Model` is in the file.
+pub fn find_reference(file: &Path, text: &str, explicit: Option<&Path>, settings: &Settings) -> Option<PathBuf> {
+    if let Some(r) = explicit {
+        return Some(std::path::absolute(r).unwrap_or_else(|_| r.to_path_buf()));
+    }
+    let dir = file.parent()?;
+    let comment = text.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix('#')?.trim().strip_prefix("kernel-lsp:")?.trim().strip_prefix("reference")?;
+        Some(rest.trim().strip_prefix('=')?.trim().to_string())
+    });
+    if let Some(c) = comment {
+        return Some(dir.join(c));
+    }
+    let has_model = |t: &str| t.lines().any(|l| l.starts_with("class Model(") || l.starts_with("class Model:"));
+    if has_model(text) {
+        return None;
+    }
+    if let Some(r) = &settings.reference {
+        return Some(config_relative(file, r));
+    }
+    let stem = file.file_stem()?.to_str()?;
+    let mut names = Vec::new();
+    let bases: Vec<&str> = ["_new", "_triton", "_candidate", "_opt", "_kernel"]
+        .iter()
+        .filter_map(|s| stem.strip_suffix(s).filter(|b| !b.is_empty()))
+        .collect();
+    names.extend(bases.iter().map(|b| format!("{b}.py")));
+    for b in bases.iter().copied().chain([stem]) {
+        names.push(format!("{b}_ref.py"));
+        names.push(format!("{b}_reference.py"));
+    }
+    names.extend(["reference.py".to_string(), "ref.py".to_string()]);
+    names
+        .into_iter()
+        .map(|n| dir.join(n))
+        .find(|p| p != file && std::fs::read_to_string(p).is_ok_and(|t| has_model(&t)))
+}
+
+/// The task's size constants (lowercase top-level `name = <int>` of the
+/// reference, else of the file) scaled down for a correctness check on the
+/// CPU interpreter: 16 and above become 16, 3 to 15 become 2; names the user
+/// set are left alone. Each entry: name, task value, reduced value.
+pub fn reduced_sizes(req: &BenchRequest) -> Vec<(String, i64, i64)> {
+    let Ok(candidate) = std::path::absolute(&req.candidate) else { return Vec::new() };
+    let text = std::fs::read_to_string(&candidate).unwrap_or_default();
+    let origin = req.origin.clone().unwrap_or_else(|| candidate.clone());
+    let source = find_reference(&origin, &text, req.reference.as_deref(), &req.settings)
+        .and_then(|r| std::fs::read_to_string(r).ok())
+        .unwrap_or(text);
+    let mut out = Vec::new();
+    for line in source.lines() {
+        let Some((name, value)) = line.split_once('=') else { continue };
+        let name = name.trim_end();
+        let value = value.split('#').next().unwrap_or_default().trim();
+        let is_name = !name.is_empty()
+            && !line.starts_with(char::is_whitespace)
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && name.starts_with(|c: char| c.is_ascii_lowercase());
+        let Ok(v) = value.parse::<i64>() else { continue };
+        if !is_name
+            || req.overrides.iter().any(|(n, _)| n == name)
+            || out.iter().any(|(n, _, _): &(String, i64, i64)| n == name)
+        {
+            continue;
+        }
+        let reduced = match v {
+            16.. => 16,
+            3..=15 => 2,
+            _ => continue,
+        };
+        if reduced != v {
+            out.push((name.to_string(), v, reduced));
+        }
+    }
+    out
 }
 
 /// 1-based line of `class ModelNew` in the candidate, where run-level errors land.

@@ -57,7 +57,7 @@ pub async fn rewrite(
         true => PathBuf::from(d),
         false => root.join(d),
     });
-    let reference = find_reference(&req, &file, &text);
+    let reference = bench::find_reference(&file, &text, req.reference.as_deref(), &req.settings);
     let gpu_spec = req.settings.gpu();
     let mut ctx = Ctx {
         repairs: req.repairs.unwrap_or(req.settings.llm.repairs),
@@ -191,47 +191,6 @@ fn unix_now() -> u64 {
 /// Kinds of benchmark failure that say the set-up is broken, not the code.
 fn is_environment_failure(kind: &str) -> bool {
     matches!(kind, "missing-dependency" | "harness" | "no-reference")
-}
-
-/// The reference as the harness would find it from the original file (a
-/// candidate in the sandbox's directory has no siblings, and an answer's own
-/// reference comment must not choose what it is checked against), and its
-/// path for the prompt. `None`: `Model` is in the file.
-fn find_reference(req: &RewriteRequest, file: &Path, text: &str) -> Option<PathBuf> {
-    if let Some(r) = &req.reference {
-        return Some(std::path::absolute(r).unwrap_or_else(|_| r.clone()));
-    }
-    let dir = file.parent()?;
-    let comment = text.lines().find_map(|l| {
-        let rest = l.trim().strip_prefix('#')?.trim().strip_prefix("kernel-lsp:")?.trim().strip_prefix("reference")?;
-        Some(rest.trim().strip_prefix('=')?.trim().to_string())
-    });
-    if let Some(c) = comment {
-        return Some(dir.join(c));
-    }
-    let has_model = |t: &str| t.lines().any(|l| l.starts_with("class Model(") || l.starts_with("class Model:"));
-    if has_model(text) {
-        return None;
-    }
-    if let Some(r) = &req.settings.reference {
-        return Some(bench::config_relative(file, r));
-    }
-    let stem = file.file_stem()?.to_str()?;
-    let mut names = Vec::new();
-    let bases: Vec<&str> = ["_new", "_triton", "_candidate", "_opt", "_kernel"]
-        .iter()
-        .filter_map(|s| stem.strip_suffix(s).filter(|b| !b.is_empty()))
-        .collect();
-    names.extend(bases.iter().map(|b| format!("{b}.py")));
-    for b in bases.iter().copied().chain([stem]) {
-        names.push(format!("{b}_ref.py"));
-        names.push(format!("{b}_reference.py"));
-    }
-    names.extend(["reference.py".to_string(), "ref.py".to_string()]);
-    names
-        .into_iter()
-        .map(|n| dir.join(n))
-        .find(|p| p != file && std::fs::read_to_string(p).is_ok_and(|t| has_model(&t)))
 }
 
 fn first_prompt(ctx: &Ctx, baseline: &BenchResult, dir: Option<&Path>) -> Result<String, LlmError> {
@@ -582,6 +541,7 @@ impl Ctx {
             record_history,
             origin: Some(self.file.clone()),
             sandbox: Some(self.sandbox.clone()),
+            reduced: false,
         }
     }
 

@@ -344,6 +344,7 @@ impl Server {
             python: None,
             overrides: Vec::new(),
             cpu: args.get(1).and_then(|o| o.get("cpu")).and_then(Value::as_bool).unwrap_or(false),
+            reduced: args.get(1).and_then(|o| o.get("reduced")).and_then(Value::as_bool).unwrap_or(false),
             timeout: None,
             record_history: true,
             origin: None,
