@@ -41,6 +41,19 @@ pub struct TimelineRow {
     pub setup_failure: bool,
 }
 
+/// The editor's workspace folders (the language server sets them), where a
+/// file's `.kernel-lsp/` goes when no project marker is found above it.
+static WORKSPACE_ROOTS: std::sync::RwLock<Vec<PathBuf>> = std::sync::RwLock::new(Vec::new());
+
+pub fn set_workspace_roots(roots: Vec<PathBuf>) {
+    if let Ok(mut r) = WORKSPACE_ROOTS.write() {
+        *r = roots;
+    }
+}
+
+/// Where a file's `.kernel-lsp/` (history, timeline, backups) lives: the
+/// nearest folder above it with `kernel-lsp.toml`, `pyproject.toml` or `.git`;
+/// else the editor's workspace folder that holds it (the deepest); else its own folder.
 pub fn project_root(candidate: &Path) -> PathBuf {
     let start = candidate.parent().unwrap_or(Path::new("."));
     let mut dir = Some(start);
@@ -50,7 +63,8 @@ pub fn project_root(candidate: &Path) -> PathBuf {
         }
         dir = d.parent();
     }
-    start.to_path_buf()
+    let roots = WORKSPACE_ROOTS.read().map(|r| r.clone()).unwrap_or_default();
+    roots.into_iter().filter(|r| start.starts_with(r)).max_by_key(|r| r.components().count()).unwrap_or(start.to_path_buf())
 }
 
 /// The project root and a file's path relative to it (for `history`/`timeline FILE`);
@@ -226,6 +240,22 @@ pub fn utc_time(unix: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_marker_the_workspace_folder_is_the_root() {
+        let base = std::env::temp_dir().join(format!("klsp-root-{}", std::process::id()));
+        let file = base.join("ws/deep/er/k.py");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        assert_eq!(project_root(&file), base.join("ws/deep/er"), "no marker, no workspace: the file's folder");
+        set_workspace_roots(vec![base.clone(), base.join("ws")]);
+        assert_eq!(project_root(&file), base.join("ws"), "the deepest workspace folder holding it");
+        std::fs::write(base.join("ws/deep/kernel-lsp.toml"), "").unwrap();
+        assert_eq!(project_root(&file), base.join("ws/deep"), "a marker comes first");
+        set_workspace_roots(Vec::new());
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
     #[test]
     fn utc_time_matches_known_dates() {
         assert_eq!(super::utc_time(0), "1970-01-01T00:00:00Z");

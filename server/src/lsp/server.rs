@@ -764,6 +764,7 @@ impl LanguageServer for Server {
             let mut st = self.state();
             st.caps = caps;
             st.encoding = encoding;
+            crate::bench::history::set_workspace_roots(folders.clone());
             st.folders = folders;
             if let Some(options) = &params.initialization_options {
                 match super::settings::editor_settings(options) {
@@ -996,6 +997,7 @@ impl LanguageServer for Server {
             let removed: Vec<_> = params.event.removed.iter().filter_map(|f| file_path(&f.uri)).collect();
             st.folders.retain(|f| !removed.contains(f));
             st.folders.extend(params.event.added.iter().filter_map(|f| file_path(&f.uri)));
+            crate::bench::history::set_workspace_roots(st.folders.clone());
         }
         self.reload_settings().await;
     }
