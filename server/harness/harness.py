@@ -410,12 +410,16 @@ def build_models_kb(ref_mod, new_mod, device, dtype, seed):
         raise BenchFailure("no-reference", f"{ref_mod.__file__} defines no `class Model`", ref_mod.__file__, 1, 1)
     if not hasattr(new_mod, "ModelNew"):
         raise BenchFailure("exception", "the candidate defines no `class ModelNew`", None, 1, 1)
-    init = getattr(ref_mod, "get_init_inputs", None) or getattr(new_mod, "get_init_inputs", None)
+    init = getattr(ref_mod, "get_init_inputs", None)
     seed_everything(seed)
-    init_args = [to_task(x, device, dtype) for x in (init() if init else [])]
+    if init is not None:
+        init_args = [to_task(x, device, dtype) for x in in_reference(ref_mod, "get_init_inputs()", init)]
+    else:
+        init = getattr(new_mod, "get_init_inputs", None)
+        init_args = [to_task(x, device, dtype) for x in (init() if init else [])]
     with torch.no_grad():
         seed_everything(seed)
-        ref = ref_mod.Model(*init_args)
+        ref = in_reference(ref_mod, "Model(...)", ref_mod.Model, *init_args)
         seed_everything(seed)
         new = new_mod.ModelNew(*init_args)
         ref = ref.to(device=device, dtype=dtype)
@@ -424,9 +428,30 @@ def build_models_kb(ref_mod, new_mod, device, dtype, seed):
 
 
 def task_inputs(ref_mod, new_mod, device, dtype, seed):
-    get = getattr(ref_mod, "get_inputs", None) or getattr(new_mod, "get_inputs")
+    get = getattr(ref_mod, "get_inputs", None)
+    if get is None:
+        get = getattr(new_mod, "get_inputs")
+        seed_everything(seed)
+        return [to_task(x, device, dtype) for x in get()]
     seed_everything(seed)
-    return [to_task(x, device, dtype) for x in get()]
+    return [to_task(x, device, dtype) for x in in_reference(ref_mod, "get_inputs()", get)]
+
+
+def in_reference(ref_mod, what, f, *args):
+    """Runs reference code; its exception is reported against the reference, not the candidate."""
+    try:
+        return f(*args)
+    except BenchFailure:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure of the reference is the reference's
+        path = real_path(getattr(ref_mod, "__file__", "") or "")
+        line, col = innermost_frame(e, path)
+        raise BenchFailure(
+            "reference-error",
+            f"the reference ({os.path.basename(path)}) failed in {what}: {type(e).__name__}: {e}. "
+            f"The candidate was not judged: fix the reference, or run where it can run "
+            f"(e.g. a GPU for `.cuda()`).",
+            path, line, col) from e
 
 
 def tolerances(args):
@@ -466,7 +491,7 @@ def check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, info):
         inputs = task_inputs(ref_mod, new_mod, device, dtype, seed)
         with torch.no_grad():
             seed_everything(seed)
-            expected = ref(*inputs)
+            expected = in_reference(ref_mod, "Model.forward", ref, *inputs)
             seed_everything(seed)
             got = new(*inputs)
         if not isinstance(expected, torch.Tensor):
@@ -511,6 +536,9 @@ def check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, info):
         info["max_abs_diff"], info["max_abs_diff_index"], info["max_abs_diff_trial"] = worst[0], worst[1], worst[2]
     where_worst = f"max abs diff {short(worst[0])} at {describe_index(worst[1])}" if worst else "no elements"
     if nan_at is not None:
+        # A NaN is no difference of 0: the finite figures would say "max abs diff 0".
+        for key in ("max_abs_diff", "max_abs_diff_index", "max_abs_diff_trial"):
+            info.pop(key, None)
         info["nan_index"] = nan_at[0]
         raise BenchFailure("mismatch", f"the candidate's output has NaN at {describe_index(nan_at[0])} (trial "
                            f"{nan_at[1] + 1}); torch.allclose counts NaN as a mismatch, and so does KernelBench",

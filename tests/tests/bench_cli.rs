@@ -287,6 +287,28 @@ fn nan_output_fails() {
     assert_eq!(run.code, 1, "{:#}", run.json);
     assert_eq!(error_kind(&run), "mismatch");
     assert!(run.json["error"]["message"].as_str().unwrap_or("").contains("NaN at output[0]"), "{:#}", run.json);
+    assert!(run.json.get("max_abs_diff").is_none(), "a NaN is no difference of 0: {:#}", run.json);
+}
+
+/// An exception in the reference is the reference's: reported at its line,
+/// as its own kind, not as the candidate's exception without a line.
+#[test]
+fn an_exception_in_the_reference_is_reported_against_the_reference() {
+    let dir = project("refexc", &["add_ref.py", "add_new.py"]);
+    let reference = std::fs::read_to_string(dir.join("add_ref.py")).unwrap();
+    let broken = reference.replace("    return [torch.randn(N)]", "    raise RuntimeError(\"no driver here\")");
+    assert_ne!(broken, reference);
+    std::fs::write(dir.join("add_ref.py"), broken).unwrap();
+    let run = bench_json(&dir, "add_new.py", &[]);
+    assert_eq!(error_kind(&run), "reference-error", "{:#}", run.json);
+    let message = run.json["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the reference (add_ref.py) failed in get_inputs(): RuntimeError: no driver here"),
+        "{message}"
+    );
+    assert!(run.json["error"]["file"].as_str().unwrap_or_default().ends_with("add_ref.py"), "{:#}", run.json);
+    assert_eq!(run.json["error"]["line"], 17, "{:#}", run.json);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -64,7 +64,11 @@ pub fn project_root(candidate: &Path) -> PathBuf {
         dir = d.parent();
     }
     let roots = WORKSPACE_ROOTS.read().map(|r| r.clone()).unwrap_or_default();
-    roots.into_iter().filter(|r| start.starts_with(r)).max_by_key(|r| r.components().count()).unwrap_or(start.to_path_buf())
+    roots
+        .into_iter()
+        .filter(|r| start.starts_with(r))
+        .max_by_key(|r| r.components().count())
+        .unwrap_or(start.to_path_buf())
 }
 
 /// The project root and a file's path relative to it (for `history`/`timeline FILE`);

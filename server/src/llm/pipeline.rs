@@ -190,7 +190,7 @@ fn unix_now() -> u64 {
 
 /// Kinds of benchmark failure that say the set-up is broken, not the code.
 fn is_environment_failure(kind: &str) -> bool {
-    matches!(kind, "missing-dependency" | "harness" | "no-reference")
+    matches!(kind, "missing-dependency" | "harness" | "no-reference" | "reference-error")
 }
 
 fn first_prompt(ctx: &Ctx, baseline: &BenchResult, dir: Option<&Path>) -> Result<String, LlmError> {

@@ -106,6 +106,14 @@ pub static BENCH_CODES: &[BenchCode] = &[
         doc: "## What it means\nA `--set NAME=VALUE` names no top-level assignment of the candidate or the reference.",
     },
     BenchCode {
+        kind: "reference-error",
+        code: "KL913",
+        name: "reference-error",
+        severity: Severity::Warning,
+        doc: "## What it means\nThe reference itself failed (its `get_inputs`, `get_init_inputs`, `Model(...)` or \
+              `forward`), so the candidate was not judged. The message and the line are the reference's.",
+    },
+    BenchCode {
         kind: "harness",
         code: "KL909",
         name: "harness-error",
