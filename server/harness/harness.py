@@ -486,8 +486,13 @@ def check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, info):
     checks = {profile: (atol, rtol), **named}
     worst = None  # (abs diff, index, trial)
     nan_at = None
+    started = time.perf_counter()
     for trial, seed in enumerate(seeds):
-        progress("correctness", f"trial {trial + 1} of {len(seeds)} (seed {seed})")
+        estimate = ""
+        if trial:
+            each = (time.perf_counter() - started) / trial
+            estimate = f", about {each:.0f} s a trial, {each * (len(seeds) - trial):.0f} s left"
+        progress("correctness", f"trial {trial + 1} of {len(seeds)} (seed {seed}{estimate})")
         inputs = task_inputs(ref_mod, new_mod, device, dtype, seed)
         with torch.no_grad():
             seed_everything(seed)
