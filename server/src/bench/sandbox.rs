@@ -156,6 +156,25 @@ impl Drop for Sandbox {
     }
 }
 
+/// The data limit for `setting_mb`, never above three quarters of this
+/// machine's memory: an answer that allocates without end meets its limit
+/// before the machine's OOM killer picks a victim (the server, say).
+pub fn memory_limit(setting_mb: u64) -> u64 {
+    let asked = setting_mb.saturating_mul(1 << 20);
+    // SAFETY: sysinfo fills the struct it is given and has no other effect.
+    let total = unsafe {
+        let mut info: libc::sysinfo = std::mem::zeroed();
+        match libc::sysinfo(&mut info) {
+            0 => (info.totalram as u64).saturating_mul(info.mem_unit as u64),
+            _ => 0,
+        }
+    };
+    match total {
+        0 => asked,
+        t => asked.min(t / 4 * 3),
+    }
+}
+
 // ---------------------------------------------------------------- live directories
 
 fn live() -> &'static Mutex<Vec<PathBuf>> {
@@ -629,6 +648,13 @@ mod tests {
         drop(sb);
         assert!(!dir.exists(), "removed with the sandbox");
         assert!(!live().lock().unwrap().contains(&dir));
+    }
+
+    #[test]
+    fn the_memory_limit_stays_under_the_machines_memory() {
+        let huge = memory_limit(u64::MAX / (1 << 20));
+        assert!(huge > 0 && huge < u64::MAX / 2, "{huge}");
+        assert_eq!(memory_limit(64), 64 << 20, "a small setting is kept");
     }
 
     #[test]

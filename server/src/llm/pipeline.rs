@@ -168,7 +168,7 @@ fn sandbox_for(req: &RewriteRequest) -> Result<super::sandbox::Sandbox, LlmError
         ..Default::default()
     });
     let limits = super::sandbox::Limits {
-        data_bytes: req.settings.llm.sandbox_memory_mb.saturating_mul(1 << 20),
+        data_bytes: super::sandbox::memory_limit(req.settings.llm.sandbox_memory_mb),
         ..Default::default()
     };
     let mut sandbox = super::sandbox::prepare(req.settings.llm.sandbox, &python, limits).map_err(LlmError::Setup)?;

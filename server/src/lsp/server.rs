@@ -14,7 +14,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
@@ -402,7 +402,12 @@ impl Server {
             Ok(Err(e)) => {
                 self.client.show_message(MessageType::ERROR, format!("kernel-lsp benchmark: {e}")).await;
                 self.views_changed(caps);
-                return Err(Error { code: REQUEST_FAILED, message: e.to_string().into(), data: None });
+                // `shown`: the message is on screen already; a client shows it once.
+                return Err(Error {
+                    code: REQUEST_FAILED,
+                    message: e.to_string().into(),
+                    data: Some(json!({"shown": true})),
+                });
             }
             Ok(Ok(r)) => r,
         };
@@ -593,7 +598,8 @@ impl Server {
                 // LlmError texts never hold the key (the client scrubs it).
                 warn!("rewrite of {} failed: {e}", path.display());
                 self.client.show_message(MessageType::ERROR, format!("kernel-lsp rewrite: {e}")).await;
-                return Err(failed(e.to_string()));
+                // `shown`: the message is on screen already; a client shows it once.
+                return Err(Error { data: Some(json!({"shown": true})), ..failed(e.to_string()) });
             }
             Ok(Ok(o)) => o,
         };
