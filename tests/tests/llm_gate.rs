@@ -198,9 +198,12 @@ def attempt(f):
 def write(path):
     with open(path, "w") as f: f.write("x")
 print("project", attempt(lambda: write("{p}/written")))
-print("scratch", attempt(lambda: write("{s}/written")))
+print("scratch", attempt(lambda: write(os.environ["TMPDIR"] + "/written")))
+print("candidates", attempt(lambda: write("{s}/work/planted.py")))
+print("home", os.environ["HOME"] == os.environ["TMPDIR"], os.environ.get("PYTHONNOUSERSITE"))
 print("network", attempt(lambda: socket.create_connection(("127.0.0.1", {port}), timeout=2)))
 print("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+print("tmpdir", os.environ["TMPDIR"])
 "#,
             p = project.display(),
             s = sb.dir().display(),
@@ -229,7 +232,16 @@ print("pids", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
         "{inside}"
     );
     assert!(inside.contains("scratch ok"), "{inside}");
+    assert!(
+        inside.contains("candidates OSError: [Errno 30] Read-only file system"),
+        "the candidates are read-only: {inside}"
+    );
+    assert!(inside.contains("home True 1"), "{inside}");
     assert!(inside.contains("env None None"), "{inside}");
+    // A second run gets a fresh folder of its own.
+    let again = probe(&sb);
+    let tmpdir = |out: &str| out.lines().find(|l| l.starts_with("tmpdir ")).map(str::to_string);
+    assert!(tmpdir(&inside).is_some() && tmpdir(&inside) != tmpdir(&again), "{inside}\n{again}");
     assert!(!inside.contains("network ok") && inside.contains("network "), "{inside}");
     assert!(inside.contains("pids [1, 2]"), "its own PID namespace: only bwrap's init and the probe: {inside}");
     assert!(!project.join("written").exists());

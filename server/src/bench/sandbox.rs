@@ -95,6 +95,17 @@ impl Sandbox {
         redact(text, &self.secrets)
     }
 
+    /// A fresh folder for one run, the only place that run may write.
+    fn new_run_dir(&self) -> PathBuf {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let run = self.dir.join("runs").join(N.fetch_add(1, Ordering::Relaxed).to_string());
+        for sub in ["triton", "cache", "inductor"] {
+            let _ = std::fs::create_dir_all(run.join(sub));
+        }
+        run
+    }
+
     /// Writes a file the sandboxed code will read into the sandbox's directory.
     pub fn write(&self, name: &str, text: &str) -> std::io::Result<PathBuf> {
         let path = self.dir.join("work").join(name);
@@ -108,10 +119,18 @@ impl Sandbox {
     /// The caller adds stdio and spawns it.
     pub fn command(&self, args: &[String], reads: &[PathBuf]) -> tokio::process::Command {
         let mut cmd;
+        let mut run: Option<PathBuf> = None;
         match &self.bwrap {
             Some(prefix) => {
                 cmd = tokio::process::Command::new(bwrap_path());
                 cmd.args(prefix);
+                // Each run writes only to a fresh folder of its own: what one
+                // answer leaves behind (a usercustomize.py, a poisoned cache, an
+                // edited candidate) cannot reach a later run of the rewrite.
+                run = Some(self.new_run_dir());
+                if let Some(r) = run.as_ref().map(|r| r.display().to_string()) {
+                    cmd.args(["--bind", &r, &r, "--chdir", &r]);
+                }
                 for r in reads {
                     if let Ok(abs) = std::path::absolute(r) {
                         let s = abs.display().to_string();
@@ -128,6 +147,9 @@ impl Sandbox {
             }
         }
         cmd.env_clear().envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(run) = &run {
+            cmd.envs(own_folders(run));
+        }
         let limits = self.limits;
         // SAFETY: the closure runs in the forked child before exec and calls
         // only async-signal-safe functions (setrlimit, prctl, getppid, _exit).
@@ -428,7 +450,6 @@ fn outermost(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 /// The environment sandboxed code starts with: the allow list, the sandbox's
 /// own directories, a `PATH` of the interpreter's folder and the system's.
 fn environment(dir: &Path, python_dir: Option<&Path>) -> Vec<(String, String)> {
-    let d = dir.display().to_string();
     let mut path = String::new();
     if let Some(p) = python_dir {
         path.push_str(&p.display().to_string());
@@ -437,22 +458,32 @@ fn environment(dir: &Path, python_dir: Option<&Path>) -> Vec<(String, String)> {
     path.push_str("/usr/local/bin:/usr/bin:/bin");
     let mut env = vec![
         ("PATH".to_string(), path),
-        ("HOME".to_string(), d.clone()),
-        ("TMPDIR".to_string(), d.clone()),
-        ("XDG_CACHE_HOME".to_string(), format!("{d}/cache")),
-        ("TRITON_CACHE_DIR".to_string(), format!("{d}/triton")),
-        ("TRITON_HOME".to_string(), d.clone()),
-        ("TORCHINDUCTOR_CACHE_DIR".to_string(), format!("{d}/inductor")),
         ("PYTHONUNBUFFERED".to_string(), "1".to_string()),
         ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
+        // No user site-packages: nothing a run wrote under HOME is imported at start-up.
+        ("PYTHONNOUSERSITE".to_string(), "1".to_string()),
         ("USER".to_string(), "sandbox".to_string()),
     ];
+    env.extend(own_folders(dir));
     for var in PASS_THROUGH {
         if let Ok(v) = std::env::var(var) {
             env.push((var.to_string(), v));
         }
     }
     env
+}
+
+/// `HOME`, `TMPDIR` and the caches, all in `dir`.
+fn own_folders(dir: &Path) -> Vec<(String, String)> {
+    let d = dir.display().to_string();
+    vec![
+        ("HOME".to_string(), d.clone()),
+        ("TMPDIR".to_string(), d.clone()),
+        ("XDG_CACHE_HOME".to_string(), format!("{d}/cache")),
+        ("TRITON_CACHE_DIR".to_string(), format!("{d}/triton")),
+        ("TRITON_HOME".to_string(), d.clone()),
+        ("TORCHINDUCTOR_CACHE_DIR".to_string(), format!("{d}/inductor")),
+    ]
 }
 
 /// The sandbox `setting` asks for, around the interpreter `python`.
@@ -487,7 +518,7 @@ pub fn prepare(setting: Option<SandboxSetting>, python: &str, limits: Limits) ->
         return Ok(sandbox);
     }
     let home = python_home(python, &environment(&sandbox.dir, None))?;
-    for sub in ["triton", "cache", "inductor", "work"] {
+    for sub in ["work", "runs"] {
         std::fs::create_dir_all(sandbox.dir.join(sub))
             .map_err(|e| format!("cannot create {}: {e}", sandbox.dir.display()))?;
     }
@@ -497,12 +528,13 @@ pub fn prepare(setting: Option<SandboxSetting>, python: &str, limits: Limits) ->
         let s = p.display().to_string();
         args.extend(["--ro-bind".to_string(), s.clone(), s]);
     }
+    // The sandbox's folder (the candidates) is read-only; each run binds its own folder writable.
     let d = sandbox.dir.display().to_string();
-    args.extend(["--bind".to_string(), d.clone(), d.clone(), "--chdir".to_string(), d.clone()]);
+    args.extend(["--ro-bind".to_string(), d.clone(), d.clone()]);
     sandbox.kind = "bwrap";
     sandbox.description = format!(
         "bwrap: own user, PID and network namespaces, no capabilities, a read-only root of the system and \
-         the interpreter, writes only to {d}"
+         the interpreter, each run writes only to a fresh folder under {d}"
     );
     sandbox.env = environment(&sandbox.dir, pydir(&home.executable).as_deref());
     sandbox.python = home.executable;
