@@ -806,6 +806,7 @@ def run_ranking(args, mode, result):
     overrides, used = parse_overrides(args.set), set()
     candidate = os.path.abspath(args.candidate)
     ref_path, how = find_reference(candidate, args.reference, args.config_reference)
+    timers = timer_objects()
     ref_mod = load_module(ref_path or candidate, "kernel_lsp_reference", overrides, used, isolated=True)
     entries = [{"file": candidate, "role": "current"}] + [{"file": os.path.abspath(f), "role": "candidate"}
                                                            for f in args.rank]
@@ -820,6 +821,8 @@ def run_ranking(args, mode, result):
         except Exception as e:
             entry["error"] = "".join(traceback.format_exception_only(type(e), e)).strip()
             continue
+        # A file that replaced a clock spoils every figure of this process: no ranking at all.
+        check_timers(timers, f"when {os.path.basename(entry['file'])} was loaded", (entry["file"], 1, 1))
         if not models:
             models.append(ref)
             timed.append({"file": ref_path or candidate, "role": "reference"})
@@ -829,6 +832,10 @@ def run_ranking(args, mode, result):
                    {"file": ref_path or candidate, "role": "reference", "error": "no model could be built"})
     if len(models) > 1:
         inputs = task_inputs(ref_mod, ref_mod, device, dtype, args.seed)
+        with torch.no_grad():
+            for m in models:
+                m(*inputs)
+        check_timers(timers, "while the ranked models ran once", (candidate, 1, 1))
         progress("timing", f"{len(models)} models interleaved")
         for entry, stats in zip(timed, time_interleaved(models, inputs, args, mode == "gpu")):
             entry["ms"] = stats["p10_ms"]
@@ -1045,6 +1052,43 @@ class Phases:
         self.started = now
 
 
+def timer_objects():
+    """The clocks and timing functions a figure depends on, by name: the objects
+    themselves, so that a replacement is seen by identity, whatever its name."""
+    import torch
+
+    out = {f"time.{n}": getattr(time, n) for n in ("perf_counter", "perf_counter_ns", "time", "monotonic")}
+    cuda = torch.cuda
+    out.update({"torch.cuda.synchronize": cuda.synchronize, "torch.cuda.Event": cuda.Event,
+                "torch.cuda.current_stream": cuda.current_stream})
+    for n in ("record", "elapsed_time", "synchronize"):
+        out[f"torch.cuda.Event.{n}"] = getattr(cuda.Event, n, None)
+    try:
+        import triton.testing
+
+        out["triton.testing.do_bench"] = getattr(triton.testing, "do_bench", None)
+    except ImportError:
+        pass
+    me = sys.modules[__name__]
+    for n in ("time_models", "kernelbench_timing", "check_correctness_kb", "check_determinism", "emit",
+              "timer_objects", "check_timers"):
+        out[f"the harness's {n}"] = getattr(me, n, None)
+    return out
+
+
+def check_timers(before, when, where):
+    """Raises `timer-patch` (KL107) when a clock or timing function is no longer the object it was."""
+    now = timer_objects()
+    changed = sorted(n for n, obj in before.items() if now.get(n) is not obj)
+    if changed:
+        raise BenchFailure(
+            "timer-patch",
+            f"{', '.join(changed)} {'was' if len(changed) == 1 else 'were'} replaced {when}: a figure timed "
+            f"with {'it' if len(changed) == 1 else 'them'} would not be a time. The candidate's speed is not "
+            f"measured; KernelBench does not count a candidate that patches its timer.",
+            *where, replaced=changed)
+
+
 def model_new_line(candidate):
     m = re.search(r"^class\s+ModelNew\b", read_text(candidate), re.MULTILINE)
     return (read_text(candidate)[: m.start()].count("\n") + 1) if m else 1
@@ -1082,8 +1126,10 @@ def run_benchmark(args, mode):
         progress("load", "finding the reference")
         ref_path, how = find_reference(candidate, args.reference, args.config_reference)
         result["reference"], result["reference_found_by"] = ref_path or candidate, how
+        timers = timer_objects()
         # Both profiles load the candidate as KernelBench does: from its source alone.
         new_mod = load_module(candidate, "kernel_lsp_candidate", overrides, used, isolated=True)
+        check_timers(timers, "when the candidate was imported", (candidate, 1, 1))
         modules.append(new_mod)
         ref_mod = new_mod if ref_path is None else load_module(ref_path, "kernel_lsp_reference", overrides, used,
                                                                isolated=True)
@@ -1101,12 +1147,15 @@ def run_benchmark(args, mode):
         dtype = task_dtype(args)
         where = (candidate, model_new_line(candidate), 1)
         ref, new = build_models_kb(ref_mod, new_mod, device, dtype, args.seed)
+        check_timers(timers, "when ModelNew was built", where)
         phase("build")
         check = {}
         try:
             result["max_abs_diff"] = check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, check)
         finally:
             result.update(check)
+        # Checked before any figure is taken: a forward may patch as it runs.
+        check_timers(timers, "while ModelNew.forward ran", where)
         phase("correctness")
         (_, atol, rtol), _ = tolerances(args)
         args.atol, args.rtol = atol, rtol

@@ -563,3 +563,17 @@ fn small_checks_a_task_sized_file_at_reduced_sizes_and_says_so() {
     assert!(text.contains("sizes      reduced for the CPU interpreter (not the task's): batch_size 10 -> 2"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A timer patched in a way no static rule spells (through a module's
+/// `__dict__`, from a helper forward calls) is seen by the run: the clock is
+/// no longer the object it was, and no figure is reported (KL107 at run time).
+#[test]
+fn a_timer_patched_at_run_time_is_seen_by_identity() {
+    let dir = project("timer", &["add_ref.py", "add_timer_dict.py"]);
+    let run = bench_json(&dir, "add_timer_dict.py", &["--reference", "add_ref.py"]);
+    assert_eq!(error_kind(&run), "timer-patch", "{:#}", run.json);
+    let message = run.json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("time.perf_counter was replaced while ModelNew.forward ran"), "{message}");
+    assert_eq!(run.json["speedup"], Value::Null);
+    let _ = std::fs::remove_dir_all(&dir);
+}

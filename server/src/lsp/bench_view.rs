@@ -106,6 +106,17 @@ pub static BENCH_CODES: &[BenchCode] = &[
         doc: "## What it means\nA `--set NAME=VALUE` names no top-level assignment of the candidate or the reference.",
     },
     BenchCode {
+        kind: "timer-patch",
+        code: "KL107",
+        name: "timer-patch",
+        severity: Severity::Error,
+        doc: "## What it means\nThe run saw a clock or timing function (`time.perf_counter`, \
+              `torch.cuda.synchronize`, `torch.cuda.Event` and its methods, `triton.testing.do_bench`, the \
+              harness's own timing) replaced by another object after the candidate was imported or ran: no \
+              figure is reported. The static rule KL107 finds the plain assignments; this is the run's verdict, \
+              whatever the spelling.",
+    },
+    BenchCode {
         kind: "reference-error",
         code: "KL913",
         name: "reference-error",
