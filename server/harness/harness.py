@@ -974,6 +974,20 @@ def innermost_frame(exc, path):
     return best.lineno, (col + 1) if col is not None else None
 
 
+def kernel_names(module):
+    """Names of the module's Triton kernels (jit, autotuned, heuristics; compiled or interpreted)."""
+    names = set()
+    for value in vars(module).values():
+        if not (type(value).__module__ or "").startswith("triton") or not hasattr(value, "fn"):
+            continue
+        fn = value
+        while hasattr(fn, "fn") and fn.fn is not fn:
+            fn = fn.fn
+        if getattr(fn, "__module__", None) == module.__name__ or callable(fn):
+            names.add(getattr(fn, "__name__", "kernel"))
+    return sorted(names)
+
+
 def jit_functions(module):
     import triton
 
@@ -1175,6 +1189,14 @@ def run_benchmark(args, mode):
         with torch.no_grad():
             result["triton_launches_per_forward"] = recorder.record(lambda: new(*inputs))
         result["launches_per_forward"] = result["triton_launches_per_forward"]
+        names = ", ".join(kernel_names(new_mod))
+        if names and not result["triton_launches_per_forward"]:
+            # Watched, not guessed: the forward that would be timed launched none of the file's kernels.
+            raise BenchFailure(
+                "kernel-never-launched",
+                f"ModelNew.forward launched no Triton kernel (the file defines {names}): the result comes "
+                f"from something else, and a speedup would not be the kernel's. KernelBench's Triton track "
+                f"does not count it.", *where)
         result["launch_count_source"] = "triton-hook"
         result["kernels"] = kernel_stats(recorder)
         phase("launches")

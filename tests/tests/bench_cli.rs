@@ -577,3 +577,15 @@ fn a_timer_patched_at_run_time_is_seen_by_identity() {
     assert_eq!(run.json["speedup"], Value::Null);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A kernel behind a branch never taken: the run sees no launch in forward
+/// and says so (KL103 at run time), however the dead branch is spelled.
+#[test]
+fn a_forward_that_launches_no_kernel_is_caught_by_the_run() {
+    let dir = project("never", &["add_ref.py", "add_never_launched.py"]);
+    let run = bench_json(&dir, "add_never_launched.py", &["--reference", "add_ref.py"]);
+    assert_eq!(error_kind(&run), "kernel-never-launched", "{:#}", run.json);
+    let message = run.json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("launched no Triton kernel (the file defines scale_add_kernel)"), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

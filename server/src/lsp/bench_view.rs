@@ -106,6 +106,15 @@ pub static BENCH_CODES: &[BenchCode] = &[
         doc: "## What it means\nA `--set NAME=VALUE` names no top-level assignment of the candidate or the reference.",
     },
     BenchCode {
+        kind: "kernel-never-launched",
+        code: "KL103",
+        name: "kernel-never-launched",
+        severity: Severity::Error,
+        doc: "## What it means\nThe run watched `ModelNew.forward` and saw no launch of any of the file's \
+              `@triton.jit` kernels: the output came from something else (PyTorch, a cache). The static rule \
+              KL103 reads the code; this is the run's verdict, whatever the spelling.",
+    },
+    BenchCode {
         kind: "timer-patch",
         code: "KL107",
         name: "timer-patch",
