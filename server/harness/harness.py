@@ -486,6 +486,7 @@ def check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, info):
     checks = {profile: (atol, rtol), **named}
     worst = None  # (abs diff, index, trial)
     nan_at = None
+    first = None  # (reference output, candidate output) of the first trial
     started = time.perf_counter()
     for trial, seed in enumerate(seeds):
         estimate = ""
@@ -514,6 +515,16 @@ def check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, info):
         if expected.shape != got.shape:
             raise BenchFailure("mismatch", f"output shape {tuple(got.shape)}, expected {tuple(expected.shape)} "
                                f"(trial {trial + 1})", *where, **info)
+        if first is None:
+            first = (expected.detach().clone(), got.detach().clone())
+        elif (got.shape == first[1].shape and torch.equal(got, first[1])
+              and not torch.equal(expected, first[0])):
+            # Watched, not guessed: new inputs, a new reference output, the same candidate output.
+            raise BenchFailure(
+                "output-reused",
+                f"ModelNew returned the same output for trial {trial + 1}'s new inputs as for trial 1's, where "
+                f"the reference's output changed: the output does not depend on the input (kept from an earlier "
+                f"call?). KernelBench counts it as incorrect.", *where, **info)
         for name, (a, r) in checks.items():
             try:
                 ok = torch.allclose(expected, got, atol=a, rtol=r)

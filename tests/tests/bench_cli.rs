@@ -589,3 +589,15 @@ fn a_forward_that_launches_no_kernel_is_caught_by_the_run() {
     assert!(message.contains("launched no Triton kernel (the file defines scale_add_kernel)"), "{message}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An output kept from an earlier call (here in a module-level dict): new
+/// inputs, a new reference output, the same candidate output; the run says so.
+#[test]
+fn an_output_that_ignores_its_input_is_caught_by_the_run() {
+    let dir = project("cached", &["add_ref.py", "add_cached.py"]);
+    let run = bench_json(&dir, "add_cached.py", &["--reference", "add_ref.py"]);
+    assert_eq!(error_kind(&run), "output-reused", "{:#}", run.json);
+    let message = run.json["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("the output does not depend on the input"), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

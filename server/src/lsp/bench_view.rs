@@ -115,6 +115,15 @@ pub static BENCH_CODES: &[BenchCode] = &[
               KL103 reads the code; this is the run's verdict, whatever the spelling.",
     },
     BenchCode {
+        kind: "output-reused",
+        code: "KL104",
+        name: "output-reused-across-calls",
+        severity: Severity::Error,
+        doc: "## What it means\nThe run gave `ModelNew` new inputs and the reference's output changed, but \
+              the candidate returned the same output as before: it does not depend on the input (a cached or \
+              stored result). The static rule KL104 reads the code; this is the run's verdict.",
+    },
+    BenchCode {
         kind: "timer-patch",
         code: "KL107",
         name: "timer-patch",
