@@ -8,6 +8,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as vscode from 'vscode';
 import {
+    CodeLensRequest,
     DidChangeConfigurationNotification,
     ErrorCodes,
     ExecuteCommandRequest,
@@ -34,8 +35,6 @@ const SECTION = 'kernelLsp';
 const RESTART_SETTINGS = [`${SECTION}.path`, `${SECTION}.python`];
 /** How long a burst of settings changes (the Settings UI writes as you type) is let settle. */
 const RESTART_DELAY_MS = 300;
-/** LSP's RequestFailed: the server could not carry out a valid request. */
-const REQUEST_FAILED = -32803;
 
 let ext: KernelLspExtension | undefined;
 
@@ -412,8 +411,13 @@ class KernelLspExtension {
                             this.measurements.set(uri, m);
                         }
                     }
-                    // The server shows a failed run's error itself (not "already running").
-                    this.showNoResult('benchmark', run, (e) => serverShowed(e) && !/already running/.test(errorMessage(e)));
+                    // A failed run's error the server showed itself (data.shown) is not shown twice.
+                    this.showNoResult('benchmark', run, serverShowed);
+                    if (run.outcome.kind === 'error') {
+                        // After a cancelled run the server asks for no refresh: the
+                        // lens would say "Benchmarking…" until the next edit.
+                        this.refreshLenses(client, open);
+                    }
                     return run.outcome.kind === 'result' ? run.outcome.value : undefined;
                 } finally {
                     if (uri) {
@@ -428,7 +432,7 @@ class KernelLspExtension {
                 const run = await this.runWithProgress(client, command, args, `kernel-lsp: ${what} ${fileName(uri)}`);
                 this.logRun(`rewrite ${action}`, uri, run);
                 if (run.outcome.kind === 'error' || run.outcome.value === null || run.outcome.value === undefined) {
-                    this.showNoResult(what, run, () => false);
+                    this.showNoResult(what, run, serverShowed);
                     return undefined;
                 }
                 const result = run.outcome.value;
@@ -502,6 +506,18 @@ class KernelLspExtension {
             token,
             (t) => client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args, workDoneToken: t }),
         );
+    }
+
+    /** Asks VS Code for the document's code lenses again (what `workspace/codeLens/refresh` does). */
+    private refreshLenses(client: LanguageClient, doc: vscode.TextDocument | undefined): void {
+        if (!doc) {
+            return;
+        }
+        try {
+            client.getFeature(CodeLensRequest.method).getProvider(doc)?.onDidChangeCodeLensEmitter.fire();
+        } catch (err) {
+            this.log(`could not refresh the code lenses: ${errorMessage(err)}`);
+        }
     }
 
     private logRun(what: string, uri: string | undefined, run: Run): void {
@@ -632,9 +648,9 @@ function isCancelled(err: unknown): boolean {
     return err instanceof ResponseError && err.code === LSPErrorCodes.RequestCancelled;
 }
 
-/** Whether the server reported this error itself (window/showMessage) before answering with it. */
+/** Whether the server showed this error itself (window/showMessage) and says so (`data.shown`). */
 function serverShowed(err: unknown): boolean {
-    return err instanceof ResponseError && err.code === REQUEST_FAILED;
+    return err instanceof ResponseError && (err.data as { shown?: unknown } | undefined)?.shown === true;
 }
 
 /** The file name of a `file:` URI, for titles. */

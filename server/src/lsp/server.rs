@@ -393,11 +393,13 @@ impl Server {
         drop(guard);
         let result = match outcome {
             Err(_) => {
+                // The lens and hints leave "Benchmarking…" at once, not at the next edit.
+                self.views_changed(caps);
                 return Err(Error {
                     code: ErrorCode::RequestCancelled,
                     message: "benchmark cancelled".into(),
                     data: None,
-                })
+                });
             }
             Ok(Err(e)) => {
                 self.client.show_message(MessageType::ERROR, format!("kernel-lsp benchmark: {e}")).await;
