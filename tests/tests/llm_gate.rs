@@ -11,32 +11,15 @@ mod llm_mock;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use kernel_lsp::config::SandboxSetting;
 use kernel_lsp::llm::sandbox;
-use llm_mock::{fixture, repo, MockLlm, Reply};
+use llm_mock::{binary, fixture, python, repo, MockLlm, Reply};
 use serde_json::Value;
 
 const FILE: &str = "gru_python_loop.py";
 const SMALL: [(&str, &str); 5] =
     [("seq_len", "4"), ("batch_size", "2"), ("input_size", "16"), ("hidden_size", "16"), ("num_layers", "2")];
-
-fn python() -> String {
-    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
-}
-
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status =
-            Command::new(cargo).args(["build", "-p", "kernel-lsp"]).current_dir(repo()).status().expect("cargo runs");
-        assert!(status.success(), "cargo build -p kernel-lsp failed");
-        target.join("debug").join("kernel-lsp")
-    })
-}
 
 fn project(name: &str, llm: &MockLlm, extra_llm_config: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("kernel-lsp-gate-{name}-{}", std::process::id()));

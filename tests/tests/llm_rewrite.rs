@@ -10,10 +10,9 @@ mod llm_mock;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use kernel_lsp::llm::{self, Action, CandidateStatus, RewriteRequest};
-use llm_mock::{fixture, fixture_code, repo, MockLlm, Reply};
+use llm_mock::{binary, fixture, fixture_code, python, repo, MockLlm, Reply};
 use serde_json::Value;
 
 const FILE: &str = "gru_python_loop.py";
@@ -21,23 +20,6 @@ const SMALL: [(&str, &str); 5] =
     [("seq_len", "4"), ("batch_size", "2"), ("input_size", "16"), ("hidden_size", "16"), ("num_layers", "2")];
 const KEY_VAR: &str = "KLSP_TEST_LLM_KEY";
 const KEY: &str = "sk-test-4f9a1c77e2b0-do-not-print";
-
-fn python() -> String {
-    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
-}
-
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
-        let bin = target.join("debug").join("kernel-lsp");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status =
-            Command::new(cargo).args(["build", "-p", "kernel-lsp"]).current_dir(repo()).status().expect("cargo runs");
-        assert!(status.success(), "cargo build -p kernel-lsp failed");
-        bin
-    })
-}
 
 /// A fresh project with the GRU example that launches per time step, its
 /// reference, and a config pointing at the mock server.

@@ -24,10 +24,10 @@ mod llm_mock;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use kernel_lsp::llm::sandbox;
-use llm_mock::{fixture_code, repo, MockLlm, Reply};
+use llm_mock::{binary, fixture_code, python, repo, MockLlm, Reply};
 use serde_json::Value;
 
 const FILE: &str = "gru_python_loop.py";
@@ -37,22 +37,6 @@ const KEY_VAR: &str = "KLSP_BATTERY_KEY";
 const KEY: &str = "battery-canary-secret-value-never-leaves";
 const ALL_ATTACKS: &str = "shell,write,network,key,remount,nsjoin,signals";
 const NOBODY: u32 = 65534;
-
-fn python() -> String {
-    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
-}
-
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status =
-            Command::new(cargo).args(["build", "-p", "kernel-lsp"]).current_dir(repo()).status().expect("cargo runs");
-        assert!(status.success(), "cargo build -p kernel-lsp failed");
-        target.join("debug").join("kernel-lsp")
-    })
-}
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

@@ -104,6 +104,28 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The Python with torch and triton the rewrite tests run the harness with:
+/// `KERNEL_LSP_TEST_PYTHON`, else `<repo>/.venv/bin/python`.
+pub fn python() -> String {
+    std::env::var("KERNEL_LSP_TEST_PYTHON").unwrap_or_else(|_| repo().join(".venv/bin/python").display().to_string())
+}
+
+/// The debug `kernel-lsp` binary, built once per test process.
+pub fn binary() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", "kernel-lsp"])
+            .current_dir(repo())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "cargo build -p kernel-lsp failed");
+        target.join("debug").join("kernel-lsp")
+    })
+}
+
 async fn read_request(stream: &mut TcpStream) -> Option<Recorded> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
