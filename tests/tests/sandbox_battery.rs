@@ -357,6 +357,20 @@ fn without_the_sandbox_the_same_payload_gets_out() {
     }
 }
 
+/// Pids whose command line names `path` (what `pgrep -f` does, without procps).
+fn processes_naming(path: &Path) -> Vec<u32> {
+    let needle = path.display().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if pid != std::process::id() && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(&needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
 /// A rewrite killed mid-run (SIGTERM while the LLM call hangs, SIGINT while
 /// the baseline benchmark runs) removes its sandbox directory, ends the
 /// sandboxed processes, and leaves the project as it was.
@@ -397,8 +411,7 @@ fn a_rewrite_stopped_by_a_signal_leaves_nothing_behind() {
                     && (!wait_for_llm || !llm.requests().is_empty())
             });
             // SIGINT lands while the baseline's harness runs inside the sandbox.
-            let harness_running = wait_for_llm
-                || !Command::new("pgrep").args(["-f", &tmp.display().to_string()]).output().unwrap().stdout.is_empty();
+            let harness_running = wait_for_llm || !processes_naming(&tmp).is_empty();
             if sandbox_there && harness_running {
                 break;
             }
@@ -416,8 +429,8 @@ fn a_rewrite_stopped_by_a_signal_leaves_nothing_behind() {
         std::thread::sleep(std::time::Duration::from_millis(500));
         let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().map(|e| e.file_name()).collect();
         assert!(left.is_empty(), "signal {signal}: left in the temp dir: {left:?}");
-        let alive = Command::new("pgrep").args(["-f", &tmp.display().to_string()]).output().unwrap();
-        assert!(alive.stdout.is_empty(), "signal {signal}: sandboxed processes outlived the rewrite: {:?}", alive);
+        let alive = processes_naming(&tmp);
+        assert!(alive.is_empty(), "signal {signal}: sandboxed processes outlived the rewrite: {alive:?}");
         let files = files(&project, &[]);
         assert_eq!(files, vec![FILE.to_string(), "kernel-lsp.toml".to_string(), "reference.py".to_string()]);
         let _ = std::fs::remove_dir_all(&project);
