@@ -60,7 +60,7 @@ if [ "$(id -u)" -eq 0 ]; then
   for p in "$(readlink -f .venv/bin/python)" "$ROOT/target"; do
     d=$(dirname "$p")
     while [ "$d" != / ]; do
-      [ -x "$d" ] && [ "$(stat -c %A "$d" | cut -c10)" = x ] || { echo "chmod o+x $d (for the unprivileged sandbox battery)"; chmod o+x "$d"; }
+      [ -x "$d" ] && case "$(stat -c %A "$d" | cut -c10)" in x|t) true ;; *) false ;; esac || { echo "chmod o+x $d (for the unprivileged sandbox battery)"; chmod o+x "$d"; }
       d=$(dirname "$d")
     done
   done
