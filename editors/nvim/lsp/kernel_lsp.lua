@@ -95,6 +95,16 @@ return {
     ['kernel-lsp.benchmark'] = function(command, ctx)
       require('kernel_lsp').benchmark({ bufnr = ctx.bufnr })
     end,
+    -- An LLM rewrite from a code action: the same path as :KernelPersistent
+    -- (saves first, shows an error once, previews the edit).
+    ['kernel-lsp.rewrite'] = function(command, ctx)
+      local args = command.arguments or {}
+      require('kernel_lsp').rewrite(type(args[2]) == 'string' and args[2] or 'persistent', {
+        bufnr = ctx.bufnr,
+        range = type(args[3]) == 'table' and args[3] or nil,
+        options = type(args[4]) == 'table' and args[4] or nil,
+      })
+    end,
     ['kernel-lsp.explain'] = function(command, ctx)
       require('kernel_lsp').explain((command.arguments or {})[1], { bufnr = ctx.bufnr })
     end,

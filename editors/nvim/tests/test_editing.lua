@@ -145,30 +145,6 @@ H.test(':KernelHistory opens a markdown table in a split', function()
   vim.cmd('close')
 end)
 
-H.test(':KernelPersistent shows the server answer (an error while no LLM is configured)', function()
-  local buf = H.open(H.copy('examples/gru/gru_python_loop.py', dir, 'persistent.py'))
-  H.client(buf)
-  local ui = require('kernel_lsp.ui')
-  local before = #ui.messages
-  local confirmed = false
-  kl.config.confirm = function()
-    confirmed = true
-    return false
-  end
-  vim.cmd('KernelPersistent')
-  -- Without an LLM endpoint the rewrite cannot succeed: the server's error is shown.
-  local msg = H.wait(120000, function()
-    for i = before + 1, #ui.messages do
-      local m = ui.messages[i]
-      if m.level == vim.log.levels.ERROR or confirmed then
-        return m
-      end
-    end
-  end, 'the answer to kernel-lsp.rewrite')
-  H.ok(not confirmed, 'no rewrite should be offered without an LLM')
-  H.contains(msg.msg, 'kernel-lsp.rewrite')
-end)
-
 H.test('a rewrite edit is previewed as a diff and applied only when confirmed', function()
   local buf = H.open(H.copy('examples/tanh_activation/candidate_tl_tanh.py', dir, 'preview.py'))
   local client = H.client(buf)

@@ -16,8 +16,11 @@ real harness on Triton's CPU interpreter, and the only stand-in is the LLM:
   full:  quick, then more fresh starts of code-server with the path in User
          settings (found on each), Benchmark cancelled from its progress
          notification's Cancel button, Benchmark on a CPU-sized example (its
-         result lens) and Make Persistent (preview first; the file changes
-         only after Apply).
+         result lens), Make Persistent with no LLM configured (one message,
+         saying how to set one, within seconds) and with the replayed answer
+         (preview first, its hunks ticked and its diff old vs new; the file
+         changes only after Apply and keeps the user's reference line), then
+         Benchmark of the rewritten file (correct).
 
 Run through run.sh, which installs what this needs and sets the environment:
 CODE_SERVER, VSIX, KERNEL_LSP_BIN, KERNEL_LSP_TEST_PYTHON, CHROMIUM.
@@ -58,6 +61,10 @@ FIXED = "candidate_fixed.py"
 GRU = "gru_python_loop.py"
 # examples/gru run small enough for the CPU interpreter (what `--set` would give).
 GRU_SIZES = {"batch_size": 2, "seq_len": 4, "input_size": 16, "hidden_size": 16, "num_layers": 2}
+# The user's GRU file names its reference; the replayed answer names another
+# (a file that does not exist): the rewrite must keep the user's line.
+USER_REFERENCE = "# kernel-lsp: reference = reference.py\n"
+ANSWER_REFERENCE = "# kernel-lsp: reference = reference_from_the_answer.py\n"
 
 
 def env_path(name):
@@ -96,6 +103,13 @@ def fixture_code(name):
     return answer[start:end]
 
 
+def replayed_answer():
+    """answer_persistent.md with its own reference line as the code's first line."""
+    answer = (REPO / "tests/fixtures/llm/answer_persistent.md").read_text()
+    fence = answer.index("```python\n") + len("```python\n")
+    return answer[:fence] + ANSWER_REFERENCE + answer[fence:]
+
+
 def make_workspace(root):
     ws = root / "ws"
     ws.mkdir()
@@ -108,6 +122,8 @@ def make_workspace(root):
         for key, value in GRU_SIZES.items():
             text, n = re.subn(rf"(?m)^{key} = \d+$", f"{key} = {value}", text)
             assert n == 1, f"examples/gru/{name}: no `{key} = N` line to shrink"
+        if name == GRU:
+            text = USER_REFERENCE + text
         (gru / name).write_text(text)
     return ws
 
@@ -371,7 +387,7 @@ def main():
 
     root = Path(tempfile.mkdtemp(prefix="kernel-lsp-vscode-e2e-"))
     ws = make_workspace(root)
-    llm = llm_replay.start([(REPO / "tests/fixtures/llm/answer_persistent.md").read_text()])
+    llm = llm_replay.start([replayed_answer()])
     settings = {
         "security.workspace.trust.enabled": False,
         "workbench.startupEditor": "none",
@@ -538,6 +554,36 @@ def main():
 
                 check("Benchmark puts its result on the code lens", benchmark_lens)
 
+                def no_llm_configured():
+                    # The User settings without any kernelLsp.llm.* key: the server's
+                    # default llm.base-url (127.0.0.1:8000), where nothing answers.
+                    no_llm = {k: v for k, v in user_settings.items() if not k.startswith("kernelLsp.llm.")}
+                    user.edit_user_settings(no_llm, vscode.settings_file)
+                    time.sleep(1)  # the extension sends didChangeConfiguration
+                    user.open_file(GRU)
+                    wait_until("KL001 in Problems", lambda: "KL001" in user.problems(), 60)
+                    user.clear_notifications()
+                    asked = len(llm.requests)
+                    t0 = time.monotonic()
+                    user.palette("kernel-lsp: Make Kernel Persistent (LLM rewrite)")
+                    wait_until("the no-LLM message", lambda: "no LLM is configured" in user.notifications(), 30, every=0.1)
+                    took = time.monotonic() - t0
+                    time.sleep(3)  # a second message about it would come by now
+                    toasts = page.locator(".notifications-toasts .notification-toast").all_inner_texts()
+                    about = [t for t in toasts if "LLM" in t or "rewrite" in t.lower()]
+                    assert len(about) == 1, f"exactly one message about the failed rewrite, got {len(about)}: {toasts}"
+                    for needed in ("llm.base-url", "llm.model", "llm.api-key-env"):
+                        assert needed in about[0], f"the message names {needed}: {about[0]}"
+                    # The shrunk GRU's baseline benchmark alone takes 7-10 s on the CPU interpreter.
+                    assert took < 6, f"the message came after {took:.1f}s: a benchmark ran first?"
+                    assert len(llm.requests) == asked, "nothing was asked of the replay server"
+                    user.clear_notifications()
+                    user.edit_user_settings(user_settings, vscode.settings_file)
+                    time.sleep(1)
+                    return f"one message after {took:.1f}s: {about[0].splitlines()[0][:90]}"
+
+                check("Make Persistent with no LLM configured: one message that says how to set one", no_llm_configured)
+
                 def make_persistent():
                     path = ws / "gru" / GRU
                     before = path.read_text()
@@ -550,20 +596,55 @@ def main():
                     assert path.read_text() == before, "the file changed before confirmation"
                     assert not user.dirty(GRU), "the editor changed before confirmation"
                     assert len(llm.requests) == 1, f"one LLM request, got {len(llm.requests)}"
-                    # An edit that needs confirmation is listed unticked: Apply alone changes nothing.
-                    tick = page.locator(".monaco-list-row", has_text=GRU).locator(".monaco-checkbox").first
-                    tick.wait_for(state="visible")
-                    assert tick.get_attribute("aria-checked") == "false", "the rewrite was ticked without the user"
-                    tick.click()
-                    wait_until("the rewrite ticked", lambda: tick.get_attribute("aria-checked") == "true", 5)
+                    # The change the user asked for is listed ticked, hunk by hunk
+                    # (one row per changed region under the file's row), and the
+                    # preview's diff shows the old text against the new.
+                    panel = page.locator(".bulk-edit-panel")
+                    rows = panel.locator(".monaco-list-row")
+                    wait_until("the preview's rows", lambda: rows.count() >= 3, 15)
+                    file_row = panel.locator(".monaco-list-row", has_text=GRU).first
+                    states = [r.get_attribute("aria-checked") for r in panel.locator(".monaco-checkbox").all()]
+                    texts = rows.all_inner_texts()
+                    assert states and all(s == "true" for s in states), f"every entry ticked: {states} for rows {texts}"
+                    hunks = [t for t in texts if GRU not in t and "Make persistent" not in t]
+                    assert len(hunks) >= 2, f"the change listed hunk by hunk, not as one whole-file replacement: {texts}"
+                    file_row.click()
+                    diff = page.locator(".monaco-diff-editor")
+                    wait_until(
+                        "the preview's diff to show old vs new",
+                        lambda: diff.locator(".line-insert, .char-insert").count() > 0
+                        and diff.locator(".line-delete, .char-delete").count() > 0,
+                        15,
+                    )
+                    page.screenshot(path=str(artifacts / "refactor-preview-diff.png"))
+                    assert path.read_text() == before, "the file changed before Apply"
                     apply.first.click()
                     wait_until("the rewrite in the editor", lambda: user.dirty(GRU), 15)
                     user.save()
                     after = wait_until("the rewrite on disk", lambda: (t := path.read_text()) != before and t, 15)
-                    assert after == fixture_code("answer_persistent.md"), "the file is not the verified candidate"
-                    return "Refactor Preview shown with the file unchanged; ticked and applied, the file is the candidate"
+                    # The user's reference line stays; the answer's own is dropped.
+                    assert after.startswith(USER_REFERENCE), f"the user's reference line is kept: {after[:200]!r}"
+                    assert ANSWER_REFERENCE not in after, "the answer's reference line was applied"
+                    assert after == USER_REFERENCE + fixture_code("answer_persistent.md"), "the file is not the verified candidate"
+                    return f"Refactor Preview: {len(states)} entries ticked, {len(hunks)} hunks, the diff old vs new; applied with the user's reference line"
 
                 check("Make Persistent previews, then changes the file only on Apply", make_persistent)
+
+                def benchmark_after_rewrite():
+                    lines = (ws / "gru" / GRU).read_text().splitlines()
+                    user.go_to_line(next(i for i, l in enumerate(lines, 1) if l.startswith("class ModelNew")))
+                    wait_until("the ModelNew lens", lambda: "Benchmark vs reference" in user.code_lenses(), 60)
+                    user.palette("kernel-lsp: Benchmark This File vs Its Reference")
+                    lens = wait_until(
+                        "the result on the code lens",
+                        lambda: (t := user.code_lenses()) and ("correct (CPU interpreter" in t or "INCORRECT" in t or "no-reference" in t) and t,
+                        300,
+                        every=1,
+                    )
+                    assert "correct (CPU interpreter, no timing)" in lens and "INCORRECT" not in lens, lens
+                    return lens
+
+                check("Benchmark of the rewritten file against the user's reference: correct", benchmark_after_rewrite)
 
                 # The main session ends first: one code-server at a time.
                 context.close()

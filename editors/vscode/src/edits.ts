@@ -7,6 +7,7 @@
 import type {
     AnnotatedTextEdit,
     ChangeAnnotation,
+    CreateFile,
     TextDocumentEdit,
     TextEdit,
     WorkspaceEdit,
@@ -81,6 +82,58 @@ export function requireConfirmation(edit: WorkspaceEdit, label: string, descript
         documentChanges,
         changeAnnotations: { ...(edit.changeAnnotations ?? {}), [REWRITE_ANNOTATION]: annotation },
     };
+}
+
+export const REVIEW_ANNOTATION = 'kernel-lsp.review';
+
+/** Whether any change annotation of the edit asks for confirmation. */
+export function needsConfirmation(edit: WorkspaceEdit): boolean {
+    return Object.values(edit.changeAnnotations ?? {}).some((a) => a.needsConfirmation === true);
+}
+
+/**
+ * The edit as VS Code's refactor preview should get it: opened, with the
+ * change the user asked for already ticked.
+ *
+ * VS Code opens the preview when any edit's annotation needs confirmation,
+ * and lists exactly those edits unticked; an unticked text edit is left out
+ * of the preview's diff, so both sides look the same until the user ticks it,
+ * and Apply alone changes nothing. So the rewrite's own annotations (label and
+ * description kept) stop asking for confirmation, and one no-op operation
+ * asks instead: creating each edited file with `ignoreIfExists`, which the
+ * preview does not list (the file exists) and which does nothing if applied.
+ * The preview still opens and nothing changes before Apply; its entries start
+ * ticked and its diff shows the old text against the new.
+ */
+export function previewTicked(edit: WorkspaceEdit): WorkspaceEdit {
+    const annotations: Record<string, ChangeAnnotation> = {};
+    for (const [id, a] of Object.entries(edit.changeAnnotations ?? {})) {
+        annotations[id] = { ...a, needsConfirmation: false };
+    }
+    const uris: string[] = [];
+    const changes: NonNullable<WorkspaceEdit['documentChanges']> = [];
+    if (edit.documentChanges) {
+        for (const change of edit.documentChanges) {
+            if ('textDocument' in change && !uris.includes(change.textDocument.uri)) {
+                uris.push(change.textDocument.uri);
+            }
+            changes.push(change);
+        }
+    } else if (edit.changes) {
+        for (const [uri, edits] of Object.entries(edit.changes)) {
+            uris.push(uri);
+            changes.push({ textDocument: { uri, version: null }, edits });
+        }
+    }
+    const label = Object.values(annotations)[0]?.label ?? 'kernel-lsp rewrite';
+    annotations[REVIEW_ANNOTATION] = { label, description: 'review before applying', needsConfirmation: true };
+    const review: CreateFile[] = uris.map((uri) => ({
+        kind: 'create',
+        uri,
+        options: { ignoreIfExists: true },
+        annotationId: REVIEW_ANNOTATION,
+    }));
+    return { documentChanges: [...review, ...changes], changeAnnotations: annotations };
 }
 
 /** What the rewrite result says about the candidate it offers (its speedup), for the preview's label. */

@@ -8,6 +8,9 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as vscode from 'vscode';
 import {
+    ApplyWorkspaceEditParams,
+    ApplyWorkspaceEditRequest,
+    ApplyWorkspaceEditResult,
     CodeLensRequest,
     DidChangeConfigurationNotification,
     ErrorCodes,
@@ -25,7 +28,7 @@ import {
 } from 'vscode-languageclient/node';
 
 import { discoverServer, settingFromInspect } from './discovery';
-import { editOfResult, requireConfirmation, REWRITE_TITLES, rewriteLabel } from './edits';
+import { editOfResult, needsConfirmation, previewTicked, requireConfirmation, REWRITE_TITLES, rewriteLabel } from './edits';
 import { newToken, noResultNotice, ProgressValue, Run, runWithProgress } from './progress';
 import { configurationPayload, toServerSettings } from './settings';
 import { formatStatus, Measurement, measurementFromLensTitle, measurementFromResult, ServerState } from './status';
@@ -226,6 +229,8 @@ class KernelLspExtension {
             },
         };
         const client = new LanguageClient(SECTION, 'kernel-lsp', serverOptions, clientOptions);
+        // Registered before start(), so it replaces vscode-languageclient's own handler.
+        client.onRequest(ApplyWorkspaceEditRequest.type, (params) => this.applyServerEdit(client, params));
         client.onDidChangeState((e) => {
             if (e.newState === State.Running) {
                 this.setState('running');
@@ -251,6 +256,28 @@ class KernelLspExtension {
                 .then((pick) => pick && this.output.show(true));
             return undefined;
         }
+    }
+
+    /**
+     * `workspace/applyEdit` from the server. An edit that needs confirmation
+     * (an LLM rewrite) opens the refactor preview with its entries ticked
+     * (see previewTicked); any other edit is applied as vscode-languageclient
+     * would. An edit made for an older version of an open document is refused.
+     */
+    private async applyServerEdit(client: LanguageClient, params: ApplyWorkspaceEditParams): Promise<ApplyWorkspaceEditResult> {
+        const edit = params.edit;
+        for (const change of edit.documentChanges ?? []) {
+            if ('textDocument' in change && typeof change.textDocument.version === 'number' && change.textDocument.version >= 0) {
+                const uri = client.protocol2CodeConverter.asUri(change.textDocument.uri).toString();
+                const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+                if (doc && doc.version !== change.textDocument.version) {
+                    return { applied: false, failureReason: `${fileName(uri)} changed since the server made the edit` };
+                }
+            }
+        }
+        const converted = await client.protocol2CodeConverter.asWorkspaceEdit(needsConfirmation(edit) ? previewTicked(edit) : edit);
+        const applied = await vscode.workspace.applyEdit(converted);
+        return applied ? { applied } : { applied, failureReason: 'not applied (discarded in the preview?)' };
     }
 
     private async notFound(message: string): Promise<void> {
@@ -442,7 +469,7 @@ class KernelLspExtension {
                         // The server returned the edit instead of sending workspace/applyEdit:
                         // apply it through the refactor preview all the same.
                         const { label, description } = rewriteLabel(action, result);
-                        const confirmed = requireConfirmation(edit, label, description);
+                        const confirmed = previewTicked(requireConfirmation(edit, label, description));
                         const converted = await client.protocol2CodeConverter.asWorkspaceEdit(confirmed);
                         await vscode.workspace.applyEdit(converted);
                     }

@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 import type { WorkspaceEdit } from 'vscode-languageserver-protocol';
-import { editOfResult, REWRITE_ANNOTATION, requireConfirmation, rewriteLabel } from '../src/edits';
+import { editOfResult, needsConfirmation, previewTicked, REVIEW_ANNOTATION, REWRITE_ANNOTATION, requireConfirmation, rewriteLabel } from '../src/edits';
 import { vscodeClientCapabilities } from './vscodeCapabilities';
 
 const range = { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } };
@@ -48,6 +48,34 @@ describe('LLM rewrites open the refactor preview', () => {
             { kind: 'create', uri: 'file:///k_ref.py', annotationId: REWRITE_ANNOTATION },
         ]);
         assert.deepStrictEqual(out.changeAnnotations, { [REWRITE_ANNOTATION]: { label: 'l', needsConfirmation: true } });
+    });
+
+    it('opens the preview with the hunks ticked: only a no-op create of the file asks for confirmation', () => {
+        const hunk2 = { start: { line: 9, character: 0 }, end: { line: 9, character: 4 } };
+        const edit: WorkspaceEdit = {
+            documentChanges: [
+                {
+                    textDocument: { uri: 'file:///k.py', version: 3 },
+                    edits: [
+                        { range, newText: 'a', annotationId: 'r' },
+                        { range: hunk2, newText: 'b', annotationId: 'r' },
+                    ],
+                },
+            ],
+            changeAnnotations: { r: { label: 'Make persistent: correct', description: '1 candidate', needsConfirmation: true } },
+        };
+        assert.strictEqual(needsConfirmation(edit), true);
+        const out = previewTicked(edit);
+        assert.deepStrictEqual(out.documentChanges, [
+            { kind: 'create', uri: 'file:///k.py', options: { ignoreIfExists: true }, annotationId: REVIEW_ANNOTATION },
+            edit.documentChanges![0],
+        ]);
+        assert.deepStrictEqual(out.changeAnnotations, {
+            r: { label: 'Make persistent: correct', description: '1 candidate', needsConfirmation: false },
+            [REVIEW_ANNOTATION]: { label: 'Make persistent: correct', description: 'review before applying', needsConfirmation: true },
+        });
+        assert.strictEqual(needsConfirmation(out), true, 'the preview still opens');
+        assert.strictEqual(needsConfirmation({ changes: {} }), false);
     });
 
     it('finds the edit in a rewrite result, and labels it', () => {

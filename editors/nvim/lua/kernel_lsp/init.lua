@@ -147,8 +147,16 @@ function M.client(bufnr, quiet)
   return client
 end
 
+--- Whether the server already showed this error itself (window/showMessage)
+--- and says so in the error's data (`{"shown": true}`): it is not shown twice.
+---@param err table?
+---@return boolean
+function M.shown_by_server(err)
+  return type(err) == 'table' and type(err.data) == 'table' and err.data.shown == true
+end
+
 --- Sends `workspace/executeCommand`; `on_result(result)` runs on success, an
---- error is shown. Returns the request id.
+--- error is shown (unless the server showed it already). Returns the request id.
 ---@return integer? request_id
 local function execute(client, bufnr, command, arguments, on_result, token)
   local params = { command = command, arguments = arguments, workDoneToken = token }
@@ -156,7 +164,7 @@ local function execute(client, bufnr, command, arguments, on_result, token)
     if err then
       -- A run stopped with :KernelBenchCancel answers RequestCancelled; the
       -- cancel already said so.
-      if err.code ~= vim.lsp.protocol.ErrorCodes.RequestCancelled then
+      if err.code ~= vim.lsp.protocol.ErrorCodes.RequestCancelled and not M.shown_by_server(err) then
         ui.notify(string.format('%s: %s', command, err.message or vim.inspect(err)), vim.log.levels.ERROR)
       end
       if on_result then
@@ -251,7 +259,8 @@ end
 
 --- Benchmarks the buffer's file against its reference (kernel-lsp.benchmark).
 --- Progress shows through LspProgress; the result lands on `ModelNew`'s code lens.
----@param opts? { bufnr?: integer, on_done?: fun(result: table?, err: table?) }
+--- `opts.options` is the command's options table (`{ cpu = true }`).
+---@param opts? { bufnr?: integer, options?: table, on_done?: fun(result: table?, err: table?) }
 function M.benchmark(opts)
   opts = opts or {}
   local bufnr = resolve(opts.bufnr)
@@ -290,7 +299,7 @@ function M.benchmark(opts)
       opts.on_done(result, err)
     end
   end
-  local id = execute(client, bufnr, 'kernel-lsp.benchmark', { uri_of(bufnr) }, run.finish, token)
+  local id = execute(client, bufnr, 'kernel-lsp.benchmark', { uri_of(bufnr), opts.options }, run.finish, token)
   if id then
     run.request_id = id
     M.running[bufnr] = run
@@ -321,8 +330,10 @@ end
 
 --- Asks the server for an LLM rewrite (kernel-lsp.rewrite); the edit it comes
 --- back with is shown as a diff and applied only if you agree.
+--- `opts.range` is an LSP range (a code action's), `line1`/`line2` a command
+--- range; `opts.options` the command's options (`{ cpu = true, set = { seq_len = 4 }, candidates = 1 }`).
 ---@param action string  e.g. "persistent"
----@param opts? { bufnr?: integer, line1?: integer, line2?: integer, on_done?: fun(applied: boolean?, err: table?) }
+---@param opts? { bufnr?: integer, line1?: integer, line2?: integer, range?: lsp.Range, options?: table, on_done?: fun(applied: boolean?, err: table?) }
 function M.rewrite(action, opts)
   opts = opts or {}
   local bufnr = resolve(opts.bufnr)
@@ -335,13 +346,17 @@ function M.rewrite(action, opts)
       vim.cmd('silent update')
     end)
   end
-  local args = { uri_of(bufnr), action }
+  local args = { uri_of(bufnr), action, opts.range }
   if opts.line1 and opts.line2 then
     local last = vim.api.nvim_buf_get_lines(bufnr, opts.line2 - 1, opts.line2, false)[1] or ''
     args[3] = {
       start = { line = opts.line1 - 1, character = 0 },
       ['end'] = { line = opts.line2 - 1, character = vim.str_utfindex(last, client.offset_encoding) },
     }
+  end
+  if opts.options then
+    args[3] = args[3] or vim.NIL
+    args[4] = opts.options
   end
   next_token = next_token + 1
   local token = string.format('kernel-lsp.nvim/rewrite/%d', next_token)
