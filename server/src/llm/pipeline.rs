@@ -603,7 +603,7 @@ impl Ctx {
         out
     }
 
-    /// Benchmarks `text` from a temporary file beside the original.
+    /// Benchmarks `text` from a candidate file in the sandbox, in the sandbox.
     async fn bench(
         &self,
         stage: &str,
