@@ -244,21 +244,16 @@ fn drain_stderr(
 /// The harness's command: in the plan's sandbox when it has one (the only
 /// way LLM-written code is started), else the user's interpreter.
 fn harness_command(plan: &Plan, mode_args: &[&str]) -> Command {
+    let mut args = vec![plan.harness.display().to_string()];
+    args.extend(mode_args.iter().map(|s| s.to_string()));
+    if mode_args == ["run"] {
+        args.extend(plan.argv.iter().cloned());
+    }
     let mut cmd = match &plan.sandbox {
-        Some(sb) => {
-            let mut args = vec![plan.harness.display().to_string()];
-            args.extend(mode_args.iter().map(|s| s.to_string()));
-            if mode_args == ["run"] {
-                args.extend(plan.argv.iter().cloned());
-            }
-            sb.command(&args, &plan.reads)
-        }
+        Some(sb) => sb.command(&args, &plan.reads),
         None => {
             let mut cmd = Command::new(&plan.python);
-            cmd.arg(&plan.harness).args(mode_args);
-            if mode_args == ["run"] {
-                cmd.args(&plan.argv);
-            }
+            cmd.args(&args);
             cmd
         }
     };

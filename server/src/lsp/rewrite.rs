@@ -143,9 +143,7 @@ pub fn confirmed_edit(
     description: &str,
 ) -> WorkspaceEdit {
     let index = LineIndex::new(old);
-    let mut line_starts: Vec<usize> = vec![0];
-    line_starts.extend(old.match_indices('\n').map(|(i, _)| i + 1));
-    let offset = |line: usize| line_starts.get(line).copied().unwrap_or(old.len()).min(old.len());
+    let offset = |line: usize| if line < index.line_count() { index.line_start(line) } else { old.len() };
     let edits = crate::llm::diff::hunks(old, new)
         .into_iter()
         .map(|h| {
