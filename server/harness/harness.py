@@ -312,6 +312,85 @@ def parse_overrides(pairs):
     return out
 
 
+# ---------------------------------------------------------------- the CPU interpreter's size guard
+
+# Above these, a run on Triton's CPU interpreter (which runs each program in
+# numpy, one at a time) takes many minutes a trial, or more memory than the
+# machine has: refused before anything is allocated, with the way out.
+CPU_GUARD_ELEMENTS = 1 << 26  # 64 Mi elements: 256 MiB as fp32, a tensor per input and output
+CPU_GUARD_MEMORY_SHARE = 0.5  # of MemAvailable, for inputs, the reference's and the candidate's outputs
+
+
+def available_memory():
+    """MemAvailable in bytes, or None where /proc/meminfo cannot say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def input_footprint(ref_mod, new_mod, dtype):
+    """(elements, bytes, biggest shape) of the task's inputs and init inputs,
+    created on the meta device: shapes only, nothing allocated. None when the
+    task's functions cannot run there (an explicit device, data-dependent code)."""
+    import torch
+
+    elements, size, biggest = 0, 0, None
+    for what in ("get_inputs", "get_init_inputs"):
+        f = getattr(ref_mod, what, None) or getattr(new_mod, what, None)
+        if f is None:
+            continue
+        try:
+            with torch.device("meta"):
+                values = flatten(list(f()))
+        except Exception:
+            return None
+        for x in values:
+            if not isinstance(x, torch.Tensor):
+                continue
+            if x.device.type != "meta":
+                return None
+            width = torch.empty((), dtype=dtype).element_size() if x.is_floating_point() else x.element_size()
+            elements += x.numel()
+            size += x.numel() * width
+            if biggest is None or x.numel() > biggest.numel():
+                biggest = x
+    return elements, size, (tuple(biggest.shape) if biggest is not None else None)
+
+
+def gib(n):
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+
+
+def check_interpreter_size(ref_mod, new_mod, dtype, where):
+    """Refuses, before anything is allocated, a CPU-interpreter run whose inputs
+    are too large for it; says what was measured and how to run smaller."""
+    found = input_footprint(ref_mod, new_mod, dtype)
+    if found is None:
+        return
+    elements, size, shape = found
+    # Inputs, the reference's output and the candidate's output, each about the inputs' size.
+    need = 3 * size
+    avail = available_memory()
+    too_much_memory = avail is not None and need > CPU_GUARD_MEMORY_SHARE * avail
+    if elements <= CPU_GUARD_ELEMENTS and not too_much_memory:
+        return
+    shape_text = " x ".join(str(d) for d in shape) if shape else "?"
+    why = (f"about {gib(need)} with outputs, more than half of the {gib(avail)} available"
+           if too_much_memory else f"over {CPU_GUARD_ELEMENTS >> 20} Mi elements: many minutes a trial there")
+    raise BenchFailure(
+        "too-large-for-interpreter",
+        f"the task's inputs are {elements:,} elements ({gib(size)}; the largest {shape_text}), too large for "
+        f"Triton's CPU interpreter ({why}). Check correctness at reduced sizes: `kernel-lsp bench --small` "
+        f"(or Benchmark at reduced sizes in the editor), shrink with --set NAME=VALUE, run on a GPU, "
+        f"or --full-size to run it anyway",
+        *where)
+
+
 # ---------------------------------------------------------------- check_correctness
 
 
@@ -1168,8 +1247,10 @@ def run_benchmark(args, mode):
                 f"names it can set: {', '.join(settable_names([candidate, ref_path or candidate])) or 'none'}",
                 candidate, 1, 1)
         phase("load")
-        progress("build", "building Model and ModelNew")
         dtype = task_dtype(args)
+        if mode != "gpu" and not args.full_size:
+            check_interpreter_size(ref_mod, new_mod, dtype, (candidate, model_new_line(candidate), 1))
+        progress("build", "building Model and ModelNew")
         where = (candidate, model_new_line(candidate), 1)
         ref, new = build_models_kb(ref_mod, new_mod, device, dtype, args.seed)
         check_timers(timers, "when ModelNew was built", where)
@@ -1259,6 +1340,8 @@ def parse_run_args(argv):
     p.add_argument("--config-reference")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--cpu", action="store_true")
+    p.add_argument("--full-size", action="store_true",
+                   help="on the CPU interpreter, run at the task's sizes even where the size guard refuses them")
     p.add_argument("--profile", choices=["kernelbench", "legacy", "custom"], default="kernelbench",
                    help="kernelbench: KernelBench main's tolerance for the precision; legacy: --atol/--rtol; "
                         "custom: atol = rtol = --tolerance")

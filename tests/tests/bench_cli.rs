@@ -523,11 +523,51 @@ fn history_of_a_file_that_does_not_exist_is_an_error() {
 #[test]
 fn a_timeout_without_a_barrier_suggests_shrinking_not_a_barrier() {
     let dir = project("slow", &["add_ref.py", "add_new.py"]);
-    let run = bench_json(&dir, "add_new.py", &["--timeout", "4", "--set", "N=200000000"]);
+    let run = bench_json(&dir, "add_new.py", &["--timeout", "4", "--set", "N=200000000", "--full-size"]);
     assert_eq!(error_kind(&run), "timeout", "{:#}", run.json);
     let message = run.json["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("No kernel of this file waits on other programs"), "{message}");
     assert!(message.contains("--set NAME=VALUE") && !message.contains("grid-wide barrier"), "{message}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A task at KernelBench's real size on the CPU interpreter is refused before
+/// anything is allocated (6 GiB an input here), with what was measured and the
+/// ways on; `--small` then checks it in seconds. `--full-size` passes the guard
+/// (the timeout test above runs 200 M elements with it).
+#[test]
+fn a_kernelbench_size_task_is_refused_on_the_interpreter_before_allocating() {
+    let dir = project("wide", &["wide_ref.py", "wide_new.py"]);
+    let py = python();
+    let start = Instant::now();
+    let out = Command::new(binary())
+        .args(["bench", "wide_new.py", "--cpu", "--format", "json", "--timeout", "120", "--python", &py])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["error"]["kind"], "too-large-for-interpreter", "{r:#}");
+    assert_eq!(r["correct"], Value::Null, "nothing was judged: {r:#}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("1,610,612,736 elements (6.0 GiB; the largest 4096 x 393216)"), "{message}");
+    assert!(message.contains("--small") && message.contains("--full-size"), "{message}");
+    assert!(r["error"]["file"].as_str().unwrap_or_default().ends_with("wide_new.py"), "{r:#}");
+    assert_eq!(r["error"]["line"], 16, "at `class ModelNew`: {r:#}");
+    assert_ne!(out.status.code(), Some(0));
+    // Refused from shapes alone: no 6 GiB tensor was made (that alone takes seconds and
+    // most of this machine's free memory).
+    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+
+    let out = Command::new(binary())
+        .args(["bench", "wide_new.py", "--small", "--format", "json", "--timeout", "120", "--python", &py])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let r: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["correct"], true, "{r:#}");
+    assert_eq!(r["reduced_sizes"]["dim"], serde_json::json!([393216, 16]), "{r:#}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -92,8 +92,10 @@ return {
   -- Client-side handling of the server's commands that return something to
   -- show (code lenses and code actions run these).
   commands = {
+    -- The lens, and KL914's actions ({ reduced = true } / { full_size = true }).
     ['kernel-lsp.benchmark'] = function(command, ctx)
-      require('kernel_lsp').benchmark({ bufnr = ctx.bufnr })
+      local options = (command.arguments or {})[2]
+      require('kernel_lsp').benchmark({ bufnr = ctx.bufnr, options = type(options) == 'table' and options or nil })
     end,
     -- An LLM rewrite from a code action: the same path as :KernelPersistent
     -- (saves first, shows an error once, previews the edit).

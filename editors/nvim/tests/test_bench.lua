@@ -127,3 +127,55 @@ H.test('running the ModelNew code lens benchmarks; :KernelBenchCancel stops a ru
   end, 'the server to end the progress as cancelled: ' .. vim.inspect(kl.progress.events[#kl.progress.events]))
   H.eq(nil, kl.running[buf], 'no longer running')
 end)
+
+H.test('a KernelBench-size task: KL914 before anything is allocated, its action runs at reduced sizes', function()
+  local wide_dir = H.tmpdir()
+  H.copy('tests/fixtures/bench/wide_ref.py', wide_dir)
+  local wide = H.copy('tests/fixtures/bench/wide_new.py', wide_dir)
+  local buf = H.open(wide)
+  H.client(buf)
+  H.wait(20000, function()
+    return #vim.lsp.codelens.get(buf) > 0
+  end, 'the analysis of ' .. wide)
+  local result, done = nil, false
+  local t0 = vim.uv.hrtime()
+  kl.benchmark({ bufnr = buf, options = { cpu = true }, on_done = function(r) result, done = r, true end })
+  H.wait(120000, function() return done end, 'the refused benchmark')
+  H.ok((vim.uv.hrtime() - t0) / 1e9 < 60, 'refused from shapes, not after allocating 6 GiB')
+  H.eq('too-large-for-interpreter', type(result) == 'table' and type(result.error) == 'table' and result.error.kind or nil,
+    'the size guard: ' .. vim.inspect(result))
+  local d = H.wait_code(buf, 'KL914', 10000)
+  H.contains(d.message, '--small')
+
+  -- The code action on KL914, as `gra` offers it: the same benchmark at reduced sizes.
+  vim.api.nvim_win_set_cursor(0, { d.lnum + 1, d.col })
+  local before = #kl.progress.events
+  vim.lsp.buf.code_action({
+    filter = function(a) return a.title == 'Benchmark at reduced sizes (CPU interpreter)' end,
+    apply = true,
+  })
+  H.wait(5000, function() return kl.running[buf] ~= nil end, 'the action to start a tracked benchmark')
+  H.wait(300000, function() return kl.running[buf] == nil end, 'the reduced-size benchmark')
+  H.ok(#kl.progress.events > before, 'the run reported progress')
+  local model = H.line_of(buf, 'class ModelNew')
+  H.wait(20000, function()
+    for _, l in ipairs(H.lenses(buf)) do
+      if l.line == model and l.title:find('correct (CPU interpreter, no timing)', 1, true) then
+        return true
+      end
+    end
+  end, 'a correct result lens: ' .. vim.inspect(H.lenses(buf)))
+  H.wait(10000, function() return H.diagnostic(buf, 'KL914') == nil end, 'KL914 gone after the passing run')
+  vim.cmd('bwipeout! ' .. buf)
+end)
+
+H.test(':KernelBench refuses an unknown argument and completes small/full', function()
+  H.eq({ 'small', 'full' }, vim.fn.getcompletion('KernelBench ', 'cmdline'), 'completion')
+  -- An error-level message aborts the Ex command (as any Vim command's error does).
+  pcall(vim.cmd, 'KernelBench fast')
+  local shown = vim.tbl_filter(function(m)
+    return (m.msg or ''):find('not fast', 1, true) ~= nil
+  end, require('kernel_lsp.ui').messages)
+  H.eq(1, #shown, 'one message names the bad argument: ' .. vim.inspect(require('kernel_lsp.ui').messages))
+  H.eq(nil, next(kl.running), 'nothing started')
+end)

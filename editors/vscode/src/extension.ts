@@ -82,6 +82,7 @@ class KernelLspExtension {
         const command = (id: string, fn: (...args: unknown[]) => unknown) =>
             c.push(vscode.commands.registerCommand(id, fn));
         command('kernelLsp.benchmark', (uri) => this.benchmark(asUri(uri)));
+        command('kernelLsp.benchmarkReduced', (uri) => this.benchmark(asUri(uri), { reduced: true }));
         command('kernelLsp.makePersistent', (uri) => this.rewrite('persistent', asUri(uri)));
         command('kernelLsp.rewrite', (uri) => this.pickRewrite(asUri(uri)));
         command('kernelLsp.showHistory', (uri) => this.showTable('kernel-lsp.history', asUri(uri)));
@@ -365,12 +366,14 @@ class KernelLspExtension {
         return client?.isRunning() ? client : undefined;
     }
 
-    private async benchmark(uri?: vscode.Uri): Promise<unknown> {
+    /** `options`: `{ reduced: true }` checks correctness on the CPU interpreter at reduced sizes. */
+    private async benchmark(uri?: vscode.Uri, options?: { reduced: boolean }): Promise<unknown> {
         const doc = await this.target(uri, true);
         if (doc && (await this.readyClient())) {
             // Through the command vscode-languageclient registered, so the
             // middleware below handles it like a click on the code lens.
-            return vscode.commands.executeCommand('kernel-lsp.benchmark', doc.uri.toString());
+            const args: unknown[] = options ? [doc.uri.toString(), options] : [doc.uri.toString()];
+            return vscode.commands.executeCommand('kernel-lsp.benchmark', ...args);
         }
         return undefined;
     }

@@ -498,4 +498,62 @@ describe('protocol: the real server, spoken to like VS Code', function () {
             fs.rmSync(benchDir, { recursive: true, force: true });
         }
     }).timeout(120_000);
+    it('a KernelBench-size task on the CPU interpreter: KL914 from shapes alone, with its two benchmark actions', async function () {
+        const python = testPython();
+        if (!python) {
+            this.skip(); // no interpreter with torch + triton: scripts/test.sh always has .venv
+        }
+        const benchDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kernel-lsp-vscode-wide-'));
+        try {
+            for (const name of ['wide_ref.py', 'wide_new.py']) {
+                fs.copyFileSync(path.join(REPO, 'tests', 'fixtures', 'bench', name), path.join(benchDir, name));
+            }
+            const candidate = pathToFileURL(path.join(benchDir, 'wide_new.py')).toString();
+            const caps = vscodeClientCapabilities();
+            delete caps.textDocument!.diagnostic; // pushed diagnostics, to wait on
+            const s = new Session(bin);
+            session = s;
+            await s.initialize(caps, benchDir, { python });
+            await s.conn.sendNotification(InitializedNotification.type, {});
+            await s.conn.sendNotification(DidOpenTextDocumentNotification.type, {
+                textDocument: { uri: candidate, languageId: 'python', version: 1, text: fs.readFileSync(path.join(benchDir, 'wide_new.py'), 'utf8') },
+            });
+            const started = Date.now();
+            const result = (await s.conn.sendRequest(ExecuteCommandRequest.type, {
+                command: 'kernel-lsp.benchmark',
+                arguments: [candidate, { cpu: true }],
+            })) as { error?: { kind?: string; message?: string } };
+            assert.strictEqual(result.error?.kind, 'too-large-for-interpreter', JSON.stringify(result));
+            assert.ok(Date.now() - started < 60_000, 'refused from shapes, before 6 GiB were allocated');
+            const published = await s.until('KL914 published', () =>
+                s.published.find((p) => p.uri === candidate && p.diagnostics.some((d) => d.code === 'KL914')),
+            );
+            const kl914 = published.diagnostics.find((d) => d.code === 'KL914')!;
+            assert.match(kl914.message, /--small/);
+            const actions = ((await s.conn.sendRequest(CodeActionRequest.type, {
+                textDocument: { uri: candidate },
+                range: kl914.range,
+                context: { diagnostics: [kl914], only: ['quickfix'] },
+            })) ?? []) as CodeAction[];
+            const commands = actions
+                .filter((a) => a.command?.command === 'kernel-lsp.benchmark')
+                .map((a): unknown[] => [a.title, a.command?.command, a.command?.arguments?.[1] as unknown]);
+            assert.ok(actions.some((a) => a.title === 'Explain KL914'), 'the rule is explained too');
+            assert.deepStrictEqual(commands, [
+                ['Benchmark at reduced sizes (CPU interpreter)', 'kernel-lsp.benchmark', { reduced: true }],
+                ["Benchmark at the task's full size anyway", 'kernel-lsp.benchmark', { cpu: true, full_size: true }],
+            ]);
+            // The first action, as the extension runs it: correct at reduced sizes, and it says which.
+            const reduced = actions.find((a) => a.title.startsWith('Benchmark at reduced'))!.command!;
+            const small = (await s.conn.sendRequest(ExecuteCommandRequest.type, {
+                command: reduced.command,
+                arguments: reduced.arguments,
+            })) as { correct?: boolean; reduced_sizes?: Record<string, number[]> };
+            assert.strictEqual(small.correct, true, JSON.stringify(small));
+            assert.deepStrictEqual(small.reduced_sizes?.batch_size, [4096, 16], JSON.stringify(small));
+            assert.strictEqual(await s.shutdown(), 0);
+        } finally {
+            fs.rmSync(benchDir, { recursive: true, force: true });
+        }
+    }).timeout(180_000);
 });

@@ -44,6 +44,11 @@ pub struct BenchArgs {
     /// Seconds instead of minutes on a laptop; the result lists each size.
     #[arg(long)]
     pub small: bool,
+    /// On the CPU interpreter, run at the task's sizes even where they are too
+    /// large for it (over 64 Mi input elements, or more memory than is free),
+    /// which is otherwise refused before anything is allocated.
+    #[arg(long, conflicts_with = "small")]
+    pub full_size: bool,
     /// The tolerance that decides "correct": `kernelbench` (KernelBench main's for
     /// the precision: 1e-4 fp32, 1e-2 fp16/bf16), `legacy` (1e-2), or a number
     /// (atol = rtol). Default: the `bench.tolerance` setting, `kernelbench`.
@@ -116,6 +121,7 @@ pub fn run_cli(args: BenchArgs) -> i32 {
         origin: None,
         sandbox: None,
         reduced: args.small,
+        full_size: args.full_size,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,

@@ -54,6 +54,9 @@ pub struct BenchRequest {
     /// Check correctness at reduced sizes ([`reduced_sizes`]) on the CPU
     /// interpreter; the result's `reduced_sizes` says which.
     pub reduced: bool,
+    /// On the CPU interpreter, run at the task's sizes even where the size
+    /// guard (`too-large-for-interpreter`) would refuse them.
+    pub full_size: bool,
 }
 
 impl Default for BenchRequest {
@@ -70,6 +73,7 @@ impl Default for BenchRequest {
             origin: None,
             sandbox: None,
             reduced: false,
+            full_size: false,
         }
     }
 }
@@ -423,6 +427,9 @@ fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
     }
     if req.cpu {
         argv.push("--cpu".to_string());
+    }
+    if req.full_size {
+        argv.push("--full-size".to_string());
     }
     argv
 }

@@ -542,6 +542,7 @@ impl Ctx {
             origin: Some(self.file.clone()),
             sandbox: Some(self.sandbox.clone()),
             reduced: false,
+            full_size: false,
         }
     }
 

@@ -73,6 +73,26 @@ pub fn code_actions(
                 }));
             }
         }
+        if code == "KL914" && wanted(only, "quickfix") {
+            // The size guard refused a CPU-interpreter run: the two ways on,
+            // each a benchmark the user starts by choosing it.
+            for (title, options) in [
+                ("Benchmark at reduced sizes (CPU interpreter)", serde_json::json!({"reduced": true})),
+                ("Benchmark at the task's full size anyway", serde_json::json!({"cpu": true, "full_size": true})),
+            ] {
+                out.push(CodeActionOrCommand::CodeAction(CodeAction {
+                    title: title.to_string(),
+                    kind: Some(CodeActionKind::QUICKFIX),
+                    diagnostics: Some(vec![d.clone()]),
+                    command: Some(Command {
+                        title: title.to_string(),
+                        command: "kernel-lsp.benchmark".to_string(),
+                        arguments: Some(vec![serde_json::Value::String(uri.as_str().to_string()), options]),
+                    }),
+                    ..Default::default()
+                }));
+            }
+        }
         if let Some((action, title)) = llm_action_for(code) {
             if wanted(only, REWRITE_KIND) {
                 let data = serde_json::json!({

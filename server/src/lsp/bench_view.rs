@@ -143,6 +143,18 @@ pub static BENCH_CODES: &[BenchCode] = &[
               `forward`), so the candidate was not judged. The message and the line are the reference's.",
     },
     BenchCode {
+        kind: "too-large-for-interpreter",
+        code: "KL914",
+        name: "too-large-for-interpreter",
+        severity: Severity::Warning,
+        doc: "## What it means\nThe task's inputs (made on the meta device: shapes only, nothing allocated) are too \
+              large for Triton's CPU interpreter, which runs each program in numpy one at a time: over 64 Mi \
+              elements, or more memory than half of what is free. The run was refused before it started.\n\n\
+              ## What to do\nCheck correctness at reduced sizes (`kernel-lsp bench --small`, or the code action \
+              Benchmark at reduced sizes), shrink the task with `--set NAME=VALUE`, run on a GPU, or run it anyway \
+              (`--full-size`, or the code action).",
+    },
+    BenchCode {
         kind: "harness",
         code: "KL909",
         name: "harness-error",

@@ -345,6 +345,7 @@ impl Server {
             overrides: Vec::new(),
             cpu: args.get(1).and_then(|o| o.get("cpu")).and_then(Value::as_bool).unwrap_or(false),
             reduced: args.get(1).and_then(|o| o.get("reduced")).and_then(Value::as_bool).unwrap_or(false),
+            full_size: args.get(1).and_then(|o| o.get("full_size")).and_then(Value::as_bool).unwrap_or(false),
             timeout: None,
             record_history: true,
             origin: None,

@@ -21,7 +21,10 @@ local function rule_codes()
   for i = 1, 10 do
     codes[#codes + 1] = string.format('KL%03d', i)
   end
-  for i = 901, 909 do
+  for i = 101, 109 do
+    codes[#codes + 1] = 'KL' .. i
+  end
+  for i = 901, 914 do
     codes[#codes + 1] = 'KL' .. i
   end
   return codes
@@ -30,9 +33,23 @@ end
 local function define_commands()
   local command = vim.api.nvim_create_user_command
 
-  command('KernelBench', function()
-    kl().benchmark()
-  end, { desc = 'kernel-lsp: benchmark this file against its PyTorch reference' })
+  -- :KernelBench small checks correctness on the CPU interpreter at reduced
+  -- sizes; :KernelBench full runs the CPU interpreter at the task's sizes even
+  -- where the size guard (KL914) refuses them.
+  local bench_modes = { small = { reduced = true }, full = { cpu = true, full_size = true } }
+  command('KernelBench', function(a)
+    if a.args ~= '' and not bench_modes[a.args] then
+      require('kernel_lsp.ui').notify(':KernelBench takes no argument, `small` or `full`, not ' .. a.args, vim.log.levels.ERROR)
+      return
+    end
+    kl().benchmark({ options = bench_modes[a.args] })
+  end, {
+    nargs = '?',
+    complete = function()
+      return { 'small', 'full' }
+    end,
+    desc = 'kernel-lsp: benchmark this file against its PyTorch reference ([small|full] on the CPU interpreter)',
+  })
 
   command('KernelBenchCancel', function()
     kl().cancel()
