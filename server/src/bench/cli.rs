@@ -425,6 +425,10 @@ pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
     let extra = |k: &str| r.extra.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_string();
     out.push_str(&format!("candidate  {}\n", candidate.display()));
     if let Some(reference) = r.extra.get("reference").and_then(|v| v.as_str()) {
+        // As the candidate is given: relative to the current folder when under it.
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let shown = Path::new(reference).strip_prefix(&cwd).map(|p| p.display().to_string());
+        let reference = shown.unwrap_or_else(|_| reference.to_string());
         out.push_str(&format!("reference  {reference} (found by {})\n", extra("reference_found_by")));
     }
     if let Some(sizes) = r.extra.get("reduced_sizes").and_then(|v| v.as_object()).filter(|m| !m.is_empty()) {
