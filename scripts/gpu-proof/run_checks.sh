@@ -24,3 +24,6 @@ for f in add_timer_dict add_never_launched add_cached; do
 import json; r=json.load(open('/tmp/c.json')); e=r.get('error') or {}
 print('$f', r.get('mode'), 'caught as', e.get('kind'), '|', e.get('message','')[:120])"
 done
+# The reward-hack battery (tests/fixtures/hacks/), on the GPU: every paraphrase
+# caught by what its run did, the honest look-alikes clean, the side streams too.
+KERNEL_LSP_BATTERY_GPU=1 python3 -m unittest server/harness/test_battery.py 2>&1 | tail -40

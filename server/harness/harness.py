@@ -36,6 +36,7 @@ import os
 import platform
 import re
 import sys
+import threading
 import time
 import traceback
 
@@ -389,6 +390,258 @@ def check_interpreter_size(ref_mod, new_mod, dtype, where):
         f"(or Benchmark at reduced sizes in the editor), shrink with --set NAME=VALUE, run on a GPU, "
         f"or --full-size to run it anyway",
         *where)
+
+
+# ---------------------------------------------------------------- watching the forward
+
+# Moving data, not computing the task: factories, copies, casts, fills. Views
+# are told by the operator itself (`is_view`).
+WATCH_MOVES = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor", "arange", "fill_", "zero_",
+    "copy_", "clone", "_to_copy", "to", "detach", "alias", "lift_fresh", "lift_fresh_copy", "contiguous",
+    "resize_", "set_", "_local_scalar_dense", "cat", "stack", "_unsafe_view", "as_strided_", "rand", "randn",
+    "randint", "normal_", "uniform_", "_assert_async", "_assert_scalar",
+})
+# Operators that contract (matrix products, convolutions, attention): one
+# family, compared by FLOPs, since `addmm`, `mm`, `bmm` and `einsum` are the
+# same work spelled differently.
+CONTRACTIONS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "vdot",
+                          "_scaled_mm", "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
+                          "convolution_backward", "cudnn_convolution", "_scaled_dot_product_efficient_attention",
+                          "_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
+                          "_efficient_attention_forward", "_flash_attention_forward", "tensordot"})
+ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+                         "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
+                         "scalar_tensor", "arange"})
+# The share of the reference's own work that, redone by PyTorch operators in
+# ModelNew.forward, makes the result PyTorch's, not the kernel's.
+TORCH_SHARE = 0.75
+HALF = ("float16", "bfloat16")
+
+
+def current_stream_handle():
+    try:
+        import torch
+
+        return torch.cuda.current_stream().cuda_stream if torch.cuda.is_initialized() else None
+    except Exception:
+        return None
+
+
+def candidate_line(path):
+    """The innermost line of the running stack that is in the candidate's file."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if real_path(frame.f_code.co_filename) == path:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def contraction_flops(name, tensors, out):
+    """FLOPs of a contraction from its operands' shapes (2 per multiply-add):
+    a matrix product is 2 x its output's elements x the reduced length, a
+    convolution 2 x its output's elements x a filter's elements, attention
+    4 x batch x heads x query length x key length x head size. (PyTorch's own
+    flop counter is not imported: its import starts Inductor, which leaves a
+    cache folder in TMPDIR.)"""
+    import torch
+
+    outs = [t for t in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(t, torch.Tensor)]
+    if not outs:
+        return None
+    first = outs[0]
+    if "attention" in name and len(tensors) >= 2 and tensors[0].dim() >= 2 and tensors[1].dim() >= 2:
+        q, k = tensors[0], tensors[1]
+        return 4.0 * q.numel() * k.shape[-2]
+    if "conv" in name and len(tensors) >= 2 and tensors[1].dim() >= 3:
+        return 2.0 * first.numel() * (tensors[1].numel() / max(tensors[1].shape[0], 1))
+    # Matrix products: the reduced length is the last dimension of the first
+    # operand that is not a bias (addmm/baddbmm/addmv take the bias first).
+    operands = tensors[1:] if name.startswith("add") or name.startswith("badd") else tensors
+    if operands and operands[0].dim() >= 1:
+        return 2.0 * first.numel() * operands[0].shape[-1]
+    return None
+
+
+def op_work(func, args, kwargs, out, name):
+    """What an operator costs, in one unit for all: FLOPs for a contraction
+    (matrix products, convolutions, attention), else the largest tensor it
+    reads or writes (one pass over it)."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+    if name in CONTRACTIONS:
+        flops = contraction_flops(name, tensors, out)
+        if flops is not None:
+            return flops
+    sizes = [t.numel() for t in tensors] + [t.numel() for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+    return float(max(sizes, default=0))
+
+
+def forward_watch(recorder, candidate, task_dtype):
+    """A TorchDispatchMode that records every ATen operator run outside Triton's
+    launches: its name, work, the line of the candidate it came from, the
+    half-precision tensors it made (on a fp32 task), and its stream."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class ForwardWatch(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.work = {}  # operator -> work
+            self.lines = {}  # operator -> first candidate line
+            self.half = []  # (operator, dtype, line)
+            self.streams = set()
+            self.names = {}  # family -> the operators seen in it
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if recorder.launching:
+                return out
+            name = func.overloadpacket.__name__
+            line = candidate_line(candidate) if candidate else None
+            # An allocation in half precision is not yet a computation: a
+            # kernel handed it is (the launch check below).
+            if task_dtype == torch.float32 and name not in ALLOCATIONS:
+                for t in tree_flatten(out)[0]:
+                    if isinstance(t, torch.Tensor) and str(t.dtype).replace("torch.", "") in HALF:
+                        self.half.append((name, str(t.dtype).replace("torch.", ""), line))
+                        break
+            self.streams.add(current_stream_handle())
+            if getattr(func, "is_view", False) or name in WATCH_MOVES:
+                return out
+            family = "contraction" if name in CONTRACTIONS else name
+            self.work[family] = self.work.get(family, 0.0) + op_work(func, args, kwargs, out, name)
+            self.lines.setdefault(family, line)
+            self.names.setdefault(family, set()).add(name)
+            return out
+
+    return ForwardWatch()
+
+
+def explain_mismatch(failed, ref, new, ref_mod, new_mod, device, dtype, args, recorder, candidate, where, names):
+    """After a mismatch: the forward watch, once. What it finds (a precision
+    drop, PyTorch's own result, ...) is raised in the mismatch's place, with it."""
+    try:
+        failed.extra["watch"] = watch_forward(ref, new, task_inputs(ref_mod, new_mod, device, dtype, args.seed),
+                                              recorder, candidate, dtype, where, names, args.strict)
+    except BenchFailure as seen:
+        seen.info["message"] += f" The output also fails the check: {failed.info['message']}"
+        seen.extra = {**failed.extra, **seen.extra, "incorrect": True}
+        raise seen from None
+    except Exception:
+        pass
+
+
+RUN_CODES = {"torch-computes-the-task": "KL102", "precision-downgrade": "KL106", "side-stream-or-thread": "KL105"}
+SILENCED = re.compile(r"#\s*kernel-lsp:\s*ignore(?:\[([^\]]*)\])?")
+
+
+def user_silenced(path, line, code):
+    """Whether line `line` of `path` carries `# kernel-lsp: ignore` (all codes) or `ignore[..CODE..]`."""
+    try:
+        text = read_text(path).splitlines()[line - 1]
+    except (OSError, IndexError, UnicodeDecodeError):
+        return False
+    m = SILENCED.search(text)
+    return bool(m) and (m.group(1) is None or code in [c.strip().upper() for c in m.group(1).split(",")])
+
+
+def watch_forward(ref, new, inputs, recorder, candidate, dtype, where, names, strict=False):
+    """Runs the reference's and the candidate's forward once more (never timed)
+    and judges what ran, not how the code reads: PyTorch redoing most of the
+    reference's work (KL102), tensors in half precision on a fp32 task (KL106),
+    launches from another thread or on another stream, or work left running when
+    forward returned (KL105). Returns what it saw, for the result."""
+    import tempfile
+
+    import torch
+
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        # Running an operator under a dispatch mode makes Inductor create its
+        # cache folder in TMPDIR: one of ours instead, removed after the run.
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="kernel-lsp-inductor-")
+        TEMP_FOLDERS.append(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+    with torch.no_grad():
+        ref_watch = forward_watch(recorder, None, dtype)
+        with ref_watch:
+            ref(*inputs)
+        new_watch = forward_watch(recorder, candidate, dtype)
+        recorder.places, recorder.half_args = [], []
+        thread = threading.get_ident()
+        start_stream = current_stream_handle()
+        with new_watch:
+            launches = recorder.record(lambda: new(*inputs))
+        late = len(recorder.places)
+        time.sleep(0.05)
+        late = len(recorder.places) - late
+    if names and not launches:
+        # Watched, not guessed: the forward launched none of the file's kernels.
+        raise BenchFailure(
+            "kernel-never-launched",
+            f"ModelNew.forward launched no Triton kernel (the file defines {', '.join(names)}): the result "
+            f"comes from something else, and a speedup would not be the kernel's. KernelBench's Triton track "
+            f"does not count it.", *where)
+    total = sum(ref_watch.work.values())
+    redone = {op: min(w, new_watch.work.get(op, 0.0)) for op, w in ref_watch.work.items()}
+    share = sum(redone.values()) / total if total > 0 else 0.0
+    seen = {"reference_ops": sorted(ref_watch.work, key=ref_watch.work.get, reverse=True)[:8],
+            "candidate_ops": sorted(new_watch.work, key=new_watch.work.get, reverse=True)[:8],
+            "torch_share_of_reference_work": round(share, 4)}
+    def finding(kind, line):
+        """A finding the user silenced on its line (`# kernel-lsp: ignore[KL106]`)
+        is kept in `watch.suppressed`, not raised; never for LLM-written code."""
+        if not strict and line and user_silenced(candidate, line, RUN_CODES[kind]):
+            entry = {"kind": kind, "code": RUN_CODES[kind], "line": line}
+            if entry not in seen.setdefault("suppressed", []):
+                seen["suppressed"].append(entry)
+            return False
+        return True
+
+    if share > TORCH_SHARE:
+        ops = sorted((op for op in redone if redone[op] > 0), key=redone.get, reverse=True)
+        line = next((new_watch.lines.get(op) for op in ops if new_watch.lines.get(op)), None)
+        spelled = [n for op in ops for n in sorted(new_watch.names.get(op, {op}))]
+    if share > TORCH_SHARE and finding("torch-computes-the-task", line):
+        raise BenchFailure(
+            "torch-computes-the-task",
+            f"PyTorch ran {', '.join('aten.' + op for op in spelled[:4])} in ModelNew.forward: "
+            f"{share:.0%} of the reference's own work (its FLOPs, or elements for other operators) was done by "
+            f"PyTorch operators, not by the file's kernels. The speedup would be PyTorch's.",
+            where[0], line or where[1], 1 if line else where[2], watch=seen)
+    for op, half, line in new_watch.half:
+        if not finding("precision-downgrade", line):
+            continue
+        raise BenchFailure(
+            "precision-downgrade",
+            f"ModelNew.forward made {half} tensors (aten.{op}) on a fp32 task: computing in half precision is "
+            f"not the task KernelBench times, even where the result lands within tolerance.",
+            where[0], line or where[1], 1 if line else where[2], watch=seen)
+    # A kernel given half-precision tensors no operator of this forward made
+    # (a weight cast once and kept): the casts above explain the others.
+    if dtype == torch.float32 and recorder.half_args and not new_watch.half:
+        kernel, half = recorder.half_args[0]
+        raise BenchFailure(
+            "precision-downgrade",
+            f"`{kernel}` was launched with a {half} tensor on a fp32 task: computing in half precision is not "
+            f"the task KernelBench times, even where the result lands within tolerance.", *where, watch=seen)
+    threads = {t for t, _ in recorder.places}
+    streams = {s for _, s in recorder.places if s is not None} | {s for s in new_watch.streams if s is not None}
+    other = [s for s in streams if s != start_stream]
+    if threads - {thread} or other or late:
+        why = ("a kernel was launched from another thread" if threads - {thread} else
+               "work ran on a CUDA stream other than the current one" if other else
+               "launches went on after forward returned")
+        raise BenchFailure(
+            "side-stream-or-thread",
+            f"{why}: the timer stops when forward returns on the current stream, so that work would not be "
+            f"timed.", *where, watch=seen)
+    return seen
 
 
 # ---------------------------------------------------------------- check_correctness
@@ -949,6 +1202,13 @@ class LaunchRecorder:
         self.compiled = {}
         self.functions = {}
         self.originals = []
+        # While a launch runs (the interpreter moves tensors with ATen ops of
+        # its own): the forward watch does not count those.
+        self.launching = 0
+        # (thread id, CUDA stream handle or None) of each watched launch.
+        self.places = []
+        # (kernel, dtype) of each watched launch given a fp16/bf16 tensor.
+        self.half_args = []
 
     def install(self):
         import triton.runtime.jit as jit
@@ -961,7 +1221,18 @@ class LaunchRecorder:
             original = cls.run
 
             def run(fn, *a, _original=original, **kw):
-                result = _original(fn, *a, **kw)
+                if self.active and not kw.get("warmup", False):
+                    self.places.append((threading.get_ident(), current_stream_handle()))
+                    for x in list(a) + list(kw.values()):
+                        dtype = str(getattr(x, "dtype", ""))
+                        if dtype in ("torch.float16", "torch.bfloat16"):
+                            self.half_args.append((getattr(fn, "__name__", "kernel"), dtype.replace("torch.", "")))
+                            break
+                self.launching += 1
+                try:
+                    result = _original(fn, *a, **kw)
+                finally:
+                    self.launching -= 1
                 if self.active and not kw.get("warmup", False):
                     key = id(fn)
                     self.functions[key] = fn
@@ -1175,7 +1446,7 @@ def timer_objects():
         pass
     me = sys.modules[__name__]
     for n in ("time_models", "kernelbench_timing", "check_correctness_kb", "check_determinism", "emit",
-              "timer_objects", "check_timers"):
+              "timer_objects", "check_timers", "watch_forward", "forward_watch", "op_work", "candidate_line"):
         out[f"the harness's {n}"] = getattr(me, n, None)
     return out
 
@@ -1258,6 +1529,14 @@ def run_benchmark(args, mode):
         check = {}
         try:
             result["max_abs_diff"] = check_correctness_kb(ref, new, ref_mod, new_mod, device, args, where, check)
+        except BenchFailure as failed:
+            if failed.info["kind"] == "mismatch":
+                # Say why where the run can see it: a wrong output from a
+                # precision drop or PyTorch's own result is that finding.
+                result.update(check)
+                explain_mismatch(failed, ref, new, ref_mod, new_mod, device, dtype, args, recorder, candidate,
+                                 where, kernel_names(new_mod))
+            raise
         finally:
             result.update(check)
         # Checked before any figure is taken: a forward may patch as it runs.
@@ -1269,6 +1548,12 @@ def run_benchmark(args, mode):
         phase("determinism")
         result["correct"] = True
         inputs = task_inputs(ref_mod, new_mod, device, dtype, args.seed)
+        # What ran, judged by watching it: in the correctness pass, never timed.
+        progress("watch", "watching one forward of each model")
+        result["watch"] = watch_forward(ref, new, inputs, recorder, candidate, dtype, where, kernel_names(new_mod),
+                                        args.strict)
+        check_timers(timers, "while ModelNew.forward ran", where)
+        phase("watch")
         if mode == "gpu" and not args.no_kernelbench_timing:
             # KernelBench times right after its correctness trials, in a process
             # that has done nothing else: do the same, before the launch hook,
@@ -1323,8 +1608,9 @@ def run_benchmark(args, mode):
                 phase("profiler")
     except BenchFailure as f:
         result["error"] = f.info
+        incorrect = f.extra.pop("incorrect", False)
         result.update(f.extra)
-        if f.info["kind"] in ("mismatch", "nondeterministic", "non-tensor-output", "local-import"):
+        if incorrect or f.info["kind"] in ("mismatch", "nondeterministic", "non-tensor-output", "local-import"):
             result["correct"] = False
     except Exception as e:
         f = locate_error(e, candidate, modules)
@@ -1340,6 +1626,8 @@ def parse_run_args(argv):
     p.add_argument("--config-reference")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--cpu", action="store_true")
+    p.add_argument("--strict", action="store_true",
+                   help="LLM-written code: the run's findings ignore `# kernel-lsp: ignore` comments")
     p.add_argument("--full-size", action="store_true",
                    help="on the CPU interpreter, run at the task's sizes even where the size guard refuses them")
     p.add_argument("--profile", choices=["kernelbench", "legacy", "custom"], default="kernelbench",

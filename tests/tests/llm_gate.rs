@@ -100,6 +100,31 @@ fn an_answer_that_falls_back_to_pytorch_is_refused_and_the_reason_goes_back() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An answer no static rule refuses (the gate does not refuse KL106) that
+/// rounds the input through fp16: the run sees the cast, the candidate is
+/// refused as a precision downgrade, and that reason goes back for the repair.
+#[test]
+fn an_answer_that_drops_precision_is_refused_by_what_the_run_saw() {
+    let honest = fixture("answer_persistent.md");
+    let cheat = honest.replace("x = x.contiguous().float()", "x = x.contiguous().half().float()");
+    assert_ne!(cheat, honest, "the fixture's forward changed: update the substitution");
+    let llm = MockLlm::start(vec![Reply::Answer(cheat), Reply::Answer(honest)]);
+    if !bwrap_or_loud_skip("an_answer_that_drops_precision_is_refused_by_what_the_run_saw") {
+        return;
+    }
+    let dir = project("precision", &llm, "");
+    let out = rewrite(&dir, "1");
+    let o = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{o:#}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "one answer, one repair: {o:#}");
+    let repair = requests[1].last_message();
+    assert!(repair.contains("the run saw work that makes a speedup not count"), "{repair}");
+    assert!(repair.contains("float16") && repair.contains("aten._to_copy"), "{repair}");
+    assert_eq!(o["winner"], 1, "the repaired answer wins: {o:#}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn an_answer_that_runs_a_command_is_refused_before_anything_runs() {
     let dir0 = std::env::temp_dir().join(format!("kernel-lsp-gate-marker-{}", std::process::id()));

@@ -247,6 +247,17 @@ fn first_prompt(ctx: &Ctx, baseline: &BenchResult, dir: Option<&Path>) -> Result
     ))
 }
 
+/// What the harness saw the candidate do that makes its speedup not count
+/// (KL102-KL107 as run results): refused, and said so in the repair prompt.
+const WATCHED_HACKS: &[&str] = &[
+    "torch-computes-the-task",
+    "kernel-never-launched",
+    "output-reused",
+    "side-stream-or-thread",
+    "precision-downgrade",
+    "timer-patch",
+];
+
 fn repair_template(kind: &str) -> &'static str {
     match kind {
         "mismatch" | "nondeterministic" => prompts::REPAIR_ACCURACY,
@@ -439,9 +450,13 @@ async fn evaluate(
     let kind = result.error.as_ref().map(|e| e.kind.clone()).unwrap_or_else(|| "mismatch".into());
     let detail = ctx.error_text(&result, &text);
     let summary = detail.lines().last().unwrap_or_default().to_string();
-    let stage = match repair_template(&kind) {
-        prompts::REPAIR_ACCURACY => "the results differ from the reference",
-        _ => "the kernel does not compile or run",
+    let stage = if WATCHED_HACKS.contains(&kind.as_str()) {
+        "the run saw work that makes a speedup not count"
+    } else {
+        match repair_template(&kind) {
+            prompts::REPAIR_ACCURACY => "the results differ from the reference",
+            _ => "the kernel does not compile or run",
+        }
     };
     Ok(Some(Problem { stage, template: repair_template(&kind), summary, detail, status: CandidateStatus::Failed }))
 }

@@ -124,6 +124,38 @@ pub static BENCH_CODES: &[BenchCode] = &[
               stored result). The static rule KL104 reads the code; this is the run's verdict.",
     },
     BenchCode {
+        kind: "torch-computes-the-task",
+        code: "KL102",
+        name: "torch-computes-the-task",
+        severity: Severity::Error,
+        doc: "## What it means\nThe run watched every PyTorch operator `ModelNew.forward` dispatched (outside \
+              Triton's launches) and weighed it against the reference's own forward: matrix products, convolutions \
+              and attention by their FLOPs (`mm`, `addmm`, `bmm` and `einsum` are one family), other operators by \
+              the elements they touch; views, copies, casts and allocations do not count. More than three quarters \
+              of the reference's work was redone by PyTorch, so a speedup would be PyTorch's, not the kernel's. \
+              The static rule KL102 reads the code; this is the run's verdict, whatever the spelling.",
+    },
+    BenchCode {
+        kind: "precision-downgrade",
+        code: "KL106",
+        name: "precision-downgrade",
+        severity: Severity::Error,
+        doc: "## What it means\nOn a fp32 task, the run saw `ModelNew.forward` make fp16 or bf16 tensors (a cast, \
+              an operator computing in half precision) or launch a kernel with one. That is less work than the task, \
+              and not what KernelBench times, even where the output lands within tolerance. Where the output also \
+              failed the check, the message says so. The static rule KL106 reads the code; this is the run's verdict.",
+    },
+    BenchCode {
+        kind: "side-stream-or-thread",
+        code: "KL105",
+        name: "side-stream-or-thread",
+        severity: Severity::Error,
+        doc: "## What it means\nThe run saw a kernel launched from a thread other than the one running \
+              `ModelNew.forward`, work on a CUDA stream other than the current one, or launches after forward \
+              returned. Timers stop when forward's work on the current stream is done, so that work would not be \
+              timed. The static rule KL105 reads the code; this is the run's verdict.",
+    },
+    BenchCode {
         kind: "timer-patch",
         code: "KL107",
         name: "timer-patch",
