@@ -166,7 +166,7 @@ def compile_kernel(req):
     if not isinstance(kernel, triton.runtime.JITFunction):
         return {"ok": False, "message": f"`{req['kernel']}` is not a @triton.jit function in the bundle"}
     signature = dict(req["signature"])
-    constexprs = dict(req.get("constexprs") or {})
+    constexprs = {name: constant(v) for name, v in (req.get("constexprs") or {}).items()}
     for name in constexprs:
         signature[name] = "constexpr"
     index = {name: i for i, name in enumerate(kernel.arg_names)}
@@ -192,6 +192,15 @@ def compile_kernel(req):
                     error={"type": type(e).__name__, "message": text[-2000:], "line": line, "column": indent + 1,
                            "function": kernel.__name__})
     return dict(base, status="compiled", resources=resources(compiled))
+
+
+def constant(value):
+    """A constexpr as JSON carries it; `{"tl": "float16"}` is `tl.float16`."""
+    if isinstance(value, dict) and "tl" in value:
+        import triton.language as tl
+
+        return getattr(tl, value["tl"])
+    return value
 
 
 def bundle_place(exc, filename):
