@@ -1,0 +1,215 @@
+//! The compiler in the editor: after a pause in typing (`compile.debounce-ms`)
+//! and on save, the open file's kernels are compiled by the user's Triton
+//! (`crate::compile`), off the state lock and never before the static
+//! diagnostics, which do not wait for it. A newer edit cancels the pending or
+//! running compilation of its document; kernels that did not change come from
+//! the cache, so only the changed ones reach the compiler. The result is kept
+//! per document version (`State::compile`) and published merged with the
+//! static diagnostics; an edit drops it until the next one lands, so no
+//! compile error is ever shown at the byte ranges of an older text. The
+//! resources of each kernel show on hover of its name.
+//!
+//! No Python or no Triton: one message says so, once per interpreter, and
+//! only the static diagnostics are shown.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tower_lsp_server::ls_types::{MessageType, Uri};
+use tower_lsp_server::Client;
+
+use crate::compile::{self, Compiler, Resources};
+use crate::diagnostic::Diagnostic;
+
+use super::state::{file_path, Publish, State};
+
+/// A document's last compilation.
+#[derive(Debug, Clone, Default)]
+pub struct Compiled {
+    /// The document version it describes.
+    pub version: i32,
+    pub diagnostics: Vec<Diagnostic>,
+    pub resources: Vec<Resources>,
+}
+
+/// The compilers (one worker each, per interpreter) and the pending compilation of each document.
+#[derive(Default)]
+pub struct Compiling {
+    compilers: Arc<Mutex<HashMap<String, Result<Arc<Compiler>, String>>>>,
+    pending: Mutex<HashMap<Uri, tokio::task::AbortHandle>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Compiling {
+    /// Compiles `uri` after the debounce (or at once, on save), cancelling the
+    /// compilation pending or running for it.
+    pub fn schedule(
+        &self,
+        state: &Arc<Mutex<State>>,
+        publish_tx: &mpsc::UnboundedSender<Publish>,
+        client: &Client,
+        uri: &Uri,
+        at_once: bool,
+    ) {
+        let settings = {
+            let st = lock(state);
+            match st.docs.get(uri) {
+                Some(doc) => doc.settings.clone(),
+                None => return,
+            }
+        };
+        if !settings.compile.enabled || file_path(uri).is_none() {
+            return;
+        }
+        let delay = if at_once { Duration::ZERO } else { Duration::from_millis(settings.compile.debounce_ms) };
+        let (state, publish_tx, client, uri2) = (state.clone(), publish_tx.clone(), client.clone(), uri.clone());
+        let compilers = self.compilers.clone();
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            compile_document(&state, &publish_tx, &client, &compilers, &uri2).await;
+        });
+        if let Some(old) = lock(&self.pending).insert(uri.clone(), task.abort_handle()) {
+            old.abort();
+        }
+    }
+
+    /// Cancels what is pending for a closed document.
+    pub fn forget(&self, uri: &Uri) {
+        if let Some(old) = lock(&self.pending).remove(uri) {
+            old.abort();
+        }
+    }
+}
+
+/// The compiler for `python`, prepared once (its sandbox; the worker starts on the first request).
+async fn compiler_for(
+    compilers: &Mutex<HashMap<String, Result<Arc<Compiler>, String>>>,
+    python: &str,
+    settings: &crate::config::Settings,
+) -> (Result<Arc<Compiler>, String>, bool) {
+    let known = lock(compilers).get(python).cloned();
+    if let Some(c) = known {
+        return (c, false);
+    }
+    let (p, s) = (python.to_string(), settings.clone());
+    // Preparing the sandbox asks the interpreter where it lives: a blocking call.
+    let made = tokio::task::spawn_blocking(move || Compiler::new(&p, &s, 1).map(Arc::new))
+        .await
+        .unwrap_or_else(|e| Err(format!("the compile worker could not be prepared: {e}")));
+    let mut map = lock(compilers);
+    let first = !map.contains_key(python);
+    let entry = map.entry(python.to_string()).or_insert(made).clone();
+    (entry, first)
+}
+
+async fn compile_document(
+    state: &Arc<Mutex<State>>,
+    publish_tx: &mpsc::UnboundedSender<Publish>,
+    client: &Client,
+    compilers: &Mutex<HashMap<String, Result<Arc<Compiler>, String>>>,
+    uri: &Uri,
+) {
+    let began = std::time::Instant::now();
+    let (text, version, settings) = {
+        let st = lock(state);
+        let Some(doc) = st.docs.get(uri) else { return };
+        (doc.text().to_string(), doc.version, doc.settings.clone())
+    };
+    let Some(path) = file_path(uri) else { return };
+    let python = compile::resolve_python(&path, &settings);
+    let (compiler, first) = compiler_for(compilers, &python, &settings).await;
+    let compiler = match compiler {
+        Ok(c) => c,
+        Err(why) => {
+            if first {
+                notify_off(client, &why).await;
+            }
+            return;
+        }
+    };
+    let jobs = {
+        let tree = crate::model::parse(&text, None);
+        compile::jobs(&path, &text, &tree, &settings)
+    };
+    let outcomes = match compiler.run(jobs).await {
+        Ok(o) => o,
+        Err(why) => {
+            // Said once per interpreter: the worker could not start (no Triton, no sandbox).
+            let newly_off = {
+                let mut map = lock(compilers);
+                let was_on = map.get(&python).is_some_and(|c| c.is_ok());
+                map.insert(python.clone(), Err(why.clone()));
+                was_on
+            };
+            if newly_off {
+                notify_off(client, &why).await;
+            }
+            return;
+        }
+    };
+    let (diagnostics, resources) = compile::report(&text, &outcomes);
+    let compiled = Compiled { version, diagnostics, resources };
+    let st = &mut *lock(state);
+    let current = st.docs.get(uri).is_some_and(|d| d.version == version);
+    if !current {
+        return;
+    }
+    st.compile.insert(uri.clone(), compiled);
+    if !st.caps.pull_diagnostics {
+        if let Some(p) = st.publish(uri) {
+            let _ = publish_tx.send(p);
+        }
+    }
+    tracing::debug!("version {version}: {} kernel configurations compiled in {:?}", outcomes.len(), began.elapsed());
+}
+
+async fn notify_off(client: &Client, why: &str) {
+    client
+        .show_message(
+            MessageType::WARNING,
+            format!("kernel-lsp: kernels are not compiled while you type ({why}); static diagnostics only"),
+        )
+        .await;
+}
+
+/// The compile diagnostics of a document, where they describe its current version.
+pub fn diagnostics<'s>(st: &'s State, uri: &Uri) -> &'s [Diagnostic] {
+    let version = st.docs.get(uri).map(|d| d.version);
+    match st.compile.get(uri) {
+        Some(c) if Some(c.version) == version => &c.diagnostics,
+        _ => &[],
+    }
+}
+
+/// Markdown for a hover on a kernel's name: what each configuration compiled to.
+pub fn hover(st: &State, uri: &Uri, offset: usize) -> Option<String> {
+    let version = st.docs.get(uri)?.version;
+    let c = st.compile.get(uri).filter(|c| c.version == version)?;
+    let mine: Vec<&Resources> =
+        c.resources.iter().filter(|r| r.name_range.start <= offset && offset <= r.name_range.end).collect();
+    let first = mine.first()?;
+    let mut out = format!("**Compiled** by Triton {} for {}\n\n", first.triton, first.target);
+    out.push_str("| configuration | registers | spills | shared (B) | local (B) |\n|---|---|---|---|---|\n");
+    let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+    for r in &mine {
+        let limit = r.shared_limit.map(|l| format!(" / {l}")).unwrap_or_default();
+        out.push_str(&format!(
+            "| {} | {} | {} | {}{limit} | {} |\n",
+            r.config,
+            n(r.n_regs),
+            n(r.n_spills),
+            n(r.shared),
+            n(r.local)
+        ));
+    }
+    let assumed: Vec<&String> = mine.iter().flat_map(|r| &r.assumed).collect();
+    if !assumed.is_empty() {
+        out.push_str(&format!("\nAssumed: {}\n", assumed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")));
+    }
+    Some(out)
+}
