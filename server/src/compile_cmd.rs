@@ -30,12 +30,21 @@ pub fn compile_reports(reports: &mut [FileReport], args: &CheckArgs) -> Result<S
     let settings = settings_for(&first.path, args)?;
     let python = compile::resolve_python(&first.path, &settings);
     let mut jobs: Vec<(usize, Job)> = Vec::new();
+    let mut kernel_ranges = Vec::new();
     for (i, r) in reports.iter().enumerate() {
         let settings = settings_for(&r.path, args)?;
         let tree = model::parse(&r.text, None);
         let path = std::path::absolute(&r.path).unwrap_or_else(|_| r.path.clone());
         jobs.extend(compile::jobs(&path, &r.text, &tree, &settings).into_iter().map(|j| (i, j)));
+        kernel_ranges.push(compile::kernel_ranges(&r.text, &tree));
     }
+    // Files tree-sitter could not parse: CPython's parser has the last word on KL900.
+    let unparsed: Vec<(usize, String)> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.result.diagnostics.iter().any(|d| d.code == model::syntax::CODE))
+        .map(|(i, r)| (i, r.text.clone()))
+        .collect();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.min(jobs.len()).max(1);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -45,20 +54,26 @@ pub fn compile_reports(reports: &mut [FileReport], args: &CheckArgs) -> Result<S
     let (owners, jobs): (Vec<usize>, Vec<Job>) = jobs.into_iter().unzip();
     let n = jobs.len();
     let omitted = jobs.iter().map(|j| j.omitted).sum();
-    let (hello, target, outcomes) = runtime.block_on(async {
+    let (hello, target, outcomes, parses) = runtime.block_on(async {
         let compiler = Arc::new(Compiler::new(&python, &settings, workers)?);
         let hello = compiler.hello().await?;
         let target = compiler.target(&hello);
         let outcomes = compiler.run(jobs).await?;
-        Ok::<_, String>((hello, target, outcomes))
+        let mut parses = Vec::new();
+        for (i, text) in &unparsed {
+            if compiler.python_parses(text).await == Ok(true) {
+                parses.push(*i);
+            }
+        }
+        Ok::<_, String>((hello, target, outcomes, parses))
     })?;
     let cached = outcomes.iter().filter(|o| o.cached).count();
     for (i, r) in reports.iter_mut().enumerate() {
         let mine: Vec<compile::Outcome> =
             outcomes.iter().zip(&owners).filter(|(_, &o)| o == i).map(|(o, _)| o.clone()).collect();
-        if mine.is_empty() {
-            continue;
-        }
+        let mut settled = compile::settled(&mine, &kernel_ranges[i]);
+        settled.python_parses = parses.contains(&i);
+        r.result.diagnostics.retain(|d| settled.keeps(d));
         let (diagnostics, resources) = compile::report(&r.text, &mine);
         r.result.diagnostics.extend(diagnostics);
         r.result.diagnostics.sort();

@@ -155,3 +155,29 @@ fn without_triton_the_error_says_so_and_static_diagnostics_remain() {
     assert!(run.stderr.contains("--compile:") && run.stderr.contains("static diagnostics only"), "{}", run.stderr);
     assert!(compile_diagnostics(&run).is_empty());
 }
+
+fn codes(run: &Run) -> Vec<(String, u64)> {
+    run.json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap().to_string(), d["line"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn kl900_stands_only_where_cpythons_parser_agrees() {
+    let dir = workspace("syntax", &["python_valid.py", "python_invalid.py"], &python());
+    let plain = Command::new(common::server_binary())
+        .args(["check", "--format", "json", "python_valid.py"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let plain: Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(plain["diagnostics"][0]["code"], "KL900", "tree-sitter alone reports valid Python: {plain:#}");
+    let valid = check_compile(&dir, "python_valid.py");
+    assert_eq!(codes(&valid), vec![], "CPython parses it: {:#}", valid.json);
+    assert_eq!(valid.code, 0);
+    let invalid = check_compile(&dir, "python_invalid.py");
+    assert_eq!(codes(&invalid), vec![("KL900".to_string(), 4)], "a real syntax error stays");
+}

@@ -147,6 +147,13 @@ impl Compiler {
         }
     }
 
+    /// Whether CPython's own parser accepts `source` (KL900 is tree-sitter's word).
+    pub async fn python_parses(&self, source: &str) -> Result<bool, String> {
+        let reply =
+            self.workers[0].lock().await.request(json!({"type": "parse", "source": source}), self.timeout).await?;
+        reply["valid"].as_bool().ok_or_else(|| format!("the worker did not parse: {reply}"))
+    }
+
     /// Process ids of the running workers (for tests that kill one).
     pub async fn pids(&self) -> Vec<u32> {
         let mut out = Vec::new();
@@ -423,6 +430,61 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
     (diagnostics, resources)
 }
 
+/// The static findings the compiler settles, from a file's outcomes: in a
+/// kernel that compiled in every variant, with the file's own constexpr
+/// values, the arange bounds were accepted (KL004 is dropped there) and the
+/// shared memory is the compiler's figure (KL006's estimate for it is
+/// dropped; `report` gives the compiler's KL006 where it is over the limit).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settled {
+    /// Name ranges of the kernels that compiled in every variant.
+    pub compiled: Vec<TextRange>,
+    /// Whole `def` ranges of those of them whose constexprs were all read from the file.
+    pub bounds_accepted: Vec<TextRange>,
+    /// CPython's own parser accepts the file: KL900 (tree-sitter's) is dropped.
+    pub python_parses: bool,
+}
+
+pub fn settled(outcomes: &[Outcome], model_defs: &[(TextRange, TextRange)]) -> Settled {
+    let mut s = Settled::default();
+    let mut by_kernel: HashMap<TextRange, Vec<&Outcome>> = HashMap::new();
+    for o in outcomes {
+        by_kernel.entry(o.job.name_range).or_default().push(o);
+    }
+    for (name_range, os) in by_kernel {
+        let all_compiled = os.iter().all(|o| o.reply.as_ref().is_ok_and(|r| r["status"] == "compiled"));
+        if !all_compiled {
+            continue;
+        }
+        s.compiled.push(name_range);
+        if os.iter().all(|o| !o.job.variant.constexprs_assumed) {
+            if let Some((_, def)) = model_defs.iter().find(|(n, _)| *n == name_range) {
+                s.bounds_accepted.push(*def);
+            }
+        }
+    }
+    s
+}
+
+impl Settled {
+    /// Whether a static diagnostic still stands.
+    pub fn keeps(&self, d: &Diagnostic) -> bool {
+        match d.code.as_ref() {
+            "KL900" => !self.python_parses,
+            "KL004" => !self.bounds_accepted.iter().any(|def| def.contains_range(d.range)),
+            // The estimate names its kernel in a related note; the compiler's own KL006 has none.
+            "KL006" => !d.related.iter().any(|r| self.compiled.contains(&r.range)),
+            _ => true,
+        }
+    }
+}
+
+/// The (name range, `def` range) of each kernel of a file, for [`settled`].
+pub fn kernel_ranges(src: &str, tree: &Tree) -> Vec<(TextRange, TextRange)> {
+    let model = FileModel::build(src, tree);
+    model.kernels.iter().map(|k| (k.name_range, TextRange::new(k.node.start_byte(), k.node.end_byte()))).collect()
+}
+
 /// " — it may come from what was assumed: `x_ptr`: a pointer to fp32, assumed".
 fn assumptions(v: &Variant) -> String {
     if v.assumed.is_empty() {
@@ -487,4 +549,36 @@ pub fn resolve_python(file: &Path, settings: &Settings) -> String {
         }
     }
     "python3".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Related;
+
+    fn diag(code: &'static str, range: TextRange, related: Option<TextRange>) -> Diagnostic {
+        Diagnostic {
+            code: code.into(),
+            name: "x".into(),
+            severity: Severity::Error,
+            range,
+            message: String::new(),
+            related: related.map(|r| Related { range: r, message: String::new() }).into_iter().collect(),
+            fix: None,
+        }
+    }
+
+    #[test]
+    fn the_compiler_settles_kl004_in_a_kernel_it_accepted_and_kl006_of_a_kernel_it_measured() {
+        let (name, def, other) = (TextRange::new(10, 20), TextRange::new(0, 100), TextRange::new(200, 300));
+        let s = Settled { compiled: vec![name], bounds_accepted: vec![def], python_parses: false };
+        assert!(!s.keeps(&diag("KL004", TextRange::new(50, 60), None)), "inside the accepted kernel");
+        assert!(s.keeps(&diag("KL004", TextRange::new(250, 260), None)), "another kernel");
+        assert!(!s.keeps(&diag("KL006", TextRange::new(400, 410), Some(name))), "the estimate of a compiled kernel");
+        assert!(s.keeps(&diag("KL006", TextRange::new(400, 410), Some(other))));
+        assert!(s.keeps(&diag("KL006", TextRange::new(400, 410), None)), "the compiler's own figure");
+        assert!(s.keeps(&diag("KL900", TextRange::new(0, 1), None)));
+        assert!(!Settled { python_parses: true, ..s.clone() }.keeps(&diag("KL900", TextRange::new(0, 1), None)));
+        assert!(s.keeps(&diag("KL001", TextRange::new(50, 60), None)));
+    }
 }

@@ -31,6 +31,8 @@ pub struct Variant {
     pub num_stages: Option<i64>,
     /// Each assumption, in words ("`x_ptr`: a pointer to fp32, assumed").
     pub assumed: Vec<String>,
+    /// A constexpr value was assumed: what the compiler accepted says nothing of the file's own values.
+    pub constexprs_assumed: bool,
 }
 
 /// The variants of one kernel; `omitted` says how many configurations the bound left out.
@@ -154,6 +156,7 @@ fn apply_config(v: &mut Variant, k: &Kernel, c: &smem::Config) {
                 v.constexprs.insert(name.clone(), json!(value));
                 let prefix = format!("`{name}`:");
                 v.assumed.retain(|a| !a.starts_with(&prefix));
+                v.constexprs_assumed = v.assumed.iter().any(|a| a.contains(", assumed "));
             }
             _ => {}
         }
@@ -183,6 +186,7 @@ fn from_launch<'a>(
         num_warps: None,
         num_stages: None,
         assumed: Vec::new(),
+        constexprs_assumed: false,
     };
     let splat: Vec<(String, Node)> = site.map(|l| splat_entries(model, l)).unwrap_or_default();
     if let Some(l) = site {
@@ -210,6 +214,7 @@ fn from_launch<'a>(
                     let guess = assumed_constexpr(&p.name);
                     let why = if heuristics.contains(&p.name) { "set by `triton.heuristics`" } else { "not known" };
                     v.assumed.push(format!("`{}`: {why}, assumed {guess}", p.name));
+                    v.constexprs_assumed = true;
                     v.constexprs.insert(p.name.clone(), json!(guess));
                 }
             }

@@ -32,6 +32,8 @@ pub struct Compiled {
     pub version: i32,
     pub diagnostics: Vec<Diagnostic>,
     pub resources: Vec<Resources>,
+    /// The static findings the compiler settled (dropped from the publication).
+    pub settled: compile::Settled,
 }
 
 /// The compilers (one worker each, per interpreter) and the pending compilation of each document.
@@ -132,9 +134,10 @@ async fn compile_document(
             return;
         }
     };
-    let jobs = {
+    let (jobs, kernel_ranges, unparsed) = {
         let tree = crate::model::parse(&text, None);
-        compile::jobs(&path, &text, &tree, &settings)
+        let unparsed = tree.root_node().has_error();
+        (compile::jobs(&path, &text, &tree, &settings), compile::kernel_ranges(&text, &tree), unparsed)
     };
     let outcomes = match compiler.run(jobs).await {
         Ok(o) => o,
@@ -153,7 +156,9 @@ async fn compile_document(
         }
     };
     let (diagnostics, resources) = compile::report(&text, &outcomes);
-    let compiled = Compiled { version, diagnostics, resources };
+    let mut settled = compile::settled(&outcomes, &kernel_ranges);
+    settled.python_parses = unparsed && compiler.python_parses(&text).await == Ok(true);
+    let compiled = Compiled { version, diagnostics, resources, settled };
     let st = &mut *lock(state);
     let current = st.docs.get(uri).is_some_and(|d| d.version == version);
     if !current {
@@ -183,6 +188,15 @@ pub fn diagnostics<'s>(st: &'s State, uri: &Uri) -> &'s [Diagnostic] {
     match st.compile.get(uri) {
         Some(c) if Some(c.version) == version => &c.diagnostics,
         _ => &[],
+    }
+}
+
+/// Whether a static diagnostic of the document still stands once the compiler had its say.
+pub fn keeps(st: &State, uri: &Uri, d: &Diagnostic) -> bool {
+    let version = st.docs.get(uri).map(|doc| doc.version);
+    match st.compile.get(uri) {
+        Some(c) if Some(c.version) == version => c.settled.keeps(d),
+        _ => true,
     }
 }
 

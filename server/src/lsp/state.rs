@@ -163,6 +163,7 @@ impl State {
         doc.result
             .diagnostics
             .iter()
+            .filter(|d| super::compile::keeps(self, uri, d))
             .chain(bench)
             .chain(super::compile::diagnostics(self, uri))
             .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding))
