@@ -181,3 +181,24 @@ fn kl900_stands_only_where_cpythons_parser_agrees() {
     let invalid = check_compile(&dir, "python_invalid.py");
     assert_eq!(codes(&invalid), vec![("KL900".to_string(), 4)], "a real syntax error stays");
 }
+
+#[test]
+fn the_literal_arange_fix_compiles() {
+    let dir = workspace("arange48", &["arange48.py"], &python());
+    let before = check_compile(&dir, "arange48.py");
+    assert_eq!(codes(&before), vec![("KL004".to_string(), 11), ("KL901".to_string(), 11)], "{:#}", before.json);
+    let fix = &before.json["diagnostics"][0]["fix"];
+    assert_eq!(fix["title"], "Pad `tl.arange(0, 48)` to 64 lanes and mask 2 loads and stores", "{fix:#}");
+    let fixed = Command::new(common::server_binary())
+        .args(["check", "--fix", "--unsafe-fixes", "arange48.py"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(fixed.status.code(), Some(0), "{}", String::from_utf8_lossy(&fixed.stdout));
+    let text = std::fs::read_to_string(dir.join("arange48.py")).unwrap();
+    assert!(text.contains("cols = tl.arange(0, 64)"), "{text}");
+    assert!(text.contains("mask=cols < 48, other=-float(\"inf\")"), "the max needs -inf in the padded lanes: {text}");
+    let after = check_compile(&dir, "arange48.py");
+    assert_eq!(codes(&after), vec![], "{:#}", after.json);
+    assert_eq!(after.json["compile"]["kernels"][0]["kernel"], "row_softmax", "compiled by Triton");
+}
