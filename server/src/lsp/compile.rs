@@ -123,6 +123,15 @@ async fn compile_document(
         (doc.text().to_string(), doc.version, doc.settings.clone())
     };
     let Some(path) = file_path(uri) else { return };
+    let (jobs, kernel_ranges, unparsed) = {
+        let tree = crate::model::parse(&text, None);
+        let unparsed = tree.root_node().has_error();
+        (compile::jobs(&path, &text, &tree, &settings), compile::kernel_ranges(&text, &tree), unparsed)
+    };
+    if jobs.is_empty() && !unparsed {
+        // No kernel and nothing for CPython's parser to confirm: no worker is started for this file.
+        return;
+    }
     let python = compile::resolve_python(&path, &settings);
     let (compiler, first) = compiler_for(compilers, &python, &settings).await;
     let compiler = match compiler {
@@ -133,11 +142,6 @@ async fn compile_document(
             }
             return;
         }
-    };
-    let (jobs, kernel_ranges, unparsed) = {
-        let tree = crate::model::parse(&text, None);
-        let unparsed = tree.root_node().has_error();
-        (compile::jobs(&path, &text, &tree, &settings), compile::kernel_ranges(&text, &tree), unparsed)
     };
     let outcomes = match compiler.run(jobs).await {
         Ok(o) => o,
