@@ -103,6 +103,17 @@ fn static_diagnostics_come_first_then_the_compile_error_at_its_line_and_an_edit_
     let text = hover["contents"]["value"].as_str().unwrap_or("");
     assert!(text.contains("registers") && text.contains("sm_90") && text.contains("the launch on line 25"), "{text}");
 
+    // A hint at the end of the clean kernel's `def` line; none for the kernel that does not compile.
+    let hints = client.call(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 30, "character": 0}}}),
+    );
+    let hints = hints.as_array().cloned().unwrap_or_default();
+    assert_eq!(hints.len(), 1, "{hints:#?}");
+    assert_eq!(hints[0]["position"]["line"], 6);
+    let label = hints[0]["label"].as_str().unwrap_or("");
+    assert!(label.starts_with("sm_90: ") && label.contains(" regs, 0 spills, 0 B shared"), "{label}");
+
     // Fix the `break`, misspell the load's mask: the error moves to the load.
     client.change(
         &uri,

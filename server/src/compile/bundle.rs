@@ -234,3 +234,31 @@ def launch(x):
         assert_eq!(b.hidden_names, vec!["launch", "table", "torch"]);
     }
 }
+
+#[cfg(test)]
+mod conditional_imports {
+    use super::*;
+
+    #[test]
+    fn an_import_under_a_module_level_if_is_not_shown() {
+        let src = r#"import triton
+import triton.language as tl
+
+if check():
+    try:
+        from triton.language.extra.libdevice import tanh
+    except ModuleNotFoundError:
+        from triton.language.extra.cuda.libdevice import tanh
+else:
+    from triton.language.math import tanh
+
+
+@triton.jit
+def k(x):
+    return tanh(x)
+"#;
+        let b = extract(src, &crate::model::parse(src, None), &HashSet::from(["k".to_string()]));
+        assert!(!b.source.contains("tanh\n"), "{}", b.source);
+        assert!(b.source.contains("def k(x):"));
+    }
+}

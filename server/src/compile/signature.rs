@@ -279,17 +279,15 @@ fn assumed_constexpr(name: &str) -> i64 {
     }
 }
 
-/// Whether the kernel adds offsets to `name` and loads or stores through it.
+/// Whether the kernel loads or stores through `name`: it is the base of the
+/// address of a `tl.load`/`tl.store`/atomic (`x_ptr + offs`, directly or
+/// through a name assigned in the kernel), the one term of that sum that is a
+/// pointer (named `*ptr*`, else the leftmost parameter), or named `*_ptr`.
 fn used_as_pointer<'a>(model: &FileModel<'a>, k: &Kernel<'a>, name: &str) -> bool {
-    if name.ends_with("ptr") || name.ends_with("_p") {
+    if name.to_ascii_lowercase().ends_with("ptr") {
         return true;
     }
-    let mentions = |node: Node| {
-        let mut ids = Vec::new();
-        crate::model::collect_identifiers(node, model.src, &mut ids);
-        ids.iter().any(|i| i == name)
-    };
-    let pointer_of = |call: &crate::model::KCall<'a>| -> Option<Node<'a>> {
+    let address = |call: &crate::model::KCall<'a>| -> Option<Node<'a>> {
         match call.tl_name.as_deref() {
             Some("load" | "store" | "atomic_add" | "atomic_max" | "atomic_min" | "atomic_cas" | "atomic_xchg") => {
                 call.arg(0, "pointer")
@@ -298,16 +296,45 @@ fn used_as_pointer<'a>(model: &FileModel<'a>, k: &Kernel<'a>, name: &str) -> boo
             _ => None,
         }
     };
-    k.calls.iter().filter_map(pointer_of).any(mentions)
-        || k.assigns.iter().any(|a| {
-            // `p = x_ptr + offs` then `tl.load(p)`.
-            mentions(a.value)
-                && k.calls.iter().filter_map(pointer_of).any(|ptr| {
-                    let mut ids = Vec::new();
-                    crate::model::collect_identifiers(ptr, model.src, &mut ids);
-                    ids.iter().any(|i| *i == a.target)
-                })
-        })
+    k.calls.iter().filter_map(address).any(|a| {
+        let mut terms = Vec::new();
+        base_terms(model, k, a, &mut terms, 0);
+        let params: Vec<&String> = terms.iter().filter(|t| k.param(t).is_some()).collect();
+        let pointer = params.iter().find(|t| t.to_ascii_lowercase().contains("ptr")).or_else(|| params.first());
+        pointer.is_some_and(|p| p.as_str() == name)
+    })
+}
+
+/// The identifiers summed (`+`, `-`) at the top of an address, following
+/// names the kernel assigns once; products and calls are offsets, not bases.
+fn base_terms(model: &FileModel, k: &Kernel, node: Node, out: &mut Vec<String>, depth: usize) {
+    if depth > 6 {
+        return;
+    }
+    match node.kind() {
+        "parenthesized_expression" => {
+            if let Some(inner) = node.named_child(0) {
+                base_terms(model, k, inner, out, depth + 1);
+            }
+        }
+        "binary_operator" => {
+            let op = field!(node, "operator").map(|o| model.text(o)).unwrap_or("");
+            if op == "+" || op == "-" {
+                for side in [field!(node, "left"), field!(node, "right")].into_iter().flatten() {
+                    base_terms(model, k, side, out, depth + 1);
+                }
+            }
+        }
+        "identifier" => {
+            let name = model.text(node).to_string();
+            let assigned: Vec<_> = k.assigns.iter().filter(|a| a.target == name).collect();
+            match assigned.as_slice() {
+                [a] if !a.augmented => base_terms(model, k, a.value, out, depth + 1),
+                _ => out.push(name),
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A constexpr written at the launch: an integer (through constants), a bool,
@@ -619,6 +646,26 @@ def run(x):
         assert_eq!(v.num_warps, Some(8));
         assert_eq!(v.assumed, vec!["`mystery`: an i32 scalar, assumed".to_string()]);
         assert_eq!(v.divisible, vec!["x_ptr".to_string(), "y_ptr".to_string()]);
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_a_pointer_only_where_it_is_the_base_of_an_address() {
+        let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(X, Y, stride, offset, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    src = X + row * stride + offset + cols
+    tl.store(Y + row * stride + cols, tl.load(src))
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature["X"], "*fp32");
+        assert_eq!(v.signature["Y"], "*fp32");
+        assert_eq!(v.signature["stride"], "i32", "a product is an offset");
+        assert_eq!(v.signature["offset"], "i32", "the leftmost term of the sum is the base");
     }
 
     #[test]

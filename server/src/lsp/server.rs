@@ -1068,7 +1068,9 @@ impl LanguageServer for Server {
         let Some(doc) = st.docs.get(uri) else {
             return Ok(None);
         };
-        Ok(Some(lens::inlay_hints(doc, st.bench.get(uri), st.encoding)))
+        let mut hints = lens::inlay_hints(doc, st.bench.get(uri), st.encoding);
+        hints.extend(super::compile::inlay_hints(&st, uri, st.encoding));
+        Ok(Some(hints))
     }
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
