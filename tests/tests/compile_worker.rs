@@ -80,7 +80,10 @@ async fn a_cancelled_compile_leaves_the_worker_answering_the_next_request() {
     // The worker is busy compiling when the task is dropped, as a newer edit drops it.
     tokio::time::sleep(Duration::from_millis(150)).await;
     stale.abort();
-    assert!(stale.await.unwrap_err().is_cancelled());
+    // On a fast machine the compilation may have finished first; either way the next reply must be its own.
+    if let Err(e) = stale.await {
+        assert!(e.is_cancelled(), "{e}");
+    }
     let fresh = c.run(jobs("fresh_kernel", 32)).await.unwrap();
     assert_eq!(compiled_name(&fresh[0]), "fresh_kernel", "the stale reply was not taken for this one");
     assert_eq!(c.starts().await, 1, "no restart was needed");
