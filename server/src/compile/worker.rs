@@ -75,6 +75,15 @@ impl Worker {
             }
         }
         let mut cmd = self.sandbox.command(&[self.script.display().to_string()], std::slice::from_ref(&self.script));
+        // Below the editor's priority: on a machine with few cores a compilation
+        // never takes a core from the server's analysis of the next edit.
+        // SAFETY: `nice` is async-signal-safe; the closure runs in the child before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::nice(10);
+                Ok(())
+            });
+        }
         cmd.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())

@@ -236,7 +236,9 @@ pub fn hover(st: &State, uri: &Uri, offset: usize) -> Option<String> {
             n(r.local)
         ));
     }
-    let assumed: Vec<&String> = mine.iter().flat_map(|r| &r.assumed).collect();
+    let mut assumed: Vec<&String> = mine.iter().flat_map(|r| &r.assumed).collect();
+    assumed.sort();
+    assumed.dedup();
     if !assumed.is_empty() {
         out.push_str(&format!("\nAssumed: {}\n", assumed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")));
     }
