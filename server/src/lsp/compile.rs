@@ -36,10 +36,13 @@ pub struct Compiled {
     pub settled: compile::Settled,
 }
 
+/// The compiler of each interpreter, or why it cannot run.
+type Compilers = Mutex<HashMap<String, Result<Arc<Compiler>, String>>>;
+
 /// The compilers (one worker each, per interpreter) and the pending compilation of each document.
 #[derive(Default)]
 pub struct Compiling {
-    compilers: Arc<Mutex<HashMap<String, Result<Arc<Compiler>, String>>>>,
+    compilers: Arc<Compilers>,
     pending: Mutex<HashMap<Uri, tokio::task::AbortHandle>>,
 }
 
@@ -90,7 +93,7 @@ impl Compiling {
 
 /// The compiler for `python`, prepared once (its sandbox; the worker starts on the first request).
 async fn compiler_for(
-    compilers: &Mutex<HashMap<String, Result<Arc<Compiler>, String>>>,
+    compilers: &Compilers,
     python: &str,
     settings: &crate::config::Settings,
 ) -> (Result<Arc<Compiler>, String>, bool) {
@@ -113,7 +116,7 @@ async fn compile_document(
     state: &Arc<Mutex<State>>,
     publish_tx: &mpsc::UnboundedSender<Publish>,
     client: &Client,
-    compilers: &Mutex<HashMap<String, Result<Arc<Compiler>, String>>>,
+    compilers: &Compilers,
     uri: &Uri,
 ) {
     let began = std::time::Instant::now();
