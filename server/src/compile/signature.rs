@@ -198,7 +198,11 @@ fn from_launch<'a>(
             }
         }
     }
+    let unspecialized = jit_list(k, model, "do_not_specialize");
+    let unaligned = jit_list(k, model, "do_not_specialize_on_alignment");
     for (i, p) in k.params.iter().enumerate() {
+        let specialize = !unspecialized.iter().any(|u| *u == p.name || *u == i.to_string());
+        let align = specialize && !unaligned.iter().any(|u| *u == p.name || *u == i.to_string());
         let passed = site.and_then(|l| {
             l.value_for(&p.name, i).or_else(|| splat.iter().find(|(n, _)| *n == p.name).map(|(_, n)| *n))
         });
@@ -231,9 +235,11 @@ fn from_launch<'a>(
         match ty {
             Some(Ty::Ptr(dtype)) => {
                 v.signature.insert(p.name.clone(), format!("*{dtype}"));
-                v.divisible.push(p.name.clone());
+                if align {
+                    v.divisible.push(p.name.clone());
+                }
             }
-            Some(Ty::Int(Some(1))) => {
+            Some(Ty::Int(Some(1))) if specialize => {
                 // Triton's launcher turns an integer equal to 1 into a constant.
                 v.constexprs.insert(p.name.clone(), json!(1));
             }
@@ -242,7 +248,7 @@ fn from_launch<'a>(
                     p.name.clone(),
                     if value.is_some_and(|x| x.abs() >= 1 << 31) { "i64" } else { "i32" }.into(),
                 );
-                if value.is_some_and(|x| x % 16 == 0) {
+                if align && value.is_some_and(|x| x % 16 == 0) {
                     v.divisible.push(p.name.clone());
                 }
             }
@@ -267,6 +273,23 @@ fn from_launch<'a>(
         }
     }
     v
+}
+
+/// The entries of `@triton.jit(NAME=[...])` (parameter names, or indices as text).
+fn jit_list(k: &Kernel, model: &FileModel, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in k.decorators.iter().filter(|d| d.kind() == "call") {
+        if !field!(d, "function").is_some_and(|f| model.text(f).rsplit('.').next() == Some("jit")) {
+            continue;
+        }
+        let (_, kwargs) = call_arguments(*d, model.src);
+        let Some((_, list)) = kwargs.iter().find(|(n, _)| n == name) else { continue };
+        let mut c = list.walk();
+        for item in list.named_children(&mut c) {
+            out.push(model.text(item).trim_matches(|c| c == '"' || c == '\'').to_string());
+        }
+    }
+    out
 }
 
 /// A block size is 64; a flag or other constant 1 (which `if FLAG:` reads as true).
@@ -666,6 +689,26 @@ def k(X, Y, stride, offset, BLOCK: tl.constexpr):
         assert_eq!(v.signature["Y"], "*fp32");
         assert_eq!(v.signature["stride"], "i32", "a product is an offset");
         assert_eq!(v.signature["offset"], "i32", "the leftmost term of the sum is the base");
+    }
+
+    #[test]
+    fn do_not_specialize_keeps_an_integer_a_plain_i32() {
+        let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit(do_not_specialize=["n"])
+def k(x_ptr, n, m, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), n + m)
+
+def run():
+    x = torch.zeros(64)
+    k[(1,)](x, 1, 1, BLOCK=64)
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature.get("n").map(String::as_str), Some("i32"), "not turned into a constant");
+        assert_eq!(v.constexprs.get("m"), Some(&json!(1)), "Triton's launcher makes a 1 a constant");
     }
 
     #[test]
