@@ -43,6 +43,10 @@ pub struct CheckArgs {
     /// With --fix, also apply fixes that need review.
     #[arg(long)]
     pub unsafe_fixes: bool,
+    /// Also compile every kernel with your Triton (no GPU needed), in parallel over the cores:
+    /// compile errors (KL901) at their line, and registers, spills and shared memory per kernel.
+    #[arg(long)]
+    pub compile: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,11 +55,13 @@ pub enum Format {
     Json,
 }
 
-struct FileReport {
-    path: PathBuf,
-    text: String,
-    result: CheckResult,
+pub(crate) struct FileReport {
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
+    pub(crate) result: CheckResult,
     fixed: usize,
+    /// With `--compile`: each compiled kernel configuration.
+    pub(crate) resources: Vec<kernel_lsp::compile::Resources>,
 }
 
 /// A requested file (or path, or the whole run when `path` is `None`) that could not be checked.
@@ -107,12 +113,19 @@ pub fn run(mut args: CheckArgs) -> i32 {
             None => {}
         }
     }
+    let compiled = if args.compile { Some(crate::compile_cmd::compile_reports(&mut reports, &args)) } else { None };
+    if let Some(Err(why)) = &compiled {
+        eprintln!("error: --compile: {why}; static diagnostics only");
+    }
     let total: usize = reports.iter().map(|r| r.result.diagnostics.len()).sum();
     let out = std::io::stdout();
     let mut out = out.lock();
     let written = match args.format {
-        Format::Text => print_text(&mut out, &reports, &errors, &args),
-        Format::Json => print_json(&mut out, &reports, &errors),
+        Format::Text => print_text(&mut out, &reports, &errors, &args).and_then(|()| match &compiled {
+            Some(Ok(summary)) => crate::compile_cmd::print_text(&mut out, &reports, summary),
+            _ => Ok(()),
+        }),
+        Format::Json => print_json(&mut out, &reports, &errors, compiled.as_ref()),
     };
     // The process ends next: handing every text and result back to the
     // allocator one by one would only delay the exit.
@@ -120,7 +133,7 @@ pub fn run(mut args: CheckArgs) -> i32 {
     if written.is_err() {
         return 2;
     }
-    if !errors.is_empty() {
+    if !errors.is_empty() || matches!(compiled, Some(Err(_))) {
         2
     } else if total > 0 {
         1
@@ -153,7 +166,7 @@ fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn settings_for(path: &Path, args: &CheckArgs) -> Result<Settings, String> {
+pub(crate) fn settings_for(path: &Path, args: &CheckArgs) -> Result<Settings, String> {
     let (mut settings, _) = Settings::discover(&absolute(path)).map_err(|e| e.to_string())?;
     if !args.select.is_empty() {
         settings.select = args.select.clone();
@@ -274,7 +287,7 @@ fn check_file(path: &Path, args: &CheckArgs, last: bool) -> Result<FileReport, S
     if last {
         std::mem::forget(tree);
     }
-    Ok(FileReport { path: path.to_path_buf(), text, result, fixed })
+    Ok(FileReport { path: path.to_path_buf(), text, result, fixed, resources: Vec::new() })
 }
 
 /// Applies the fixes at or above `threshold` that do not overlap; returns the new text and how many applied.
@@ -304,7 +317,7 @@ pub fn apply_fixes(text: &str, diagnostics: &[Diagnostic], threshold: Applicabil
     }
 }
 
-fn position(text: &str, index: &LineIndex, offset: usize) -> (usize, usize) {
+pub(crate) fn position(text: &str, index: &LineIndex, offset: usize) -> (usize, usize) {
     let (l, c) = index.position(text, offset, ColumnUnit::Char);
     (l + 1, c + 1)
 }
@@ -374,7 +387,12 @@ fn plural<'s>(n: usize, one: &'s str, many: &'s str) -> &'s str {
     }
 }
 
-fn print_json(out: &mut impl Write, reports: &[FileReport], errors: &[CheckError]) -> std::io::Result<()> {
+fn print_json(
+    out: &mut impl Write,
+    reports: &[FileReport],
+    errors: &[CheckError],
+    compiled: Option<&Result<crate::compile_cmd::Summary, String>>,
+) -> std::io::Result<()> {
     let mut diagnostics = Vec::new();
     let mut kernels = Vec::new();
     for r in reports {
@@ -421,7 +439,10 @@ fn print_json(out: &mut impl Write, reports: &[FileReport], errors: &[CheckError
         .iter()
         .map(|e| json!({"file": e.path.as_ref().map(|p| p.display().to_string()), "message": e.message}))
         .collect();
-    let doc = json!({"diagnostics": diagnostics, "kernels": kernels, "errors": errors});
+    let mut doc = json!({"diagnostics": diagnostics, "kernels": kernels, "errors": errors});
+    if let Some(c) = compiled {
+        doc["compile"] = crate::compile_cmd::json(reports, c);
+    }
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
 }

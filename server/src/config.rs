@@ -15,6 +15,10 @@ pub enum ConfigError {
     #[error("unknown target GPU `{0}`; known: {known}", known = GPUS.iter().map(|g| g.key).collect::<Vec<_>>().join(", "))]
     UnknownGpu(String),
     #[error(
+        "unknown compile.target `{0}`: write a compute capability such as `sm90` or `sm_80`, or a target-gpu name"
+    )]
+    UnknownTarget(String),
+    #[error(
         "unknown rule selector `{selector}` in `{key}`; valid: {codes}, a prefix of them such as `KL00`, or `ALL`",
         codes = RULE_CODES.join(", ")
     )]
@@ -59,6 +63,7 @@ pub struct Settings {
     pub rtol: f64,
     pub bench: BenchSettings,
     pub llm: LlmSettings,
+    pub compile: CompileSettings,
     /// Directory with prompt templates that override the embedded ones.
     pub prompts_dir: Option<String>,
     /// The public names of `triton.language` in the Triton of `python`, read
@@ -174,6 +179,39 @@ impl Precision {
     }
 }
 
+/// `[compile]`: the user's Triton compiling each kernel while they type (and `check --compile`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
+pub struct CompileSettings {
+    /// Compile kernels in the editor after a pause in typing and on save.
+    pub enabled: bool,
+    /// Milliseconds without an edit before the changed kernels are compiled.
+    pub debounce_ms: u64,
+    /// The architecture compiled for where this machine has no GPU: `sm90`, `sm_80`, or a `target-gpu` name.
+    pub target: String,
+    /// Launch or autotune configurations compiled per kernel, at most.
+    pub max_configs: u32,
+    /// Seconds one compilation may take before the worker is restarted.
+    pub timeout: f64,
+}
+
+impl Default for CompileSettings {
+    fn default() -> Self {
+        CompileSettings { enabled: true, debounce_ms: 500, target: "sm90".to_string(), max_configs: 8, timeout: 60.0 }
+    }
+}
+
+/// The compute capability a `compile.target` names (`sm90`, `sm_90`, `90`, `h100`), e.g. 90.
+pub fn parse_target(s: &str) -> Option<u32> {
+    let t = s.trim().to_ascii_lowercase().replace(['_', '-', ' '], "");
+    let digits = t.strip_prefix("sm").unwrap_or(&t);
+    match digits.parse::<u32>() {
+        Ok(n) if (50..=200).contains(&n) => Some(n),
+        Ok(_) => None,
+        Err(_) => gpu_by_name(s).map(|g| g.sm),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", default, deny_unknown_fields)]
 pub struct LlmSettings {
@@ -215,6 +253,7 @@ impl Default for Settings {
             rtol: 1e-2,
             bench: BenchSettings::default(),
             llm: LlmSettings::default(),
+            compile: CompileSettings::default(),
             prompts_dir: None,
             triton_names: None,
             triton_names_fallback: None,
@@ -274,6 +313,9 @@ impl Settings {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if gpu_by_name(&self.target_gpu).is_none() {
             return Err(ConfigError::UnknownGpu(self.target_gpu.clone()));
+        }
+        if parse_target(&self.compile.target).is_none() {
+            return Err(ConfigError::UnknownTarget(self.compile.target.clone()));
         }
         validate_selectors(&self.select, "select")?;
         validate_selectors(&self.ignore, "ignore")

@@ -9,6 +9,7 @@
 
 pub mod bench;
 pub mod checker;
+pub mod compile;
 pub mod config;
 pub mod diagnostic;
 pub mod files;

@@ -5,6 +5,7 @@
 
 mod check_cmd;
 mod cli;
+mod compile_cmd;
 
 fn main() {
     std::process::exit(cli::main());

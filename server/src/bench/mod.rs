@@ -16,7 +16,7 @@ pub mod cli;
 pub mod history;
 mod process;
 pub mod sandbox;
-mod sha256;
+pub(crate) mod sha256;
 
 use std::path::{Path, PathBuf};
 

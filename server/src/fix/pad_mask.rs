@@ -108,26 +108,7 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
     for (_, _, end) in &padded {
         edits.push(Edit { range: range_of(*end), new_text: block.clone() });
     }
-    for (c, vars) in &accesses {
-        let mask = vars.iter().map(|&i| format!("{} < {}", padded[i].0, padded[i].1)).collect::<Vec<_>>().join(" & ");
-        let mask_index = if c.is_tl("load") { 1 } else { 2 };
-        let mut insert = String::new();
-        match c.arg(mask_index, "mask") {
-            Some(old) => {
-                edits.push(Edit { range: range_of(old), new_text: format!("({}) & ({mask})", model.text(old)) })
-            }
-            None => insert.push_str(&format!(", mask={mask}")),
-        }
-        if let Some(li) = loads.iter().position(|l| l.node.id() == c.node.id()) {
-            if given[li].is_none() {
-                insert.push_str(&format!(", other={}", python_float(chosen[li])));
-            }
-        }
-        if !insert.is_empty() {
-            let at = closing_paren(c.node)?;
-            edits.push(Edit { range: TextRange::new(at, at), new_text: insert });
-        }
-    }
+    edits.extend(mask_edits(model, &padded, &accesses, &loads, &given, &chosen)?);
     for l in &launches {
         let value = l.args.get(index).copied().or_else(|| l.kwarg(param))?;
         let at = closing_paren(l.node)?;
@@ -194,6 +175,121 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
     Some(Fix {
         title: format!(
             "Pad to `{block}: {tl}.constexpr` = `{triton}.next_power_of_2({value})` and mask {} {}",
+            accesses.len(),
+            if accesses.len() == 1 { "access" } else { "loads and stores" }
+        ),
+        applicability: Applicability::NeedsReview,
+        edits,
+    })
+}
+
+/// The masks (`var < bound`, joined to a mask already there) and the chosen
+/// `other=` of each load and store addressed through the padded offsets.
+fn mask_edits(
+    model: &FileModel,
+    padded: &[(String, String, Node)],
+    accesses: &[(&KCall, Vec<usize>)],
+    loads: &[&KCall],
+    given: &[Option<Pad>],
+    chosen: &[f64],
+) -> Option<Vec<Edit>> {
+    let mut edits = Vec::new();
+    for (c, vars) in accesses {
+        let mask = vars.iter().map(|&i| format!("{} < {}", padded[i].0, padded[i].1)).collect::<Vec<_>>().join(" & ");
+        let mask_index = if c.is_tl("load") { 1 } else { 2 };
+        let mut insert = String::new();
+        match c.arg(mask_index, "mask") {
+            Some(old) => {
+                edits.push(Edit { range: range_of(old), new_text: format!("({}) & ({mask})", model.text(old)) })
+            }
+            None => insert.push_str(&format!(", mask={mask}")),
+        }
+        if let Some(li) = loads.iter().position(|l| l.node.id() == c.node.id()) {
+            if given[li].is_none() {
+                insert.push_str(&format!(", other={}", python_float(chosen[li])));
+            }
+        }
+        if !insert.is_empty() {
+            let at = closing_paren(c.node)?;
+            edits.push(Edit { range: TextRange::new(at, at), new_text: insert });
+        }
+    }
+    Some(edits)
+}
+
+/// KL004's rewrite for a literal length that is not a power of two:
+/// `cols = tl.arange(0, 48)` becomes `tl.arange(0, 64)` and every load and
+/// store addressed through `cols` gets the mask `cols < 48` (and the `other=`
+/// under which the padded lanes change no reduction), as [`fix`] does for a
+/// runtime bound. `None` where the padded lanes cannot be followed.
+pub fn fix_literal<'a>(model: &FileModel<'a>, k: &Kernel<'a>, arange: &KCall<'a>) -> Option<Fix> {
+    let src = model.src;
+    let (start, end) = (arange.arg(0, "start")?, arange.arg(1, "end")?);
+    let (s, e) = (model::parse_int(model.text(start).trim())?, model::parse_int(model.text(end).trim())?);
+    let len = e.checked_sub(s).filter(|l| *l > 0)?;
+    let padded_len = (len as u64).next_power_of_two() as i64;
+    if padded_len == len {
+        return None;
+    }
+    let assign = k.assigns.iter().find(|x| x.value.id() == arange.node.id())?;
+    if assign.augmented
+        || !assign.loops.is_empty()
+        || k.assigns.iter().filter(|x| x.target == assign.target).count() != 1
+    {
+        return None;
+    }
+    let padded = vec![(assign.target.clone(), e.to_string(), end)];
+    let accesses: Vec<(&KCall, Vec<usize>)> = k
+        .calls
+        .iter()
+        .filter(|c| c.is_tl("load") || c.is_tl("store"))
+        .filter(|c| c.arg(0, "pointer").is_some_and(|p| k.deps(p, src).contains(&assign.target)))
+        .map(|c| (c, vec![0]))
+        .collect();
+    let loads: Vec<&KCall> = accesses.iter().filter(|(c, _)| c.is_tl("load")).map(|(c, _)| *c).collect();
+    if accesses.is_empty() || loads.len() > 4 {
+        return None;
+    }
+    let given: Vec<Option<Pad>> = loads.iter().map(|l| l.arg(2, "other").map(|o| literal(model, o))).collect();
+    let chosen = choose_others(model, k, &padded, &[arange.node.id()], &accesses, &loads, &given)?;
+    let mut edits = vec![Edit { range: range_of(end), new_text: (s + padded_len).to_string() }];
+    edits.extend(mask_edits(model, &padded, &accesses, &loads, &given, &chosen)?);
+    // Verify: the kernel's statement parses once edited, and its arange has the padded length.
+    let statement = model.tree.root_node().child_with_descendant(k.node)?;
+    let r = range_of(statement);
+    let local: Vec<Edit> = edits
+        .iter()
+        .filter(|x| r.start <= x.range.start && x.range.end <= r.end)
+        .map(|x| Edit {
+            range: TextRange::new(x.range.start - r.start, x.range.end - r.start),
+            new_text: x.new_text.clone(),
+        })
+        .collect();
+    if local.len() != edits.len() {
+        return None;
+    }
+    let fixed = apply_edits(src.get(r.start..r.end)?, &local).ok()?;
+    let tree = model::parse(&fixed, None);
+    if tree.root_node().has_error() {
+        return None;
+    }
+    let after = FileModel::build(&fixed, &tree);
+    let nk = after.kernels.iter().find(|x| x.name == k.name)?;
+    let lengths: Vec<i64> = nk
+        .tl_calls("arange")
+        .filter_map(|c| {
+            Some(
+                model::parse_int(after.text(c.arg(1, "end")?).trim())?
+                    - model::parse_int(after.text(c.arg(0, "start")?).trim())?,
+            )
+        })
+        .collect();
+    if !lengths.contains(&padded_len) {
+        return None;
+    }
+    Some(Fix {
+        title: format!(
+            "Pad `tl.arange({s}, {e})` to {padded_len} lanes and mask {} {}",
             accesses.len(),
             if accesses.len() == 1 { "access" } else { "loads and stores" }
         ),

@@ -463,7 +463,8 @@ async fn evaluate(
 
 /// The rules whose findings mean the rewrite did not do what `action` asks:
 /// a time loop still outside the kernel (KL001), a race between its programs
-/// (KL003) or the input projection left in its loop (KL009) for "make
+/// (KL003) or the input projection left in its loop (KL009, which rejects only
+/// as an error: as a warning the answer is offered with it) for "make
 /// persistent", and so on. A finding of any other rule is no reason to reject
 /// a correct, measured answer.
 fn guarded_rules(action: Action) -> &'static [&'static str] {
@@ -485,8 +486,18 @@ fn gate(action: Action, text: &str, settings: &crate::config::Settings) -> Optio
         reasons.push("- the file defines no `class ModelNew`".to_string());
     }
     let codes = guarded_rules(action);
-    if result.diagnostics.iter().any(|d| codes.contains(&&*d.code)) {
-        reasons.push(diagnostics_text(text, settings, Some(codes)));
+    // The mistake the action removes (and the KL003 race) always rejects; another guard
+    // only as an error: a warning (KL009's input projection left in the loop) does not
+    // drop an otherwise correct answer, which is offered and shows it in the editor.
+    let errors: Vec<&str> = result
+        .diagnostics
+        .iter()
+        .filter(|d| codes.contains(&&*d.code))
+        .filter(|d| action.gate_codes().contains(&&*d.code) || d.severity == crate::diagnostic::Severity::Error)
+        .map(|d| &*d.code)
+        .collect();
+    if !errors.is_empty() {
+        reasons.push(diagnostics_text(text, settings, Some(&errors)));
     }
     if action == Action::Persistent && !result.kernels.iter().any(|k| k.persistent) {
         reasons.push(
@@ -925,6 +936,18 @@ class ModelNew:
         assert!(reason.contains("KL001"), "{reason}");
         let reason = super::gate(super::Action::Repair, "import torch\n", &Default::default()).unwrap();
         assert!(reason.contains("no `class ModelNew`"), "{reason}");
+    }
+
+    #[test]
+    fn a_warning_of_a_guarding_rule_does_not_drop_a_persistent_answer() {
+        // KL009 (a warning: the input projection left in the persistent loop) guards
+        // "make persistent", but only an error rejects: the answer is offered and shows it.
+        let kernels = include_str!("../../../tests/fixtures/rules/KL009.py");
+        let text = format!("{kernels}\nclass ModelNew:\n    def forward(self, x):\n        return x\n");
+        let all = crate::checker::check_text(&text, &Default::default());
+        let kl009: Vec<_> = all.diagnostics.iter().filter(|d| d.code == "KL009").collect();
+        assert!(!kl009.is_empty() && kl009.iter().all(|d| d.severity == crate::diagnostic::Severity::Warning));
+        assert_eq!(super::gate(super::Action::Persistent, &text, &Default::default()), None);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use tower_lsp_server::{LspService, Server as Transport};
 
 mod actions;
 mod bench_view;
+mod compile;
 mod convert;
 mod document;
 mod framing;

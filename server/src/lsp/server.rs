@@ -54,6 +54,7 @@ pub struct Server {
     /// An invalid-settings message from `initialize`, shown once the client can receive it.
     init_error: Mutex<Option<String>>,
     triton_names: NamesCache,
+    compiling: super::compile::Compiling,
 }
 
 /// The `triton.language` names of each configured interpreter, for KL005:
@@ -132,6 +133,7 @@ impl Server {
             next_token: AtomicU64::new(1),
             init_error: Mutex::new(None),
             triton_names: Arc::default(),
+            compiling: Default::default(),
         }
     }
 
@@ -897,6 +899,7 @@ impl LanguageServer for Server {
             error
         };
         drop(evicted);
+        self.compiling.schedule(&self.state, &self.publish_tx, &self.client, &item.uri, true);
         if let Some(python) = ask {
             self.ask_triton_names(python);
         }
@@ -932,7 +935,9 @@ impl LanguageServer for Server {
         if let Some(b) = st.bench.get_mut(&uri) {
             b.diagnostics.clear();
         }
+        st.compile.remove(&uri);
         drop(st);
+        self.compiling.schedule(&self.state, &self.publish_tx, &self.client, &uri, false);
         // The analysis runs off the state lock, so hovers, code actions and the
         // next edit never wait for it; a result for an outdated version is dropped.
         let state = self.state.clone();
@@ -972,6 +977,7 @@ impl LanguageServer for Server {
         if matches!(name.as_deref(), Some("kernel-lsp.toml" | "pyproject.toml")) {
             self.reload_settings().await;
         }
+        self.compiling.schedule(&self.state, &self.publish_tx, &self.client, &params.text_document.uri, true);
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
@@ -980,7 +986,9 @@ impl LanguageServer for Server {
             let mut st = self.state();
             st.docs.remove(&uri);
             st.bench.remove(&uri);
+            st.compile.remove(&uri);
             st.recent.retain(|u| *u != uri);
+            self.compiling.forget(&uri);
             st.caps.pull_diagnostics
         };
         if !pull {
@@ -1061,7 +1069,9 @@ impl LanguageServer for Server {
         let Some(doc) = st.docs.get(uri) else {
             return Ok(None);
         };
-        Ok(Some(lens::inlay_hints(doc, st.bench.get(uri), st.encoding)))
+        let mut hints = lens::inlay_hints(doc, st.bench.get(uri), st.encoding);
+        hints.extend(super::compile::inlay_hints(&st, uri, st.encoding));
+        Ok(Some(hints))
     }
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
@@ -1072,7 +1082,13 @@ impl LanguageServer for Server {
             return Ok(None);
         };
         let offset = doc.offset(p.position, st.encoding);
-        Ok(hover::hover_markdown(doc, offset, st.bench.get(&p.text_document.uri)).map(|value| Hover {
+        let markdown = hover::hover_markdown(doc, offset, st.bench.get(&p.text_document.uri));
+        let compiled = super::compile::hover(&st, &p.text_document.uri, offset);
+        let markdown = match (markdown, compiled) {
+            (Some(a), Some(b)) => Some(format!("{a}\n\n---\n\n{b}")),
+            (a, b) => a.or(b),
+        };
+        Ok(markdown.map(|value| Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
             range: None,
         }))

@@ -92,6 +92,8 @@ pub struct State {
     pub recent: Vec<Uri>,
     /// Documents with an LLM rewrite running (one at a time per document).
     pub rewrites: std::collections::HashSet<Uri>,
+    /// The last compilation of each document (`lsp::compile`).
+    pub compile: HashMap<Uri, super::compile::Compiled>,
 }
 
 /// How many documents keep their tree-sitter tree for incremental reparsing.
@@ -109,6 +111,7 @@ impl Default for State {
             runs: HashMap::new(),
             recent: Vec::new(),
             rewrites: Default::default(),
+            compile: HashMap::new(),
         }
     }
 }
@@ -160,7 +163,9 @@ impl State {
         doc.result
             .diagnostics
             .iter()
+            .filter(|d| super::compile::keeps(self, uri, d))
             .chain(bench)
+            .chain(super::compile::diagnostics(self, uri))
             .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding))
             .collect()
     }

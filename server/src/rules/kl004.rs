@@ -327,7 +327,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                         e - s,
                         ((e - s).max(1) as u64).next_power_of_two()
                     );
-                    out.push(RULE.diagnostic(range_of(call.node), message));
+                    let fix = crate::fix::pad_mask::fix_literal(model, k, call);
+                    out.push(RULE.diagnostic(range_of(call.node), message).with_fix(fix));
                 }
                 (Bound::Const(0), Bound::ConstexprParam(p)) => constexpr_bounds.push((p.clone(), call.node)),
                 // `tl.arange(0, 3 * H)`: a power of two for no power-of-two `H`; worked out per launch.

@@ -77,7 +77,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             let message = format!(
-                "{} needs about {} B of shared memory ({} buffers for {stages} stages × ({m}={bm} × {kd}={bk} + {kd}={bk} × {n}={bn}) × {bytes} B), over the {} limit of {} B per block: the launch fails with OutOfResources",
+                "{} needs about {} B of shared memory ({} buffers for {stages} stages × ({m}={bm} × {kd}={bk} + {kd}={bk} × {n}={bn}) × {bytes} B, an element width assumed from the file), over the {} limit of {} B per block: the launch fails with OutOfResources",
                 cfg.label,
                 group(need),
                 buffers(tile, gpu.sm),

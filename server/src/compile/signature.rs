@@ -1,0 +1,756 @@
+//! The signatures a kernel is compiled with, read from the file: each launch
+//! site (positional, keyword, `**config`), the host expressions passed there
+//! (tensor creation calls, `.half()`/`.to(...)`/`dtype=`, shapes and strides,
+//! literals, the forward's inputs at the task's precision), the constexpr
+//! values written at the launch, every `triton.autotune` configuration (up to
+//! a bound, stated) and the keys `triton.heuristics` sets.
+//!
+//! What cannot be read is assumed (a pointer to fp32, an i32 scalar, a
+//! block size of 64) and the assumption is named: a compile error that may
+//! come from one is never shown as an error.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::{json, Value};
+use tree_sitter::Node;
+
+use crate::config::{Precision, Settings};
+use crate::model::{call_arguments, field, parse_int, smem, FileModel, Kernel, Launch};
+use crate::text::TextRange;
+
+/// One way a kernel is compiled: a launch site crossed with an autotune configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Where it comes from, for people: "the launch on line 40, config 2 of 4".
+    pub label: String,
+    pub signature: BTreeMap<String, String>,
+    pub constexprs: BTreeMap<String, Value>,
+    /// Pointer parameters Triton would see 16-byte aligned (torch allocations are).
+    pub divisible: Vec<String>,
+    pub num_warps: Option<i64>,
+    pub num_stages: Option<i64>,
+    /// Each assumption, in words ("`x_ptr`: a pointer to fp32, assumed").
+    pub assumed: Vec<String>,
+    /// A constexpr value was assumed: what the compiler accepted says nothing of the file's own values.
+    pub constexprs_assumed: bool,
+}
+
+/// The variants of one kernel; `omitted` says how many configurations the bound left out.
+#[derive(Debug, Clone)]
+pub struct KernelPlan {
+    pub kernel: String,
+    pub name_range: TextRange,
+    pub def_range: TextRange,
+    /// The `@triton.jit` functions it calls, itself included.
+    pub functions: HashSet<String>,
+    pub variants: Vec<Variant>,
+    pub omitted: usize,
+}
+
+/// A host value's type as Triton's launcher would specialize it.
+#[derive(Debug, Clone, PartialEq)]
+enum Ty {
+    Ptr(String),
+    Int(Option<i64>),
+    Float,
+    Bool,
+    NoneValue,
+}
+
+/// Plans every kernel that is launched, or that nothing launches or calls (a
+/// library kernel: compiled with assumed types). Helpers are compiled inside
+/// the kernels that call them.
+pub fn plan(model: &FileModel, settings: &Settings, max_configs: usize) -> Vec<KernelPlan> {
+    let mut out = Vec::new();
+    for k in &model.kernels {
+        let launches: Vec<&Launch> = model.launches_of_kernel(k).collect();
+        if launches.is_empty() && !model.kernel_calls_to(k).is_empty() {
+            continue;
+        }
+        let mut variants = Vec::new();
+        let mut seen = Vec::new();
+        let sites: Vec<Option<&Launch>> =
+            if launches.is_empty() { vec![None] } else { launches.into_iter().map(Some).collect() };
+        let autotune: Vec<smem::Config> =
+            smem::configs(k, model, &[]).into_iter().filter(|c| c.from_autotune).collect();
+        let heuristics = heuristic_keys(k, model);
+        let mut total = 0;
+        for site in sites {
+            let base = from_launch(model, settings, k, site, &heuristics);
+            let configs: Vec<Option<(usize, &smem::Config)>> =
+                if autotune.is_empty() { vec![None] } else { autotune.iter().enumerate().map(Some).collect() };
+            for config in configs {
+                let mut v = base.clone();
+                if let Some((i, c)) = config {
+                    apply_config(&mut v, k, c);
+                    v.label = format!("{}, autotune config {} of {}", v.label, i + 1, autotune.len());
+                }
+                let key = (v.signature.clone(), v.constexprs.clone(), v.num_warps, v.num_stages);
+                if seen.contains(&key) {
+                    continue;
+                }
+                seen.push(key);
+                total += 1;
+                if variants.len() < max_configs {
+                    variants.push(v);
+                }
+            }
+        }
+        let def_range = TextRange::new(k.node.start_byte(), k.node.end_byte());
+        out.push(KernelPlan {
+            kernel: k.name.clone(),
+            name_range: k.name_range,
+            def_range,
+            functions: reachable(model, k),
+            omitted: total - variants.len(),
+            variants,
+        });
+    }
+    out
+}
+
+/// `k` and the `@triton.jit` functions it calls, transitively, by name.
+fn reachable(model: &FileModel, k: &Kernel) -> HashSet<String> {
+    let mut seen = HashSet::from([k.name.clone()]);
+    let mut stack = vec![k];
+    while let Some(k) = stack.pop() {
+        for call in k.calls.iter().filter(|c| c.tl_name.is_none()) {
+            if let Some(callee) = model.kernel(&call.callee) {
+                if seen.insert(callee.name.clone()) {
+                    stack.push(callee);
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// The keys of `@triton.heuristics({...})`: constexprs the launch does not pass.
+fn heuristic_keys(k: &Kernel, model: &FileModel) -> Vec<String> {
+    let mut keys = Vec::new();
+    for d in &k.decorators {
+        let is_heuristics = d.kind() == "call"
+            && field!(d, "function").is_some_and(|f| model.text(f).rsplit('.').next() == Some("heuristics"));
+        if !is_heuristics {
+            continue;
+        }
+        let (args, kwargs) = call_arguments(*d, model.src);
+        let dict = args.first().copied().or_else(|| kwargs.iter().find(|(n, _)| n == "values").map(|(_, v)| *v));
+        let Some(dict) = dict.filter(|d| d.kind() == "dictionary") else { continue };
+        let mut c = dict.walk();
+        for pair in dict.named_children(&mut c).filter(|p| p.kind() == "pair") {
+            if let Some(key) = field!(pair, "key").filter(|k| k.kind() == "string") {
+                keys.push(model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string());
+            }
+        }
+    }
+    keys
+}
+
+fn apply_config(v: &mut Variant, k: &Kernel, c: &smem::Config) {
+    for (name, (value, _)) in &c.values {
+        match name.as_str() {
+            "num_warps" => v.num_warps = Some(*value),
+            "num_stages" => v.num_stages = Some(*value),
+            _ if k.is_constexpr(name) => {
+                v.constexprs.insert(name.clone(), json!(value));
+                let prefix = format!("`{name}`:");
+                v.assumed.retain(|a| !a.starts_with(&prefix));
+                v.constexprs_assumed = v.assumed.iter().any(|a| a.contains(", assumed "));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn line_of(model: &FileModel, offset: usize) -> usize {
+    model.src[..offset.min(model.src.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+fn from_launch<'a>(
+    model: &FileModel<'a>,
+    settings: &Settings,
+    k: &Kernel<'a>,
+    site: Option<&Launch<'a>>,
+    heuristics: &[String],
+) -> Variant {
+    let label = match site {
+        Some(l) => format!("the launch on line {}", line_of(model, l.node.start_byte())),
+        None => "no launch in this file".to_string(),
+    };
+    let mut v = Variant {
+        label,
+        signature: BTreeMap::new(),
+        constexprs: BTreeMap::new(),
+        divisible: Vec::new(),
+        num_warps: None,
+        num_stages: None,
+        assumed: Vec::new(),
+        constexprs_assumed: false,
+    };
+    let splat: Vec<(String, Node)> = site.map(|l| splat_entries(model, l)).unwrap_or_default();
+    if let Some(l) = site {
+        for (name, node) in l.kwargs.iter().cloned().chain(splat.iter().cloned()) {
+            match name.as_str() {
+                "num_warps" => v.num_warps = model.eval_int(l.host_fn, node, 0),
+                "num_stages" => v.num_stages = model.eval_int(l.host_fn, node, 0),
+                _ => {}
+            }
+        }
+    }
+    let unspecialized = jit_list(k, model, "do_not_specialize");
+    let unaligned = jit_list(k, model, "do_not_specialize_on_alignment");
+    for (i, p) in k.params.iter().enumerate() {
+        let specialize = !unspecialized.iter().any(|u| *u == p.name || *u == i.to_string());
+        let align = specialize && !unaligned.iter().any(|u| *u == p.name || *u == i.to_string());
+        let passed = site.and_then(|l| {
+            l.value_for(&p.name, i).or_else(|| splat.iter().find(|(n, _)| *n == p.name).map(|(_, n)| *n))
+        });
+        let f = site.map_or(0, |l| l.host_fn);
+        if p.constexpr {
+            let value = passed.and_then(|n| constexpr_value(model, f, n));
+            let value = value.or_else(|| p.default.and_then(|d| constexpr_value(model, 0, d)));
+            match value {
+                Some(val) => {
+                    v.constexprs.insert(p.name.clone(), val);
+                }
+                None => {
+                    let guess = assumed_constexpr(&p.name);
+                    let why = if heuristics.contains(&p.name) { "set by `triton.heuristics`" } else { "not known" };
+                    v.assumed.push(format!("`{}`: {why}, assumed {guess}", p.name));
+                    v.constexprs_assumed = true;
+                    v.constexprs.insert(p.name.clone(), json!(guess));
+                }
+            }
+            continue;
+        }
+        if passed.is_none() {
+            if let Some(val) = p.default.and_then(|d| constexpr_value(model, 0, d)) {
+                // An unpassed parameter takes its default, which Triton specializes as a constant.
+                v.constexprs.insert(p.name.clone(), val);
+                continue;
+            }
+        }
+        let ty = passed.and_then(|n| classify(model, settings, f, n, 0));
+        match ty {
+            Some(Ty::Ptr(dtype)) => {
+                v.signature.insert(p.name.clone(), format!("*{dtype}"));
+                if align {
+                    v.divisible.push(p.name.clone());
+                }
+            }
+            Some(Ty::Int(Some(1))) if specialize => {
+                // Triton's launcher turns an integer equal to 1 into a constant.
+                v.constexprs.insert(p.name.clone(), json!(1));
+            }
+            Some(Ty::Int(value)) => {
+                v.signature.insert(
+                    p.name.clone(),
+                    if value.is_some_and(|x| x.abs() >= 1 << 31) { "i64" } else { "i32" }.into(),
+                );
+                if align && value.is_some_and(|x| x % 16 == 0) {
+                    v.divisible.push(p.name.clone());
+                }
+            }
+            Some(Ty::Float) => {
+                v.signature.insert(p.name.clone(), "fp32".into());
+            }
+            Some(Ty::Bool) => {
+                v.signature.insert(p.name.clone(), "i1".into());
+            }
+            Some(Ty::NoneValue) => {
+                v.constexprs.insert(p.name.clone(), Value::Null);
+            }
+            None if used_as_pointer(model, k, &p.name) => {
+                v.signature.insert(p.name.clone(), "*fp32".into());
+                v.divisible.push(p.name.clone());
+                v.assumed.push(format!("`{}`: a pointer to fp32, assumed", p.name));
+            }
+            None => {
+                v.signature.insert(p.name.clone(), "i32".into());
+                v.assumed.push(format!("`{}`: an i32 scalar, assumed", p.name));
+            }
+        }
+    }
+    v
+}
+
+/// The entries of `@triton.jit(NAME=[...])` (parameter names, or indices as text).
+fn jit_list(k: &Kernel, model: &FileModel, name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in k.decorators.iter().filter(|d| d.kind() == "call") {
+        if !field!(d, "function").is_some_and(|f| model.text(f).rsplit('.').next() == Some("jit")) {
+            continue;
+        }
+        let (_, kwargs) = call_arguments(*d, model.src);
+        let Some((_, list)) = kwargs.iter().find(|(n, _)| n == name) else { continue };
+        let mut c = list.walk();
+        for item in list.named_children(&mut c) {
+            out.push(model.text(item).trim_matches(|c| c == '"' || c == '\'').to_string());
+        }
+    }
+    out
+}
+
+/// A block size is 64; a flag or other constant 1 (which `if FLAG:` reads as true).
+fn assumed_constexpr(name: &str) -> i64 {
+    let upper = name.to_ascii_uppercase();
+    if ["BLOCK", "TILE", "SIZE", "BM", "BN", "BK"].iter().any(|w| upper.contains(w)) {
+        64
+    } else {
+        1
+    }
+}
+
+/// Whether the kernel loads or stores through `name`: it is the base of the
+/// address of a `tl.load`/`tl.store`/atomic (`x_ptr + offs`, directly or
+/// through a name assigned in the kernel), the one term of that sum that is a
+/// pointer (named `*ptr*`, else the leftmost parameter), or named `*_ptr`.
+fn used_as_pointer<'a>(model: &FileModel<'a>, k: &Kernel<'a>, name: &str) -> bool {
+    if name.to_ascii_lowercase().ends_with("ptr") {
+        return true;
+    }
+    let address = |call: &crate::model::KCall<'a>| -> Option<Node<'a>> {
+        match call.tl_name.as_deref() {
+            Some("load" | "store" | "atomic_add" | "atomic_max" | "atomic_min" | "atomic_cas" | "atomic_xchg") => {
+                call.arg(0, "pointer")
+            }
+            Some("make_block_ptr" | "make_tensor_descriptor") => call.arg(0, "base"),
+            _ => None,
+        }
+    };
+    k.calls.iter().filter_map(address).any(|a| {
+        let mut terms = Vec::new();
+        base_terms(model, k, a, &mut terms, 0);
+        let params: Vec<&String> = terms.iter().filter(|t| k.param(t).is_some()).collect();
+        let pointer = params.iter().find(|t| t.to_ascii_lowercase().contains("ptr")).or_else(|| params.first());
+        pointer.is_some_and(|p| p.as_str() == name)
+    })
+}
+
+/// The identifiers summed (`+`, `-`) at the top of an address, following
+/// names the kernel assigns once; products and calls are offsets, not bases.
+fn base_terms(model: &FileModel, k: &Kernel, node: Node, out: &mut Vec<String>, depth: usize) {
+    if depth > 6 {
+        return;
+    }
+    match node.kind() {
+        "parenthesized_expression" => {
+            if let Some(inner) = node.named_child(0) {
+                base_terms(model, k, inner, out, depth + 1);
+            }
+        }
+        "binary_operator" => {
+            let op = field!(node, "operator").map(|o| model.text(o)).unwrap_or("");
+            if op == "+" || op == "-" {
+                for side in [field!(node, "left"), field!(node, "right")].into_iter().flatten() {
+                    base_terms(model, k, side, out, depth + 1);
+                }
+            }
+        }
+        "identifier" => {
+            let name = model.text(node).to_string();
+            let assigned: Vec<_> = k.assigns.iter().filter(|a| a.target == name).collect();
+            match assigned.as_slice() {
+                [a] if !a.augmented => base_terms(model, k, a.value, out, depth + 1),
+                _ => out.push(name),
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A constexpr written at the launch: an integer (through constants), a bool,
+/// a float, a string, `None`, or a `tl.<dtype>`.
+fn constexpr_value(model: &FileModel, f: usize, node: Node) -> Option<Value> {
+    if let Some(i) = model.eval_int(f, node, 0) {
+        return Some(json!(i));
+    }
+    let text = model.text(node).trim();
+    match node.kind() {
+        "true" => Some(json!(true)),
+        "false" => Some(json!(false)),
+        "none" => Some(Value::Null),
+        "float" => text.parse::<f64>().ok().map(|x| json!(x)),
+        "string" if !text.starts_with('f') => {
+            Some(json!(text.trim_start_matches(['r', 'b']).trim_matches(|c| c == '"' || c == '\'')))
+        }
+        "unary_operator" if text.starts_with('-') => text[1..].trim().parse::<f64>().ok().map(|x| json!(-x)),
+        "attribute" => {
+            let (module, name) = text.rsplit_once('.')?;
+            (model.is_tl_alias(module) || module.ends_with("language")).then(|| json!({ "tl": name }))
+        }
+        _ => None,
+    }
+}
+
+/// The entries of a `**config` at the launch (a `dict(...)` or `{...}` bound in the launcher or the module).
+fn splat_entries<'a>(model: &FileModel<'a>, l: &Launch<'a>) -> Vec<(String, Node<'a>)> {
+    let mut out = Vec::new();
+    let Some(args) = field!(l.node, "arguments") else { return out };
+    let mut c = args.walk();
+    for splat in args.named_children(&mut c).filter(|a| a.kind() == "dictionary_splat") {
+        let Some(mut value) = splat.named_child(0) else { continue };
+        if value.kind() == "identifier" {
+            let name = model.text(value);
+            let bound = [l.host_fn, 0].into_iter().find_map(|g| {
+                model.host_fns[g].assigns.iter().rfind(|a| a.target == name && !a.augmented).map(|a| a.value)
+            });
+            match bound {
+                Some(v) => value = v,
+                None => continue,
+            }
+        }
+        if value.kind() == "call" && field!(value, "function").is_some_and(|f| model.text(f) == "dict") {
+            out.extend(call_arguments(value, model.src).1);
+        } else if value.kind() == "dictionary" {
+            let mut dc = value.walk();
+            for pair in value.named_children(&mut dc).filter(|p| p.kind() == "pair") {
+                if let (Some(key), Some(val)) = (field!(pair, "key"), field!(pair, "value")) {
+                    if key.kind() == "string" {
+                        out.push((model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string(), val));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `torch.float16` -> `fp16`, Triton's signature name for a torch dtype.
+fn dtype_of(text: &str) -> Option<&'static str> {
+    let name = text.trim().rsplit('.').next()?.trim_matches(|c| c == '"' || c == '\'');
+    Some(match name {
+        "float16" | "half" => "fp16",
+        "bfloat16" => "bf16",
+        "float32" | "float" => "fp32",
+        "float64" | "double" => "fp64",
+        "int8" => "i8",
+        "uint8" => "u8",
+        "int16" | "short" => "i16",
+        "int32" | "int" => "i32",
+        "int64" | "long" => "i64",
+        "bool" => "i1",
+        "float8_e4m3fn" => "fp8e4nv",
+        "float8_e5m2" => "fp8e5",
+        _ => return None,
+    })
+}
+
+fn precision_dtype(settings: &Settings, model: &FileModel) -> String {
+    // The task's own inputs say their dtype where `get_inputs` writes one.
+    if let Some(f) = model.host_fns.iter().find(|f| f.name == "get_inputs") {
+        let t = model.text(f.node);
+        for (needle, dtype) in [("bfloat16", "bf16"), ("float16", "fp16"), (".half()", "fp16")] {
+            if t.contains(needle) {
+                return dtype.into();
+            }
+        }
+    }
+    match settings.bench.precision {
+        Precision::Fp32 => "fp32",
+        Precision::Fp16 => "fp16",
+        Precision::Bf16 => "bf16",
+    }
+    .into()
+}
+
+/// Methods that return a tensor of the receiver's dtype.
+const SAME_DTYPE: &[&str] = &[
+    "contiguous",
+    "view",
+    "reshape",
+    "t",
+    "transpose",
+    "permute",
+    "flatten",
+    "expand",
+    "clone",
+    "detach",
+    "squeeze",
+    "unsqueeze",
+    "cuda",
+    "narrow",
+    "view_as",
+    "expand_as",
+    "as_strided",
+    "flip",
+    "repeat",
+    "cpu",
+    "mT",
+];
+
+/// What a host expression passed to a kernel is, where the file says so.
+fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth: usize) -> Option<Ty> {
+    if depth > 8 {
+        return None;
+    }
+    let text = model.text(node).trim();
+    let again = |n: Node| classify(model, settings, f, n, depth + 1);
+    match node.kind() {
+        "integer" => Some(Ty::Int(parse_int(text))),
+        "float" => Some(Ty::Float),
+        "true" | "false" => Some(Ty::Bool),
+        "none" => Some(Ty::NoneValue),
+        "parenthesized_expression" => again(node.named_child(0)?),
+        "unary_operator" => match again(node.named_child(0)?)? {
+            Ty::Int(v) => Some(Ty::Int(v.map(|x| -x))),
+            other => Some(other),
+        },
+        "binary_operator" => {
+            let (l, r) = (again(field!(node, "left")?), again(field!(node, "right")?));
+            let op = field!(node, "operator").map(|o| model.text(o)).unwrap_or("");
+            match (l, r) {
+                (Some(Ty::Float), _) | (_, Some(Ty::Float)) => Some(Ty::Float),
+                (Some(Ty::Int(_)), Some(Ty::Int(_))) if op == "/" => Some(Ty::Float),
+                (Some(Ty::Int(_)), Some(Ty::Int(_))) => Some(Ty::Int(model.eval_int(f, node, 0))),
+                _ => None,
+            }
+        }
+        "subscript" => {
+            let value = field!(node, "value")?;
+            let vt = model.text(value);
+            if vt.ends_with(".shape") || vt.ends_with(".stride()") || vt.ends_with(".size()") {
+                return Some(Ty::Int(None));
+            }
+            match again(value)? {
+                Ty::Ptr(d) => Some(Ty::Ptr(d)),
+                _ => None,
+            }
+        }
+        "identifier" => {
+            for scope in [f, 0] {
+                let h = &model.host_fns[scope];
+                if let Some(a) = h.assigns.iter().rfind(|a| a.target == text && !a.augmented) {
+                    let value = a.value;
+                    // `B, N = x.shape` gives each name the whole value.
+                    if model.text(value).trim_end().ends_with(".shape") || model.text(value).ends_with(".size()") {
+                        return Some(Ty::Int(None));
+                    }
+                    return classify(model, settings, scope, value, depth + 1);
+                }
+                if scope != 0 && h.params.iter().any(|p| p == text) {
+                    return parameter(model, settings, scope, text, depth);
+                }
+            }
+            None
+        }
+        "attribute" => {
+            // `self.weight` of the candidate's model: a parameter, cast to the task's precision by the harness.
+            let object = field!(node, "object").map(|o| model.text(o));
+            let in_model = model.host_fns[f].class.as_deref().is_some_and(|c| c == "ModelNew" || c == "Model");
+            (object == Some("self") && in_model).then(|| Ty::Ptr(precision_dtype(settings, model)))
+        }
+        "call" => call_type(model, settings, f, node, depth),
+        _ => None,
+    }
+}
+
+/// A parameter of host function `f`: the forward's inputs are the task's
+/// tensors; a helper's is what its callers in this file pass.
+fn parameter(model: &FileModel, settings: &Settings, f: usize, name: &str, depth: usize) -> Option<Ty> {
+    let h = &model.host_fns[f];
+    if h.name == "forward" && h.class.is_some() {
+        return Some(Ty::Ptr(precision_dtype(settings, model)));
+    }
+    let index = h.params.iter().position(|p| p == name)?;
+    for (g, caller) in model.host_fns.iter().enumerate() {
+        for call in caller.calls.iter().filter(|c| c.callee == h.name) {
+            let (args, kwargs) = call_arguments(call.node, model.src);
+            let method = h.params.first().is_some_and(|p| p == "self")
+                && field!(call.node, "function").is_some_and(|func| func.kind() == "attribute");
+            let at = if method { index.checked_sub(1) } else { Some(index) };
+            let passed = kwargs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+                .or_else(|| at.and_then(|i| args.get(i).copied()));
+            if let Some(ty) = passed.and_then(|n| classify(model, settings, g, n, depth + 1)) {
+                return Some(ty);
+            }
+        }
+    }
+    None
+}
+
+fn call_type(model: &FileModel, settings: &Settings, f: usize, node: Node, depth: usize) -> Option<Ty> {
+    let func = field!(node, "function")?;
+    let (args, kwargs) = call_arguments(node, model.src);
+    let kw = |name: &str| kwargs.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let again = |n: Node| classify(model, settings, f, n, depth + 1);
+    let explicit = kw("dtype").and_then(|d| dtype_of(model.text(d))).map(|d| Ty::Ptr(d.to_string()));
+    if func.kind() == "attribute" {
+        let method = model.text(field!(func, "attribute")?);
+        let object = field!(func, "object")?;
+        let module = model.text(object);
+        if module == "torch" {
+            return match method {
+                "empty" | "zeros" | "ones" | "randn" | "rand" | "full" | "empty_strided" | "tensor" => {
+                    explicit.or(Some(Ty::Ptr("fp32".into())))
+                }
+                "arange" | "randint" => explicit.or(Some(Ty::Ptr("i64".into()))),
+                m if m.ends_with("_like") => explicit.or_else(|| args.first().and_then(|a| again(*a))),
+                _ => args.first().and_then(|a| again(*a)).filter(|t| matches!(t, Ty::Ptr(_))),
+            };
+        }
+        if module == "triton" && method == "cdiv" || module == "math" {
+            return Some(Ty::Int(model.eval_int(f, node, 0)));
+        }
+        return match method {
+            "size" | "stride" | "numel" | "dim" | "element_size" | "nelement" => Some(Ty::Int(None)),
+            "half" => Some(Ty::Ptr("fp16".into())),
+            "float" => Some(Ty::Ptr("fp32".into())),
+            "bfloat16" => Some(Ty::Ptr("bf16".into())),
+            "double" => Some(Ty::Ptr("fp64".into())),
+            "int" => Some(Ty::Ptr("i32".into())),
+            "long" => Some(Ty::Ptr("i64".into())),
+            "to" => {
+                let target = kw("dtype").or_else(|| args.iter().copied().find(|a| dtype_of(model.text(*a)).is_some()));
+                match target.and_then(|t| dtype_of(model.text(t))) {
+                    Some(d) => Some(Ty::Ptr(d.into())),
+                    None => again(object),
+                }
+            }
+            "new_empty" | "new_zeros" | "new_ones" | "new_full" => explicit.or_else(|| again(object)),
+            m if SAME_DTYPE.contains(&m) => again(object).filter(|t| matches!(t, Ty::Ptr(_))),
+            _ => None,
+        };
+    }
+    match model.text(func) {
+        "int" | "len" => Some(Ty::Int(model.eval_int(f, node, 0))),
+        "float" => Some(Ty::Float),
+        "max" | "min" => {
+            let types: Vec<Option<Ty>> = args.iter().map(|a| again(*a)).collect();
+            if types.iter().all(|t| matches!(t, Some(Ty::Int(_)))) {
+                Some(Ty::Int(None))
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plans(src: &str) -> Vec<KernelPlan> {
+        let tree = crate::model::parse(src, None);
+        let model = FileModel::build(src, &tree);
+        plan(&model, &Settings::default(), 8)
+    }
+
+    #[test]
+    fn types_come_from_the_launch_and_what_it_passes() {
+        let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, y_ptr, n, scale, mystery, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * scale)
+
+def run(x):
+    y = torch.empty(x.shape, dtype=torch.float16)
+    n = x.numel()
+    k[(1,)](x.half(), y, n, 0.5, some_call(), BLOCK=128, num_warps=8)
+"#;
+        let p = &plans(src)[0];
+        let v = &p.variants[0];
+        assert_eq!(v.signature["x_ptr"], "*fp16");
+        assert_eq!(v.signature["y_ptr"], "*fp16");
+        assert_eq!(v.signature["n"], "i32");
+        assert_eq!(v.signature["scale"], "fp32");
+        assert_eq!(v.signature["mystery"], "i32");
+        assert_eq!(v.constexprs["BLOCK"], json!(128));
+        assert_eq!(v.num_warps, Some(8));
+        assert_eq!(v.assumed, vec!["`mystery`: an i32 scalar, assumed".to_string()]);
+        assert_eq!(v.divisible, vec!["x_ptr".to_string(), "y_ptr".to_string()]);
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_a_pointer_only_where_it_is_the_base_of_an_address() {
+        let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(X, Y, stride, offset, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    src = X + row * stride + offset + cols
+    tl.store(Y + row * stride + cols, tl.load(src))
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature["X"], "*fp32");
+        assert_eq!(v.signature["Y"], "*fp32");
+        assert_eq!(v.signature["stride"], "i32", "a product is an offset");
+        assert_eq!(v.signature["offset"], "i32", "the leftmost term of the sum is the base");
+    }
+
+    #[test]
+    fn do_not_specialize_keeps_an_integer_a_plain_i32() {
+        let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit(do_not_specialize=["n"])
+def k(x_ptr, n, m, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), n + m)
+
+def run():
+    x = torch.zeros(64)
+    k[(1,)](x, 1, 1, BLOCK=64)
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature.get("n").map(String::as_str), Some("i32"), "not turned into a constant");
+        assert_eq!(v.constexprs.get("m"), Some(&json!(1)), "Triton's launcher makes a 1 a constant");
+    }
+
+    #[test]
+    fn autotune_configs_are_each_a_variant_up_to_the_bound() {
+        let src = r#"
+import triton
+import triton.language as tl
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=4) for b in [1]] + [
+    triton.Config({"BLOCK": 32}, num_warps=2), triton.Config({"BLOCK": 64}, num_stages=2)], key=["n"])
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 0.0)
+"#;
+        let p = &plans(src)[0];
+        assert!(p.variants.iter().all(|v| v.assumed.iter().any(|a| a.contains("`x_ptr`"))), "no launch: assumed");
+        let tree = crate::model::parse(src, None);
+        let model = FileModel::build(src, &tree);
+        let bounded = plan(&model, &Settings::default(), 1);
+        assert_eq!(bounded[0].variants.len(), 1);
+        assert_eq!(bounded[0].omitted + 1, p.variants.len() + p.omitted);
+    }
+
+    #[test]
+    fn a_helper_is_compiled_inside_its_caller() {
+        let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def helper(x):
+    return x * 2
+
+@triton.jit
+def k(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, helper(tl.load(x_ptr + offs)))
+"#;
+        let p = plans(src);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].kernel, "k");
+        assert!(p[0].functions.contains("helper"));
+        assert_eq!(p[0].variants[0].constexprs["BLOCK"], json!(64), "assumed");
+    }
+}

@@ -1,0 +1,293 @@
+//! The compiler in the editor: after a pause in typing (`compile.debounce-ms`)
+//! and on save, the open file's kernels are compiled by the user's Triton
+//! (`crate::compile`), off the state lock and never before the static
+//! diagnostics, which do not wait for it. A newer edit cancels the pending or
+//! running compilation of its document; kernels that did not change come from
+//! the cache, so only the changed ones reach the compiler. The result is kept
+//! per document version (`State::compile`) and published merged with the
+//! static diagnostics; an edit drops it until the next one lands, so no
+//! compile error is ever shown at the byte ranges of an older text. The
+//! resources of each kernel show on hover of its name.
+//!
+//! No Python or no Triton: one message says so, once per interpreter, and
+//! only the static diagnostics are shown.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tower_lsp_server::ls_types::{MessageType, Uri};
+use tower_lsp_server::Client;
+
+use crate::compile::{self, Compiler, Resources};
+use crate::diagnostic::Diagnostic;
+
+use super::state::{file_path, Publish, State};
+
+/// A document's last compilation.
+#[derive(Debug, Clone, Default)]
+pub struct Compiled {
+    /// The document version it describes.
+    pub version: i32,
+    pub diagnostics: Vec<Diagnostic>,
+    pub resources: Vec<Resources>,
+    /// The static findings the compiler settled (dropped from the publication).
+    pub settled: compile::Settled,
+}
+
+/// The compiler of each interpreter, or why it cannot run.
+type Compilers = Mutex<HashMap<String, Result<Arc<Compiler>, String>>>;
+
+/// The compilers (one worker each, per interpreter) and the pending compilation of each document.
+#[derive(Default)]
+pub struct Compiling {
+    compilers: Arc<Compilers>,
+    pending: Mutex<HashMap<Uri, tokio::task::AbortHandle>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Compiling {
+    /// Compiles `uri` after the debounce (or at once, on save), cancelling the
+    /// compilation pending or running for it.
+    pub fn schedule(
+        &self,
+        state: &Arc<Mutex<State>>,
+        publish_tx: &mpsc::UnboundedSender<Publish>,
+        client: &Client,
+        uri: &Uri,
+        at_once: bool,
+    ) {
+        let settings = {
+            let st = lock(state);
+            match st.docs.get(uri) {
+                Some(doc) => doc.settings.clone(),
+                None => return,
+            }
+        };
+        if !settings.compile.enabled || file_path(uri).is_none() {
+            return;
+        }
+        let delay = if at_once { Duration::ZERO } else { Duration::from_millis(settings.compile.debounce_ms) };
+        let (state, publish_tx, client, uri2) = (state.clone(), publish_tx.clone(), client.clone(), uri.clone());
+        let compilers = self.compilers.clone();
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            compile_document(&state, &publish_tx, &client, &compilers, &uri2).await;
+        });
+        if let Some(old) = lock(&self.pending).insert(uri.clone(), task.abort_handle()) {
+            old.abort();
+        }
+    }
+
+    /// Cancels what is pending for a closed document.
+    pub fn forget(&self, uri: &Uri) {
+        if let Some(old) = lock(&self.pending).remove(uri) {
+            old.abort();
+        }
+    }
+}
+
+/// The compiler for `python`, prepared once (its sandbox; the worker starts on the first request).
+async fn compiler_for(
+    compilers: &Compilers,
+    python: &str,
+    settings: &crate::config::Settings,
+) -> (Result<Arc<Compiler>, String>, bool) {
+    let known = lock(compilers).get(python).cloned();
+    if let Some(c) = known {
+        return (c, false);
+    }
+    let (p, s) = (python.to_string(), settings.clone());
+    // Preparing the sandbox asks the interpreter where it lives: a blocking call.
+    let made = tokio::task::spawn_blocking(move || Compiler::new(&p, &s, 1).map(Arc::new))
+        .await
+        .unwrap_or_else(|e| Err(format!("the compile worker could not be prepared: {e}")));
+    let mut map = lock(compilers);
+    let first = !map.contains_key(python);
+    let entry = map.entry(python.to_string()).or_insert(made).clone();
+    (entry, first)
+}
+
+async fn compile_document(
+    state: &Arc<Mutex<State>>,
+    publish_tx: &mpsc::UnboundedSender<Publish>,
+    client: &Client,
+    compilers: &Compilers,
+    uri: &Uri,
+) {
+    let began = std::time::Instant::now();
+    let (text, version, settings) = {
+        let st = lock(state);
+        let Some(doc) = st.docs.get(uri) else { return };
+        (doc.text().to_string(), doc.version, doc.settings.clone())
+    };
+    let Some(path) = file_path(uri) else { return };
+    let (jobs, kernel_ranges, unparsed) = {
+        let tree = crate::model::parse(&text, None);
+        let unparsed = tree.root_node().has_error();
+        (compile::jobs(&path, &text, &tree, &settings), compile::kernel_ranges(&text, &tree), unparsed)
+    };
+    if jobs.is_empty() && !unparsed {
+        // No kernel and nothing for CPython's parser to confirm: no worker is started for this file.
+        return;
+    }
+    let python = compile::resolve_python(&path, &settings);
+    let (compiler, first) = compiler_for(compilers, &python, &settings).await;
+    let compiler = match compiler {
+        Ok(c) => c,
+        Err(why) => {
+            if first {
+                notify_off(client, &why).await;
+            }
+            return;
+        }
+    };
+    let outcomes = match compiler.run(jobs).await {
+        Ok(o) => o,
+        Err(why) => {
+            // Said once per interpreter: the worker could not start (no Triton, no sandbox).
+            let newly_off = {
+                let mut map = lock(compilers);
+                let was_on = map.get(&python).is_some_and(|c| c.is_ok());
+                map.insert(python.clone(), Err(why.clone()));
+                was_on
+            };
+            if newly_off {
+                notify_off(client, &why).await;
+            }
+            return;
+        }
+    };
+    let (diagnostics, resources) = compile::report(&text, &outcomes);
+    let mut settled = compile::settled(&outcomes, &kernel_ranges);
+    settled.python_parses = unparsed && compiler.python_parses(&text).await == Ok(true);
+    let compiled = Compiled { version, diagnostics, resources, settled };
+    let st = &mut *lock(state);
+    let current = st.docs.get(uri).is_some_and(|d| d.version == version);
+    if !current {
+        return;
+    }
+    st.compile.insert(uri.clone(), compiled);
+    if !st.caps.pull_diagnostics {
+        if let Some(p) = st.publish(uri) {
+            let _ = publish_tx.send(p);
+        }
+    }
+    let refresh = (st.caps.inlay_hint_refresh, st.caps.pull_diagnostics && st.caps.diagnostic_refresh);
+    tracing::debug!("version {version}: {} kernel configurations compiled in {:?}", outcomes.len(), began.elapsed());
+    let client = client.clone();
+    // The hints and a pulling client's diagnostics changed: ask the editor to fetch them again.
+    tokio::spawn(async move {
+        if refresh.0 {
+            let _ = client.inlay_hint_refresh().await;
+        }
+        if refresh.1 {
+            let _ = client.workspace_diagnostic_refresh().await;
+        }
+    });
+}
+
+async fn notify_off(client: &Client, why: &str) {
+    client
+        .show_message(
+            MessageType::WARNING,
+            format!("kernel-lsp: kernels are not compiled while you type ({why}); static diagnostics only"),
+        )
+        .await;
+}
+
+/// The compile diagnostics of a document, where they describe its current version.
+pub fn diagnostics<'s>(st: &'s State, uri: &Uri) -> &'s [Diagnostic] {
+    let version = st.docs.get(uri).map(|d| d.version);
+    match st.compile.get(uri) {
+        Some(c) if Some(c.version) == version => &c.diagnostics,
+        _ => &[],
+    }
+}
+
+/// Whether a static diagnostic of the document still stands once the compiler had its say.
+pub fn keeps(st: &State, uri: &Uri, d: &Diagnostic) -> bool {
+    let version = st.docs.get(uri).map(|doc| doc.version);
+    match st.compile.get(uri) {
+        Some(c) if Some(c.version) == version => c.settled.keeps(d),
+        _ => true,
+    }
+}
+
+/// Markdown for a hover on a kernel's name: what each configuration compiled to.
+pub fn hover(st: &State, uri: &Uri, offset: usize) -> Option<String> {
+    let version = st.docs.get(uri)?.version;
+    let c = st.compile.get(uri).filter(|c| c.version == version)?;
+    let mine: Vec<&Resources> =
+        c.resources.iter().filter(|r| r.name_range.start <= offset && offset <= r.name_range.end).collect();
+    let first = mine.first()?;
+    let mut out = format!("**Compiled** by Triton {} for {}\n\n", first.triton, first.target);
+    out.push_str("| configuration | registers | spills | shared (B) | local (B) |\n|---|---|---|---|---|\n");
+    let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+    for r in &mine {
+        let limit = r.shared_limit.map(|l| format!(" / {l}")).unwrap_or_default();
+        out.push_str(&format!(
+            "| {} | {} | {} | {}{limit} | {} |\n",
+            r.config,
+            n(r.n_regs),
+            n(r.n_spills),
+            n(r.shared),
+            n(r.local)
+        ));
+    }
+    let mut assumed: Vec<&String> = mine.iter().flat_map(|r| &r.assumed).collect();
+    assumed.sort();
+    assumed.dedup();
+    if !assumed.is_empty() {
+        out.push_str(&format!("\nAssumed: {}\n", assumed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")));
+    }
+    Some(out)
+}
+
+/// One hint per compiled kernel at the end of its `def` line: the largest
+/// figures over its configurations ("sm_90: 22 regs, 0 spills, 0 B shared").
+/// None where a benchmark's hint is there already.
+pub fn inlay_hints(
+    st: &State,
+    uri: &Uri,
+    encoding: super::convert::Encoding,
+) -> Vec<tower_lsp_server::ls_types::InlayHint> {
+    use tower_lsp_server::ls_types::{InlayHint, InlayHintLabel};
+    let Some(doc) = st.docs.get(uri) else { return Vec::new() };
+    let Some(c) = st.compile.get(uri).filter(|c| c.version == doc.version) else { return Vec::new() };
+    if st.bench.get(uri).is_some_and(|b| b.result.is_some()) {
+        return Vec::new();
+    }
+    let mut kernels: Vec<crate::text::TextRange> = c.resources.iter().map(|r| r.name_range).collect();
+    kernels.dedup();
+    let mut out = Vec::new();
+    for name in kernels {
+        let mine: Vec<&Resources> = c.resources.iter().filter(|r| r.name_range == name).collect();
+        let max = |f: fn(&Resources) -> Option<u64>| mine.iter().filter_map(|r| f(r)).max();
+        let (Some(regs), Some(first)) = (max(|r| r.n_regs), mine.first()) else { continue };
+        let configs = if mine.len() > 1 { format!(" (max of {} configs)", mine.len()) } else { String::new() };
+        let label = format!(
+            "{}: {regs} regs, {} spills, {} B shared{configs}",
+            first.target,
+            max(|r| r.n_spills).unwrap_or(0),
+            max(|r| r.shared).unwrap_or(0)
+        );
+        let line = doc.line_index().line_of(name.start);
+        let end = doc.line_index().line_start(line) + doc.line_text(line).trim_end().len();
+        out.push(InlayHint {
+            position: doc.range(crate::text::TextRange::new(end, end), encoding).end,
+            label: InlayHintLabel::String(label),
+            kind: None,
+            text_edits: None,
+            tooltip: None,
+            padding_left: Some(true),
+            padding_right: None,
+            data: None,
+        });
+    }
+    out
+}
