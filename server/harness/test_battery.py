@@ -108,7 +108,8 @@ class Battery(unittest.TestCase):
     def test_the_users_ignore_comment_silences_a_run_finding_but_not_for_llm_code(self):
         import tempfile
 
-        text = open(os.path.join(BATTERY, "half_inputs_cast.py"), encoding="utf-8").read()
+        with open(os.path.join(BATTERY, "half_inputs_cast.py"), encoding="utf-8") as f:
+            text = f.read()
         cast = "        y = linear_relu(x.half(), self.linear.weight.half(), self.linear.bias.half())"
         self.assertIn(cast, text)
         with tempfile.TemporaryDirectory() as tmp:
