@@ -552,7 +552,7 @@ def user_silenced(path, line, code):
     return bool(m) and (m.group(1) is None or code in [c.strip().upper() for c in m.group(1).split(",")])
 
 
-def watch_forward(ref, new, inputs, recorder, candidate, dtype, where, names, strict=False):
+def watch_forward(ref, new, inputs, recorder, candidate, dtype, where, names, strict=False, tol=None):
     """Runs the reference's and the candidate's forward once more (never timed)
     and judges what ran, not how the code reads: PyTorch redoing most of the
     reference's work (KL102), tensors in half precision on a fp32 task (KL106),
@@ -570,13 +570,14 @@ def watch_forward(ref, new, inputs, recorder, candidate, dtype, where, names, st
     with torch.no_grad():
         ref_watch = forward_watch(recorder, None, dtype)
         with ref_watch:
-            ref(*inputs)
+            expected = ref(*inputs)
         new_watch = forward_watch(recorder, candidate, dtype)
         recorder.places, recorder.half_args = [], []
         thread = threading.get_ident()
         start_stream = current_stream_handle()
+        got = []
         with new_watch:
-            launches = recorder.record(lambda: new(*inputs))
+            launches = recorder.record(lambda: got.append(new(*inputs)))
         late = len(recorder.places)
         time.sleep(0.05)
         late = len(recorder.places) - late
@@ -641,6 +642,17 @@ def watch_forward(ref, new, inputs, recorder, candidate, dtype, where, names, st
             "side-stream-or-thread",
             f"{why}: the timer stops when forward returns on the current stream, so that work would not be "
             f"timed.", *where, watch=seen)
+    # `inputs` are the first trial's, run again after the other trials': an
+    # output that follows the calls before it (state kept between calls) no
+    # longer matches.
+    if (tol is not None and got and isinstance(got[0], torch.Tensor) and isinstance(expected, torch.Tensor)
+            and got[0].shape == expected.shape and not torch.allclose(expected, got[0], atol=tol[0], rtol=tol[1])):
+        worst = float((expected.double() - got[0].double()).abs().nan_to_num(nan=float("inf")).max())
+        raise BenchFailure(
+            "output-reused",
+            f"run again with the first trial's inputs after the other trials, ModelNew's output no longer matches "
+            f"the reference's (max abs diff {short(worst)}): it depends on earlier calls, not only on its input.",
+            *where, watch=seen)
     return seen
 
 
@@ -1547,11 +1559,14 @@ def run_benchmark(args, mode):
         result["bitwise_deterministic"] = check_determinism(new, ref_mod, new_mod, device, args, where)
         phase("determinism")
         result["correct"] = True
-        inputs = task_inputs(ref_mod, new_mod, device, dtype, args.seed)
-        # What ran, judged by watching it: in the correctness pass, never timed.
+        # What ran, judged by watching it: in the correctness pass, never timed,
+        # on the first trial's inputs again.
         progress("watch", "watching one forward of each model")
-        result["watch"] = watch_forward(ref, new, inputs, recorder, candidate, dtype, where, kernel_names(new_mod),
-                                        args.strict)
+        first = task_inputs(ref_mod, new_mod, device, dtype, derive_trial_seeds(args.seed, args.trials)[0])
+        result["watch"] = watch_forward(ref, new, first, recorder, candidate, dtype, where, kernel_names(new_mod),
+                                        args.strict, (args.atol, args.rtol))
+        del first
+        inputs = task_inputs(ref_mod, new_mod, device, dtype, args.seed)
         check_timers(timers, "while ModelNew.forward ran", where)
         phase("watch")
         if mode == "gpu" and not args.no_kernelbench_timing:
