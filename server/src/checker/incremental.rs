@@ -55,8 +55,8 @@ use crate::diagnostic::Diagnostic;
 use crate::model::{
     imports_of, kernel_host_view, launch_estimates, range_of, Directive, FileModel, HostStub, KernelHostView, Stub,
 };
-use crate::rules::hygiene::{self, Imports};
-use crate::rules::{self, kl107, kl108, Reach};
+use crate::model::candidate::{self, Imports};
+use crate::rules::{self, Reach};
 use crate::text::{LineIndex, TextRange};
 
 /// The analysis of one version of a file, kept to analyse the next version incrementally.
@@ -312,7 +312,7 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
     // rules run here, and this thread then takes the host rules not yet
     // started: they only read the model (the kernel rules' focus is theirs alone).
     let ((mut fresh, loose), host) =
-        host_rules_beside(&model, settings, two_threads, &[], || facts(&model, &nodes, &all, settings, false));
+        host_rules_beside(&model, settings, two_threads, false, || facts(&model, &nodes, &all, settings, false));
     let mut host_diags = loose;
     for d in host {
         match home(&ranges, &d) {
@@ -337,7 +337,7 @@ fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool)
         path: Path::Fresh,
         stubs: 0,
         host_stubs: 0,
-        candidate: hygiene::is_candidate(&model).then(|| Arc::new(hygiene::imports(&model))),
+        candidate: candidate::is_candidate(&model).then(|| Arc::new(candidate::imports(&model))),
         context: host_context(&model),
         linked: false,
         walk_again: Vec::new(),
@@ -486,7 +486,7 @@ fn facts(
     }
     if link {
         host_links(model, &mut units, &unit);
-        let candidate = hygiene::is_candidate(model);
+        let candidate = candidate::is_candidate(model);
         for (s, &i) in selected.iter().enumerate() {
             if let Some(stub) = host_stub_of(model, nodes[i], &units[s].0, candidate) {
                 units[s].0.links.get_or_insert_with(Default::default).host_stub = Some(stub);
@@ -613,7 +613,7 @@ fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, candidate: boo
         .filter(|c| !model.callees(f, c).is_empty())
         .map(|c| Some((rel(c.node.start_byte())?, rel(c.node.end_byte())?, c.callee.clone())))
         .collect::<Option<Vec<_>>>()?;
-    // `hygiene::reachable` reads the `X.apply` calls of a candidate's functions from the node index.
+    // `candidate::reachable` reads the `X.apply` calls of a candidate's functions from the node index.
     let apply_classes = if candidate {
         crate::model::inside(&model.nodes().calls, node)
             .filter_map(|n| n.child_by_field_name("function"))
@@ -938,7 +938,6 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
     if (0..new_len).any(|i| matched[i].is_none() && text.get(nodes[i].byte_range()).is_none_or(has_import_keyword)) {
         return Err("a changed statement imports");
     }
-    let hygiene_local = |code: &str| code == kl107::RULE.code || code == kl108::RULE.code;
     // A statement whose kernels can be stubs: it defines kernels and nothing
     // else (no host code, no syntax error), and its host-rule findings are
     // the node-local ones.
@@ -950,7 +949,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             f.neutral
                 && !f.kernels.is_empty()
                 && f.error_shape.is_none()
-                && f.diags.iter().all(|d| !is_host_diag(d) || hygiene_local(&d.code))
+                && f.diags.iter().all(|d| !is_host_diag(d) || is_node_local(&d.code))
         })
         .collect();
     // The kernels a changed statement defined, and those it launched (their
@@ -1118,12 +1117,12 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             forced.extend(launching_stubs);
             continue;
         }
-        let candidate = hygiene::is_candidate(&model);
+        let candidate = candidate::is_candidate(&model);
         if candidate != prev.candidate.is_some() {
             return Err("the file became, or stopped being, a candidate");
         }
         // KL107 and KL108 are asked below, of the changed statements only.
-        let host = host_rules(&model, &prev.settings, two_threads, &[kl107::RULE.code, kl108::RULE.code]);
+        let host = host_rules(&model, &prev.settings, two_threads, true);
         let context = host_context(&model);
         // A rule needed what a host stub does not keep: that stub is walked
         // (no host stubs after three such retries, or when what the host
@@ -1185,7 +1184,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
                     Some(o) => {
                         let old = &prev.units[o];
                         let delta = old.delta_at(ranges[i].start);
-                        old.facts.diags.iter().filter(|d| hygiene_local(&d.code)).map(|d| shifted(d, delta)).collect()
+                        old.facts.diags.iter().filter(|d| is_node_local(&d.code)).map(|d| shifted(d, delta)).collect()
                     }
                     None => node_local_findings(text, imports, nodes[i]),
                 };
@@ -1250,7 +1249,7 @@ fn host_incremental(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching)
             path: Path::Host,
             stubs: stub.iter().filter(|s| **s).count(),
             host_stubs: host_stub.iter().filter(|s| **s).count(),
-            candidate: candidate.then(|| Arc::new(hygiene::imports(&model))),
+            candidate: candidate.then(|| Arc::new(candidate::imports(&model))),
             context,
             linked: true,
             walk_again: {
@@ -1340,14 +1339,14 @@ struct HostContext {
 }
 
 fn host_context(model: &FileModel) -> HostContext {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return HostContext::default();
     }
-    let imports = hygiene::imports(model);
+    let imports = candidate::imports(model);
     HostContext {
-        modules: hygiene::torch_modules(model, &imports, "ModelNew"),
-        half: rules::kl106::task_is_half(model, &imports),
-        stores: !rules::kl104::self_stores(model).is_empty(),
+        modules: candidate::torch_modules(model, &imports, "ModelNew"),
+        half: candidate::task_is_half(model, &imports),
+        stores: !candidate::self_stores(model).is_empty(),
     }
 }
 
@@ -1380,16 +1379,16 @@ fn merged_launch_counts(units: &[Unit]) -> HashMap<String, usize> {
     out
 }
 
-/// The host rules' findings on `model` (but the rules in `skip`): with
+/// The host rules' findings on `model` (with `skip_per_node`, but those that answer per node): with
 /// `two_threads`, two threads take the rules one at a time as each finishes
 /// one, so that the costly ones (KL001, KL010) do not fall to one thread
 /// (the model is only read; the findings are sorted later, so the order
 /// they come in does not matter).
-fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool, skip: &[&str]) -> Vec<Diagnostic> {
-    host_rules_beside(model, settings, two_threads, skip, || ()).1
+fn host_rules(model: &FileModel, settings: &Settings, two_threads: bool, skip_per_node: bool) -> Vec<Diagnostic> {
+    host_rules_beside(model, settings, two_threads, skip_per_node, || ()).1
 }
 
-/// `here` on this thread, and the host rules (but those in `skip`) with
+/// `here` on this thread, and the host rules (with `skip_per_node`, but those that answer per node) with
 /// it: with `two_threads`, a second thread starts on the rules at once and
 /// this one joins in when `here` is done, each taking the next rule not yet
 /// started; otherwise this thread runs `here`, then the rules.
@@ -1397,12 +1396,12 @@ fn host_rules_beside<R>(
     model: &FileModel,
     settings: &Settings,
     two_threads: bool,
-    skip: &[&str],
+    skip_per_node: bool,
     here: impl FnOnce() -> R,
 ) -> (R, Vec<Diagnostic>) {
     let host: Vec<&rules::Rule> = rules::RULES
         .iter()
-        .filter(|r| is_host_rule(r) && settings.enabled(r.code) && !skip.contains(&r.code))
+        .filter(|r| r.reach == Reach::Host && settings.enabled(r.code) && !(skip_per_node && r.per_node.is_some()))
         .collect();
     let next = AtomicUsize::new(0);
     if !two_threads || host.is_empty() {
@@ -1434,18 +1433,18 @@ fn run_shared(model: &FileModel, settings: &Settings, list: &[&rules::Rule], nex
     out
 }
 
-/// The KL107 and KL108 findings in one statement: each depends on its node
-/// and the file's imports alone (in the order the whole-file rules give them).
+/// The findings in one statement of the rules that answer per node
+/// (`Rule::per_node`: KL107, KL108), enabled or not: each depends on its
+/// node and the file's imports alone.
 fn node_local_findings(src: &str, imports: &Imports, unit: Node) -> Vec<Diagnostic> {
-    let mut candidates = Vec::new();
-    crate::model::visit_nodes(unit, &mut |n| candidates.push(n));
-    let patches = kl107::patches_among(src, imports, candidates.iter().copied());
-    let mut found = kl108::node_findings(src, imports, candidates.iter().copied());
-    found.sort_by_key(|(r, _)| (r.start, r.end));
-    found.dedup();
-    let mut out: Vec<Diagnostic> = patches.into_iter().map(|(r, target)| kl107::diagnostic(r, &target)).collect();
-    out.extend(found.into_iter().map(|(r, why)| kl108::diagnostic(r, &why)));
-    out
+    let mut nodes = Vec::new();
+    crate::model::visit_nodes(unit, &mut |n| nodes.push(n));
+    rules::RULES.iter().filter_map(|r| r.per_node).flat_map(|per_node| per_node(src, imports, &nodes)).collect()
+}
+
+/// Whether the rule that reported `code` answers per node (`Rule::per_node`).
+fn is_node_local(code: &str) -> bool {
+    rules::by_code(code).is_some_and(|r| r.per_node.is_some())
 }
 
 /// Which statements an edit left as they were: those before and after the
@@ -1480,13 +1479,9 @@ fn match_units(prev: &Snapshot, nodes: &[Node], text: &str) -> (Vec<Option<usize
     (matched, old_to_new)
 }
 
-fn is_host_rule(rule: &rules::Rule) -> bool {
-    rules::reach(rule) == Reach::Host
-}
-
 /// Whether a host rule reported `d`.
 fn is_host_diag(d: &Diagnostic) -> bool {
-    rules::by_code(&d.code).is_some_and(is_host_rule)
+    rules::by_code(&d.code).is_some_and(|r| r.reach == Reach::Host)
 }
 
 /// Kernel name -> launch sites, for the kernel summaries.

@@ -5,8 +5,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{range_of, FileModel};
 
-use super::hygiene::{self, Imports};
-use super::Rule;
+use crate::model::candidate::{self, Imports};
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL107",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "assignments to `torch.cuda.Event`, `time.*`, `triton.testing.*` or the harness's names",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: Some(per_node),
 };
 
 const DOC: &str = r#"# KL107 timer-patch
@@ -59,10 +62,10 @@ fn patched(q: &str) -> bool {
 }
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
-    let imports = hygiene::imports(model);
+    let imports = candidate::imports(model);
     for (range, target) in patches(model, &imports) {
         out.push(diagnostic(range, &target));
     }
@@ -76,6 +79,11 @@ pub fn diagnostic(range: crate::text::TextRange, target: &str) -> Diagnostic {
             "this replaces `{target}`, which the benchmark measures with: the reported time would be whatever the patch says. Remove it"
         ),
     )
+}
+
+/// KL107's findings among `nodes`: each depends on its node and the file's imports alone.
+fn per_node(src: &str, imports: &Imports, nodes: &[tree_sitter::Node]) -> Vec<Diagnostic> {
+    patches_among(src, imports, nodes.iter().copied()).into_iter().map(|(r, target)| diagnostic(r, &target)).collect()
 }
 
 /// Every assignment or `setattr` that replaces a timing name: (where, the name).

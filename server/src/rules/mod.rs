@@ -8,8 +8,11 @@
 //! parse, never run user code, and never reach the checker that runs them
 //! (`server/tests/layers.rs`).
 
+use tree_sitter::Node;
+
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Fix, Related, Severity};
+use crate::model::candidate::Imports;
 use crate::model::FileModel;
 use crate::text::TextRange;
 
@@ -33,7 +36,6 @@ pub mod kl107;
 pub mod kl108;
 pub mod kl109;
 
-pub mod hygiene;
 
 /// Static description of a rule.
 #[derive(Debug, Clone, Copy)]
@@ -45,7 +47,17 @@ pub struct Rule {
     pub summary: &'static str,
     /// The full documentation (markdown), printed by `kernel-lsp rules CODE` and on hover.
     pub doc: &'static str,
+    /// What the rule reports on, which decides when the checker runs it.
+    pub reach: Reach,
+    /// A KernelBench hygiene rule (KL101-KL109): only a candidate (a
+    /// `ModelNew` file) gets it, and it reads the whole candidate.
+    pub hygiene: bool,
     pub check: fn(&FileModel, &Settings, &mut Vec<Diagnostic>),
+    /// For a rule each of whose findings depends on one node and the file's
+    /// imports alone (KL107, KL108): its findings among `nodes` (the nodes
+    /// of one statement), unsuppressed, whether the rule is enabled or not.
+    /// The checker asks it of a changed statement instead of the whole file.
+    pub per_node: Option<fn(&str, &Imports, &[Node]) -> Vec<Diagnostic>>,
 }
 
 impl Rule {
@@ -108,31 +120,21 @@ pub enum Reach {
     Kernel,
     /// Iterates host functions: depends on all host code, the kernel names and
     /// what `model::KernelHostView` holds of each kernel (KL001's state flow).
-    /// The hygiene rules ([`is_hygiene`]) also report on kernel names (KL103)
-    /// and read inside kernels (KL107, KL108), which `checker::incremental` checks.
+    /// The hygiene rules ([`Rule::hygiene`]) also report on kernel names (KL103)
+    /// and read inside kernels (KL107, KL108), which the checker checks.
     Host,
     /// Iterates `tl.*` attributes; reports on the attribute itself.
     TlAttr,
 }
 
-/// KL101-KL109: the rules a KernelBench candidate (a `ModelNew` file) gets.
+/// Whether the rule that reported `code` is a hygiene rule ([`Rule::hygiene`]).
 pub fn is_hygiene(code: &str) -> bool {
-    code.starts_with("KL1")
-}
-
-pub fn reach(rule: &Rule) -> Reach {
-    match rule.code {
-        "KL001" | "KL010" => Reach::Host,
-        // The hygiene rules read the whole candidate: `ModelNew`, its imports and what `forward` reaches.
-        c if is_hygiene(c) => Reach::Host,
-        "KL005" => Reach::TlAttr,
-        _ => Reach::Kernel,
-    }
+    by_code(code).is_some_and(|r| r.hygiene)
 }
 
 /// Runs the enabled rules of one reach, unsuppressed and unsorted.
 pub fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut Vec<Diagnostic>) {
-    for rule in RULES.iter().filter(|r| reach(r) == which && settings.enabled(r.code)) {
+    for rule in RULES.iter().filter(|r| r.reach == which && settings.enabled(r.code)) {
         (rule.check)(model, settings, out);
     }
 }
