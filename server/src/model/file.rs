@@ -66,7 +66,7 @@ pub struct HostStub {
     pub launch_candidates: bool,
     /// Calls inside it of the form `X.apply(...)`: the `X`s (`candidate::reachable`).
     pub apply_classes: Box<[String]>,
-    /// What its calls inside a loop may reach (as `checker::incremental`
+    /// What its calls inside a loop may reach (as `checker`
     /// names them: `helper`, `method`, `class:X`): the loops around a call
     /// multiply a callee's time-loop estimate.
     pub calls_in_loops_to: Box<[String]>,

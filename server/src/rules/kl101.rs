@@ -6,8 +6,8 @@ use crate::model::field;
 use crate::model::{inside, range_of, visit_nodes, FileModel};
 use crate::text::TextRange;
 
-use crate::model::candidate::{self, Imports};
 use super::{Reach, Rule};
+use crate::model::candidate::{self, Imports};
 
 pub const RULE: Rule = Rule {
     code: "KL101",

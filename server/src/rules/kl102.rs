@@ -5,8 +5,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, FileModel};
 
-use crate::model::candidate::{self, Imports};
 use super::{Reach, Rule};
+use crate::model::candidate::{self, Imports};
 
 pub const RULE: Rule = Rule {
     code: "KL102",

@@ -4,8 +4,8 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use crate::model::candidate;
 use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL103",

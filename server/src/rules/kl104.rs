@@ -1,12 +1,11 @@
 //! KL104 output-reused-across-calls.
 
-
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use crate::model::candidate;
 use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL104",
@@ -105,4 +104,3 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         }
     }
 }
-

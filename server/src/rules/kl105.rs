@@ -7,8 +7,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, FileModel};
 
-use crate::model::candidate;
 use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL105",

@@ -5,8 +5,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, FileModel};
 
-use crate::model::candidate::{self, Imports};
 use super::{Reach, Rule};
+use crate::model::candidate::{self, Imports};
 
 pub const RULE: Rule = Rule {
     code: "KL106",
@@ -54,7 +54,6 @@ def forward(self, x):
 Keep the task's precision at the boundary; inside a kernel, load fp32 and
 cast the `tl.dot` operands if you want tensor cores, accumulating in fp32.
 "#;
-
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     if !candidate::is_candidate(model) {
@@ -105,7 +104,6 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     }
 }
 
-
 fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> bool {
     let Some(args) = field!(call, "arguments") else { return false };
     let mut cursor = args.walk();
@@ -116,4 +114,3 @@ fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> boo
             && field!(k, "value").is_some_and(|v| candidate::mentions_half(v, imports, src))
     })
 }
-

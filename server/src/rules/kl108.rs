@@ -6,8 +6,8 @@ use crate::model::field;
 use crate::model::{range_of, FileModel};
 use crate::text::TextRange;
 
-use crate::model::candidate;
 use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL108",
