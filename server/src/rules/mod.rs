@@ -1,12 +1,18 @@
 //! The rule registry: one file per rule, each with its doc text (ruff's
 //! headings: what it does, why it is bad, example, use instead), code,
-//! kebab-case name and severity. `run_reach` applies the enabled rules of
-//! one reach to a file model; the checker (`crate::checker`) decides which
-//! reach runs when, applies suppressions and orders the result.
+//! kebab-case name, severity, reach (what it reports on, which decides when
+//! the checker runs it) and, for a rule whose findings each depend on one
+//! node, its per-node answer. `run_reach` applies the enabled rules of one
+//! reach to a file model; the checker (`crate::checker`) decides which reach
+//! runs when, applies suppressions and orders the result, and knows rules
+//! only through [`RULES`]. Adding a rule is its file, its fixture
+//! (`tests/fixtures/rules/`) and one line in [`RULES`]; docs/rules.md's
+//! tables and `check --help` are generated from the registry.
 //!
-//! Rules read the model's facts and build their fixes with `fix`; they never
-//! parse, never run user code, and never reach the checker that runs them
-//! (`server/tests/layers.rs`).
+//! Rules read the model's facts (what several rules, the checker or the
+//! rewrite gate ask lives in `model`, e.g. `model::candidate`, never in a
+//! rule) and build their fixes with `fix`; they never parse, never run user
+//! code, and never reach the checker that runs them (`server/tests/layers.rs`).
 
 use tree_sitter::Node;
 
@@ -35,7 +41,6 @@ pub mod kl106;
 pub mod kl107;
 pub mod kl108;
 pub mod kl109;
-
 
 /// Static description of a rule.
 #[derive(Debug, Clone, Copy)]
@@ -112,7 +117,27 @@ pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.code.eq_ignore_ascii_case(code) || r.name == code)
 }
 
-/// What a rule reports on, for the incremental analysis (`checker::incremental`).
+/// The first and last codes of the registry's rules, joined by `dash`: the
+/// mistakes (KL0xx), then the hygiene rules (`"KL001-KL010"`, `"KL101-KL109"`).
+pub fn code_ranges(dash: &str) -> [String; 2] {
+    [false, true].map(|hygiene| {
+        let codes: Vec<&str> = RULES.iter().filter(|r| r.hygiene == hygiene).map(|r| r.code).collect();
+        format!("{}{dash}{}", codes.first().unwrap_or(&""), codes.last().unwrap_or(&""))
+    })
+}
+
+/// The Markdown table of the mistakes (KL0xx) or of the hygiene rules, one
+/// row per rule from its file (code, name, severity, summary): the tables of
+/// docs/rules.md, kept equal by `tests/tests/docs_defaults.rs`.
+pub fn markdown_table(hygiene: bool) -> String {
+    let mut out = String::from("| code | name | severity | what |\n|---|---|---|---|\n");
+    for r in RULES.iter().filter(|r| r.hygiene == hygiene) {
+        out.push_str(&format!("| {} | {} | {} | {} |\n", r.code, r.name, r.severity.as_str(), r.summary));
+    }
+    out
+}
+
+/// What a rule reports on, for the incremental analysis (`checker`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
     /// Iterates `FileModel::checked_kernels`; each diagnostic depends on its kernel,
