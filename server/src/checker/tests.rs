@@ -12,7 +12,7 @@ use super::matching::has_import_keyword;
 use super::{analyze, check, CheckResult, Path, Snapshot};
 use crate::config::Settings;
 use crate::model::parse;
-use crate::text::LineIndex;
+use crate::text::{changed_span, LineIndex};
 use crate::xorshift::Rng;
 
 #[test]
@@ -253,22 +253,6 @@ impl Doc {
     }
 }
 
-/// Where a whole-text change differs: (start, old end, new end), on character
-/// boundaries (as a document diffs such a change into one edit).
-fn changed_span(old: &str, new: &str) -> (usize, usize, usize) {
-    let (a, b) = (old.as_bytes(), new.as_bytes());
-    let mut start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    while !(old.is_char_boundary(start) && new.is_char_boundary(start)) {
-        start -= 1;
-    }
-    let max_suffix = (a.len() - start).min(b.len() - start);
-    let mut suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
-    while !(old.is_char_boundary(a.len() - suffix) && new.is_char_boundary(b.len() - suffix)) {
-        suffix -= 1;
-    }
-    (start, a.len() - suffix, b.len() - suffix)
-}
-
 fn char_boundary(text: &str, mut offset: usize) -> usize {
     while !text.is_char_boundary(offset) {
         offset -= 1;
@@ -276,7 +260,7 @@ fn char_boundary(text: &str, mut offset: usize) -> usize {
     offset
 }
 
-const FIXTURE: &str = r#"import triton
+pub(crate) const FIXTURE: &str = r#"import triton
 import triton.language as tl
 
 # ümlauts and 𝄞 so that UTF-16 and UTF-8 columns differ

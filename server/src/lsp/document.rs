@@ -19,7 +19,7 @@ use crate::checker::CheckResult;
 use crate::checker::{self, Snapshot};
 use crate::config::Settings;
 use crate::model;
-use crate::text::{LineIndex, TextRange};
+use crate::text::{changed_span, LineIndex, TextRange};
 
 use super::convert::Encoding;
 
@@ -289,23 +289,6 @@ fn apply_ranged(
     warning
 }
 
-/// The bytes `old[start..old_end]` that became `new[start..new_end]`: what is
-/// left between the longest common prefix and the longest common suffix that
-/// does not overlap it, on character boundaries of both texts.
-fn changed_span(old: &str, new: &str) -> (usize, usize, usize) {
-    let (a, b) = (old.as_bytes(), new.as_bytes());
-    let mut start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    while !(old.is_char_boundary(start) && new.is_char_boundary(start)) {
-        start -= 1;
-    }
-    let max_suffix = (a.len() - start).min(b.len() - start);
-    let mut suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
-    while !(old.is_char_boundary(a.len() - suffix) && new.is_char_boundary(b.len() - suffix)) {
-        suffix -= 1;
-    }
-    (start, a.len() - suffix, b.len() - suffix)
-}
-
 /// Replaces the bytes `start..end` of `text` with `new_text`, keeping the line
 /// index and (when kept) the tree in step.
 fn apply_bytes(
@@ -363,30 +346,8 @@ fn point_of(index: &LineIndex, byte: usize) -> Point {
 mod tests {
     use super::*;
     use crate::checker;
-    use crate::checker::tests::LINKED;
+    use crate::checker::tests::{FIXTURE, LINKED};
     use crate::xorshift::Rng;
-
-    const FIXTURE: &str = r#"import triton
-import triton.language as tl
-
-# ümlauts and 𝄞 so that UTF-16 and UTF-8 columns differ
-@triton.jit
-def act(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs, mask=offs < n)  # é
-    tl.store(y_ptr + offs, tl.tanh(x), mask=offs < n)
-
-
-@triton.jit
-def bad(x_ptr, H):
-    offs = tl.arange(0, H)
-    tl.store(x_ptr + offs, tl.sigmoid(offs))
-
-
-def launch(x, y):
-    for t in range(16):
-        act[(4,)](x, y, x.numel(), BLOCK=128)
-"#;
 
     thread_local! {
         /// Which analyses panic on this thread: 1 the incremental ones, 2 all.
