@@ -72,7 +72,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 }
 
 /// The diagnostic for a patch of `target` at `range`.
-pub fn diagnostic(range: crate::text::TextRange, target: &str) -> Diagnostic {
+fn diagnostic(range: crate::text::TextRange, target: &str) -> Diagnostic {
     RULE.diagnostic(
         range,
         format!(
@@ -87,7 +87,7 @@ fn per_node(src: &str, imports: &Imports, nodes: &[tree_sitter::Node]) -> Vec<Di
 }
 
 /// Every assignment or `setattr` that replaces a timing name: (where, the name).
-pub fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRange, String)> {
+fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRange, String)> {
     // Assignments and calls in document order, as one walk of the tree meets them.
     let nodes = model.nodes();
     let mut candidates: Vec<tree_sitter::Node> = nodes.assignments.iter().chain(&nodes.calls).copied().collect();
@@ -98,7 +98,7 @@ pub fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRa
 /// [`patches`] among some nodes only (the others are skipped): what one
 /// statement holds, for the incremental analysis. A finding depends on its
 /// node and the file's imports alone.
-pub fn patches_among<'a>(
+fn patches_among<'a>(
     src: &str,
     imports: &Imports,
     candidates: impl IntoIterator<Item = tree_sitter::Node<'a>>,

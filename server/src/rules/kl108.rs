@@ -186,7 +186,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 }
 
 /// The diagnostic for a finding (`why`) at `range`.
-pub fn diagnostic(range: TextRange, why: &str) -> Diagnostic {
+fn diagnostic(range: TextRange, why: &str) -> Diagnostic {
     RULE.diagnostic(range, format!("{why}: verifying this file would run it with your rights"))
 }
 
@@ -245,7 +245,7 @@ fn per_node(src: &str, imports: &candidate::Imports, nodes: &[tree_sitter::Node]
 /// The findings of [`findings`] on some calls, attributes and identifiers
 /// (other nodes are skipped), not sorted: each depends on its node and the
 /// file's imports alone, so the incremental analysis asks it of one statement.
-pub fn node_findings<'a>(
+fn node_findings<'a>(
     src: &str,
     imports: &candidate::Imports,
     candidates: impl IntoIterator<Item = tree_sitter::Node<'a>>,

@@ -153,12 +153,12 @@ pub enum Reach {
 }
 
 /// Whether the rule that reported `code` is a hygiene rule ([`Rule::hygiene`]).
-pub fn is_hygiene(code: &str) -> bool {
+pub(crate) fn is_hygiene(code: &str) -> bool {
     by_code(code).is_some_and(|r| r.hygiene)
 }
 
 /// Runs the enabled rules of one reach, unsuppressed and unsorted.
-pub fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut Vec<Diagnostic>) {
+pub(crate) fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut Vec<Diagnostic>) {
     for rule in RULES.iter().filter(|r| r.reach == which && settings.enabled(r.code)) {
         (rule.check)(model, settings, out);
     }
@@ -166,7 +166,7 @@ pub fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut
 
 /// Sorts diagnostics by position (then code, end, and the rest, so that the
 /// order never depends on the order the rules ran in) and drops duplicates.
-pub fn finish(out: &mut Vec<Diagnostic>) {
+pub(crate) fn finish(out: &mut Vec<Diagnostic>) {
     out.sort_by(|a, b| {
         (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)).then_with(|| a.cmp(b))
     });
