@@ -1,6 +1,6 @@
 //! Command-line front end. Only this module and `main` use `anyhow`.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(name = "kernel-lsp", version, about = "Language server and checker for Triton GPU kernels")]
@@ -25,7 +25,7 @@ struct ServeArgs {
 enum Command {
     /// Speak the Language Server Protocol on stdin/stdout.
     Serve(ServeArgs),
-    /// Check files or directories for the KL001-KL010 mistakes and the KL101-KL109 KernelBench hygiene rules.
+    /// Check files or directories (the rules: see `check_about`).
     Check(crate::check_cmd::CheckArgs),
     /// List the rules, or explain one (`kernel-lsp rules KL001`).
     Rules {
@@ -39,8 +39,15 @@ enum Command {
     Timeline(kernel_lsp::llm::cli::TimelineArgs),
 }
 
+/// `check`'s one line of help, with the rule ranges read from the registry.
+fn check_about() -> String {
+    let [mistakes, hygiene] = kernel_lsp::rules::code_ranges("-");
+    format!("Check files or directories for the {mistakes} mistakes and the {hygiene} KernelBench hygiene rules")
+}
+
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let command = Cli::command().mut_subcommand("check", |c| c.about(check_about()));
+    let cli = match command.try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();

@@ -19,6 +19,8 @@ pub mod lsp;
 pub mod model;
 pub mod rules;
 pub mod text;
+#[cfg(test)]
+mod xorshift;
 
 pub use checker::{check, CheckResult, KernelSummary};
 pub use config::Settings;

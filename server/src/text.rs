@@ -148,6 +148,23 @@ pub fn group(v: i64) -> String {
     }
 }
 
+/// The bytes `old[start..old_end]` that became `new[start..new_end]`: what is
+/// left between the longest common prefix and the longest common suffix that
+/// does not overlap it, on character boundaries of both texts.
+pub fn changed_span(old: &str, new: &str) -> (usize, usize, usize) {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let mut start = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    while !(old.is_char_boundary(start) && new.is_char_boundary(start)) {
+        start -= 1;
+    }
+    let max_suffix = (a.len() - start).min(b.len() - start);
+    let mut suffix = a.iter().rev().zip(b.iter().rev()).take(max_suffix).take_while(|(x, y)| x == y).count();
+    while !(old.is_char_boundary(a.len() - suffix) && new.is_char_boundary(b.len() - suffix)) {
+        suffix -= 1;
+    }
+    (start, a.len() - suffix, b.len() - suffix)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

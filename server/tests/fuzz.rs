@@ -7,24 +7,9 @@ use kernel_lsp::checker::check_text;
 use kernel_lsp::config::Settings;
 use kernel_lsp::diagnostic::apply_edits;
 
-/// xorshift64*: deterministic, so a failure names the seed that reproduces it.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
+#[path = "../src/xorshift.rs"]
+mod xorshift;
+use xorshift::Rng;
 
 const SNIPPETS: &[&str] = &[
     "(",

@@ -3,7 +3,8 @@
 //! model knows nothing of rules, fixes or the checker; fixes read the model
 //! but not the rules; rules read the model and build fixes, never run the
 //! checker. Comments, string literals and `#[cfg(test)]` items are not edges
-//! (a test may check a fix with the whole checker).
+//! (a test may check a fix with the whole checker). The checker names no
+//! rule module at all, tests included: it reaches rules through the registry.
 
 use std::path::{Path, PathBuf};
 
@@ -226,7 +227,8 @@ fn dependencies_point_down_the_layers() {
     for (layer, allowed) in LAYERS {
         let files = files_of(layer);
         assert!(!files.is_empty(), "no source for `{layer}`");
-        for path in files {
+        // A `tests.rs` is a `#[cfg(test)] mod tests;`: test code, like a `#[cfg(test)]` item.
+        for path in files.into_iter().filter(|p| !p.ends_with("tests.rs")) {
             let src = std::fs::read_to_string(&path).expect("a source file");
             let code = without_tests(&code_only(&src));
             let shown = path.strip_prefix(src_dir()).unwrap_or(&path).display().to_string();
@@ -268,4 +270,43 @@ fn the_scan_sees_paths_in_code_only() {
                       fn f() { let d = \"}\"; if x { crate::rules::a() } }\n}\nfn g() {\n    crate::rules::b();\n}\n";
     let found = crate_modules(&without_tests(&code_only(with_tests)));
     assert_eq!(found, [("rules".to_string(), 9)]);
+}
+
+/// The identifiers of the form `klNNN` (a rule's module) in `code`, with their lines.
+fn rule_modules(code: &str) -> Vec<(String, usize)> {
+    let b = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("kl").map(|p| p + from) {
+        from = at + 2;
+        let end = (at + 2..b.len()).find(|&i| !ident(b[i])).unwrap_or(b.len());
+        let digits = &code[at + 2..end];
+        if (at == 0 || !ident(b[at - 1])) && digits.len() == 3 && digits.bytes().all(|c| c.is_ascii_digit()) {
+            out.push((code[at..end].to_string(), code[..at].matches('\n').count() + 1));
+        }
+    }
+    out
+}
+
+/// The checker reaches rules only through the registry (`rules::RULES`: a
+/// rule's reach, its per-node answer), never by naming a rule's module: a
+/// new rule is one registry line. Test code counts too.
+#[test]
+fn the_checker_names_no_rule_module() {
+    let mut named = Vec::new();
+    for path in files_of("checker") {
+        let src = std::fs::read_to_string(&path).expect("a source file");
+        let shown = path.strip_prefix(src_dir()).unwrap_or(&path).display().to_string();
+        for (module, line) in rule_modules(&code_only(&src)) {
+            named.push(format!("{shown}:{line}: `{module}` (reach rules through `rules::RULES`)"));
+        }
+    }
+    assert!(named.is_empty(), "the checker names rule modules:\n{}", named.join("\n"));
+    let found = |src: &str| rule_modules(&code_only(src)).into_iter().map(|(m, _)| m).collect::<Vec<_>>();
+    assert_eq!(
+        found("use crate::rules::{self, kl107};\n#[cfg(test)]\nuse crate::rules::kl108::x;"),
+        ["kl107", "kl108"]
+    );
+    assert!(found("// kl001\nlet s = \"kl002\"; let kl0010 = 1; fn skl003() {}").is_empty());
 }

@@ -63,6 +63,8 @@ pub struct Generated {
     /// 0-based lines of host code: `out = torch.empty_like(h)` in each
     /// launching helper and the `h = run_cell_K(...)` lines of `forward`.
     pub host_lines: Vec<usize>,
+    /// 0-based lines of `forward`'s body: every `h = run_cell_K(...)`.
+    pub forward_lines: Vec<usize>,
 }
 
 /// How big a generated file is: at least this many lines, or bytes.
@@ -91,6 +93,7 @@ pub fn generate_sized(size: Size) -> Generated {
     let mut line_count = newlines(&text);
     let mut kernel_lines = Vec::new();
     let mut host_lines = Vec::new();
+    let mut forward_lines = Vec::new();
     let mut i = 0;
     while more_blocks(&text, line_count, i) {
         let b = block(i);
@@ -109,6 +112,7 @@ pub fn generate_sized(size: Size) -> Generated {
         if k % 2 == 0 {
             host_lines.push(line_count);
         }
+        forward_lines.push(line_count);
         text.push_str(&format!("        h = run_cell_{k}(x, h, w, 16)\n"));
         line_count += 1;
     }
@@ -123,7 +127,7 @@ pub fn generate_sized(size: Size) -> Generated {
         line_count += 1;
     }
     host_lines.sort_unstable();
-    Generated { text, kernel_lines, host_lines }
+    Generated { text, kernel_lines, host_lines, forward_lines }
 }
 
 /// Every piece of generated text ends in a newline, so its line count (as

@@ -1,6 +1,8 @@
 //! The documentation quotes the binary: docs/configuration.md's "every key"
-//! block is the defaults (read back through the real config loader), every
-//! rule of the registry is in docs/rules.md, README.md and `check --help`.
+//! block is the defaults (read back through the real config loader); the
+//! rule tables of docs/rules.md, README.md's rule ranges and `check --help`
+//! are generated from the rule files (the registry), and fail here when
+//! stale. `KL_UPDATE_DOCS=1` writes the generated parts instead of failing.
 
 mod common;
 
@@ -44,6 +46,56 @@ fn the_every_key_block_is_the_defaults() {
         }
     }
     assert!(missing.is_empty(), "keys the block does not show: {missing:?}");
+}
+
+/// Replaces what lies between the line holding `begin` and the next
+/// `<!-- end rules table -->` line with `table`.
+fn with_table(doc: &str, begin: &str, table: &str) -> String {
+    let start = doc.find(begin).unwrap_or_else(|| panic!("no `{begin}` marker"));
+    let body = start + doc[start..].find('\n').expect("a line") + 1;
+    let end = body + doc[body..].find("<!-- end rules table -->").expect("an end marker");
+    format!("{}{table}{}", &doc[..body], &doc[end..])
+}
+
+/// `path` as it should be; with `KL_UPDATE_DOCS=1` it is written so, else a stale one fails.
+fn generated(path: &Path, expected: &str, current: &str) {
+    if current == expected {
+        return;
+    }
+    if std::env::var_os("KL_UPDATE_DOCS").is_some() {
+        std::fs::write(path, expected).unwrap();
+        return;
+    }
+    let diff = similar::TextDiff::from_lines(current, expected).unified_diff().to_string();
+    panic!(
+        "{} is stale (KL_UPDATE_DOCS=1 cargo test -p kernel-lsp-tests --test docs_defaults):\n{diff}",
+        path.display()
+    );
+}
+
+#[test]
+fn the_rule_lists_are_generated_from_the_rule_files() {
+    let path = repo().join("docs/rules.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let mut expected = doc.clone();
+    for (hygiene, which) in [(false, "mistakes"), (true, "hygiene")] {
+        let table = kernel_lsp::rules::markdown_table(hygiene);
+        expected = with_table(&expected, &format!("<!-- begin rules table: {which} "), &table);
+    }
+    generated(&path, &expected, &doc);
+
+    let path = repo().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let [mistakes, hygiene] = kernel_lsp::rules::code_ranges("–");
+    let at = readme.find("| the rules KL").expect("README.md's rules row");
+    let end = at + readme[at..].find(", KL900").expect("the rules row names KL900 after the ranges");
+    let expected = format!("{}| the rules {mistakes} and {hygiene}{}", &readme[..at], &readme[end..]);
+    generated(&path, &expected, &readme);
+
+    let help = std::process::Command::new(common::server_binary()).args(["check", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let [mistakes, hygiene] = kernel_lsp::rules::code_ranges("-");
+    assert!(help.contains(&format!("the {mistakes} mistakes and the {hygiene} KernelBench")), "{help}");
 }
 
 #[test]

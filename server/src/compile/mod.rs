@@ -257,7 +257,7 @@ fn cache_key(request: &Value, triton: &str) -> String {
         o.remove("filename");
     }
     let text = json!({"schema": CACHE_SCHEMA, "triton": triton, "request": r}).to_string();
-    crate::bench::sha256::hex(&crate::bench::sha256::digest(text.as_bytes()))
+    crate::bench::sha256::hex(text.as_bytes())
 }
 
 /// Resources of one compiled variant, as `check --compile` reports them.

@@ -38,8 +38,39 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
     let axis = next_axis(k, src);
     let tl = model.tl_aliases.first().map(String::as_str).unwrap_or("tl");
     let mut edits = Vec::new();
+    run_once(model, k, l, axis, tl, &mut edits)?;
+    let needs_barrier = barrier(model, k, l, axis, tl, &mut edits)?;
+    relaunch(model, k, stop, step, needs_barrier, &mut edits)?;
+    let retiled = retile(model, k, l, step, &mut edits);
+    edits.sort_by_key(|e| (e.range.start, e.range.end));
+    if edits.windows(2).any(|w| w[0].range.end > w[1].range.start) {
+        return None;
+    }
+    let mut title = if needs_barrier {
+        format!("Spread `{var}` over grid axis {axis}, with a grid-wide barrier between steps")
+    } else {
+        format!("Spread `{var}` over grid axis {axis}")
+    };
+    if !retiled.is_empty() {
+        title.push_str(&format!(" ({})", retiled.join(", ")));
+    }
+    Some(Fix { title, applicability: Applicability::NeedsReview, edits })
+}
 
-    // 1. The loop runs once, for this program's tile.
+/// 1. The loop runs once, for this program's tile.
+fn run_once<'a>(
+    model: &FileModel<'a>,
+    k: &Kernel<'a>,
+    l: usize,
+    axis: u32,
+    tl: &str,
+    edits: &mut Vec<Edit>,
+) -> Option<()> {
+    let src = model.src;
+    let lp = &k.loops[l];
+    let var = lp.var.as_deref()?;
+    let stop = model.text(lp.stop?).trim();
+    let step = model.text(lp.step?).trim();
     let indent = indent_of(src, lp.node.start_byte());
     match lp.kind {
         LoopKind::While => {
@@ -69,7 +100,20 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
         }
     }
 
-    // 2. A time loop around it that carries state: barrier between steps.
+    Some(())
+}
+
+/// 2. A time loop around the tile loop that carries state: a barrier
+/// between steps. `Some(true)` when one is added; `None` when it cannot be.
+fn barrier<'a>(
+    model: &FileModel<'a>,
+    k: &Kernel<'a>,
+    l: usize,
+    axis: u32,
+    tl: &str,
+    edits: &mut Vec<Edit>,
+) -> Option<bool> {
+    let src = model.src;
     let time_loop = k.time_loops(model).into_iter().find(|&t| loop_within(&k.loops, l, t));
     let mut needs_barrier = false;
     if let Some(t) = time_loop {
@@ -122,7 +166,19 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
         });
     }
 
-    // 3. Every launch: the grid gains the axis; with a barrier, the counter and the residency guard.
+    Some(needs_barrier)
+}
+
+/// 3. Every launch: the grid gains the axis; with a barrier, the counter and the residency guard.
+fn relaunch(
+    model: &FileModel,
+    k: &Kernel,
+    stop: &str,
+    step: &str,
+    needs_barrier: bool,
+    edits: &mut Vec<Edit>,
+) -> Option<()> {
+    let src = model.src;
     let stop_index = k.params.iter().position(|p| p.name == stop);
     let positional_params = k.params.iter().filter(|p| !p.constexpr).count();
     let launches: Vec<_> = model.launches.iter().filter(|x| x.kernel == k.name).collect();
@@ -176,11 +232,16 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
             edits.push(Edit { range: TextRange::new(stmt.start_byte(), stmt.start_byte()), new_text: text });
         }
     }
-    // 4. Tile sizes for the new shape of the work (measured on an H100 with the
-    // seeds' nested GRU, 0.47x before: 64 x 32 tiles gave 3.4x, 32 x 128 gave
-    // 6.6x): more, narrower output tiles spread the dimension over more
-    // programs, and a deeper reduction tile cuts the dependent steps each
-    // program walks. Only literal sizes are changed; masks cover the rest.
+    Some(())
+}
+
+/// 4. Tile sizes for the new shape of the work (measured on an H100 with the
+/// seeds' nested GRU, 0.47x before: 64 x 32 tiles gave 3.4x, 32 x 128 gave
+/// 6.6x): more, narrower output tiles spread the dimension over more
+/// programs, and a deeper reduction tile cuts the dependent steps each
+/// program walks. Only literal sizes are changed; masks cover the rest.
+/// Returns the tile sizes changed, as `NAME OLD → NEW`.
+fn retile<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize, step: &str, edits: &mut Vec<Edit>) -> Vec<String> {
     let reduction_step = k
         .loops
         .iter()
@@ -209,19 +270,7 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
             }
         }
     }
-    edits.sort_by_key(|e| (e.range.start, e.range.end));
-    if edits.windows(2).any(|w| w[0].range.end > w[1].range.start) {
-        return None;
-    }
-    let mut title = if needs_barrier {
-        format!("Spread `{var}` over grid axis {axis}, with a grid-wide barrier between steps")
-    } else {
-        format!("Spread `{var}` over grid axis {axis}")
-    };
-    if !retiled.is_empty() {
-        title.push_str(&format!(" ({})", retiled.join(", ")));
-    }
-    Some(Fix { title, applicability: Applicability::NeedsReview, edits })
+    retiled
 }
 
 fn next_axis(k: &Kernel, src: &str) -> u32 {

@@ -118,13 +118,40 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
         });
     }
 
-    // Verify: each top-level statement the edits touch (the kernel's, and
-    // those of its launches) parses on its own once edited, and every arange
-    // that had the runtime bound now has the constexpr one. Statement by
-    // statement, not the whole file: what the fix is then depends on the
-    // kernel and its launch sites alone (a syntax error elsewhere does not
-    // take it away, and the incremental analysis may keep it while that
-    // code changes), and a large file is not parsed again for each fix.
+    verify(model, k, &launches, &edits, &block, padded.len())?;
+    let values: Vec<&str> = launches
+        .iter()
+        .filter_map(|l| l.args.get(index).copied().or_else(|| l.kwarg(param)))
+        .map(|v| model.text(v))
+        .collect();
+    let value = if values.windows(2).all(|w| w[0] == w[1]) { values[0] } else { "..." };
+    Some(Fix {
+        title: format!(
+            "Pad to `{block}: {tl}.constexpr` = `{triton}.next_power_of_2({value})` and mask {} {}",
+            accesses.len(),
+            if accesses.len() == 1 { "access" } else { "loads and stores" }
+        ),
+        applicability: Applicability::NeedsReview,
+        edits,
+    })
+}
+
+/// Verifies the fix: each top-level statement the edits touch (the kernel's, and
+/// those of its launches) parses on its own once edited, and every arange
+/// that had the runtime bound now has the constexpr one. Statement by
+/// statement, not the whole file: what the fix is then depends on the
+/// kernel and its launch sites alone (a syntax error elsewhere does not
+/// take it away, and the incremental analysis may keep it while that
+/// code changes), and a large file is not parsed again for each fix.
+fn verify(
+    model: &FileModel,
+    k: &Kernel,
+    launches: &[&crate::model::Launch],
+    edits: &[Edit],
+    block: &str,
+    padded: usize,
+) -> Option<()> {
+    let src = model.src;
     let root = model.tree.root_node();
     let mut statements: Vec<Node> = Vec::new();
     for n in std::iter::once(k.node).chain(launches.iter().map(|l| l.node)) {
@@ -160,27 +187,12 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
     let (fixed, tree) = kernel_fixed?;
     let after = FileModel::build(&fixed, &tree);
     let nk = after.kernels.iter().find(|x| x.name == k.name)?;
-    if !nk.is_constexpr(&block)
-        || nk.tl_calls("arange").filter(|c| c.arg(1, "end").is_some_and(|e| after.text(e) == block)).count()
-            != padded.len()
+    if !nk.is_constexpr(block)
+        || nk.tl_calls("arange").filter(|c| c.arg(1, "end").is_some_and(|e| after.text(e) == block)).count() != padded
     {
         return None;
     }
-    let values: Vec<&str> = launches
-        .iter()
-        .filter_map(|l| l.args.get(index).copied().or_else(|| l.kwarg(param)))
-        .map(|v| model.text(v))
-        .collect();
-    let value = if values.windows(2).all(|w| w[0] == w[1]) { values[0] } else { "..." };
-    Some(Fix {
-        title: format!(
-            "Pad to `{block}: {tl}.constexpr` = `{triton}.next_power_of_2({value})` and mask {} {}",
-            accesses.len(),
-            if accesses.len() == 1 { "access" } else { "loads and stores" }
-        ),
-        applicability: Applicability::NeedsReview,
-        edits,
-    })
+    Some(())
 }
 
 /// The masks (`var < bound`, joined to a mask already there) and the chosen

@@ -35,7 +35,7 @@ pub fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
     let settings = Settings::default();
     let mut diagnostics = Vec::new();
     let reference_task = reference
-        .filter(|_| rules::hygiene::method(&model, "Model", "forward").is_none())
+        .filter(|_| crate::model::candidate::method(&model, "Model", "forward").is_none())
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|r| {
             let tree = parse(&r, None);

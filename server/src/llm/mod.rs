@@ -160,6 +160,20 @@ pub enum CandidateStatus {
     LlmError,
 }
 
+impl CandidateStatus {
+    /// The status as one word, as `--format json` writes it (`llm-error`).
+    pub fn word(self) -> &'static str {
+        match self {
+            CandidateStatus::Winner => "winner",
+            CandidateStatus::Correct => "correct",
+            CandidateStatus::Slower => "slower",
+            CandidateStatus::Rejected => "rejected",
+            CandidateStatus::Failed => "failed",
+            CandidateStatus::LlmError => "llm-error",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CandidateOutcome {
     /// 1-based.

@@ -10,7 +10,7 @@ use tower_lsp_server::ls_types::{
     TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 
-use crate::llm::{Action, CandidateStatus, RewriteOutcome, StageEvent};
+use crate::llm::{Action, RewriteOutcome, StageEvent};
 use crate::text::LineIndex;
 
 use super::convert::{self, Encoding};
@@ -95,17 +95,6 @@ pub fn stage_message(ev: &StageEvent) -> String {
     s
 }
 
-fn status_word(s: CandidateStatus) -> &'static str {
-    match s {
-        CandidateStatus::Winner => "winner",
-        CandidateStatus::Correct => "correct",
-        CandidateStatus::Slower => "slower",
-        CandidateStatus::Rejected => "rejected",
-        CandidateStatus::Failed => "failed",
-        CandidateStatus::LlmError => "llm-error",
-    }
-}
-
 /// One line per candidate: "candidate 1: rejected after 2 answers — KL001 ...".
 pub fn candidates_summary(outcome: &RewriteOutcome) -> String {
     outcome
@@ -115,7 +104,7 @@ pub fn candidates_summary(outcome: &RewriteOutcome) -> String {
             let mut line = format!(
                 "candidate {}: {} after {} answer{}",
                 c.index,
-                status_word(c.status),
+                c.status.word(),
                 c.attempts,
                 if c.attempts == 1 { "" } else { "s" }
             );

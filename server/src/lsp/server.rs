@@ -1,13 +1,18 @@
-//! The `LanguageServer` implementation.
+//! The `LanguageServer` implementation: this file holds the server's state
+//! and what the handlers share; each request or notification handler is one
+//! file under `server/` (`did_change.rs`, `hover.rs`, ...), a method of
+//! `Server` that the trait method below calls. A new handler is a new file.
 //!
 //! Two kinds of handlers, as in ruff's server: those that change state
 //! (`didOpen`, `didChange`, `didClose`, configuration, workspace folders) take
 //! the state lock before their first `.await` and so apply in the order the
 //! client sent them; those that read (hover, code actions, lenses, pull
 //! diagnostics) take the lock briefly and answer from the document's last
-//! analysis. Slow work (benchmarks) runs as a spawned task that reports
-//! through `$/progress` and stops when cancelled. Diagnostics are pushed by a
-//! single publisher task, in the order documents changed.
+//! analysis, awaiting (`Server::analyzed`) the analysis of the current text
+//! when it has not landed yet. Slow work (benchmarks, rewrites) runs as a
+//! spawned task under one progress-and-cancel helper (`with_progress`) that
+//! reports through `$/progress` and stops it when cancelled. Diagnostics are
+//! pushed by a single publisher task, in the order documents changed.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -36,6 +41,24 @@ use super::hover;
 use super::lens;
 use super::rewrite;
 use super::state::{file_path, BenchState, ClientCaps, Publish, State};
+
+mod benchmark;
+mod code_action;
+mod code_lens;
+mod completion;
+mod diagnostic;
+mod did_change;
+mod did_change_configuration;
+mod did_change_workspace_folders;
+mod did_close;
+mod did_open;
+mod execute_command;
+mod fix_all;
+mod hover_request;
+mod initialize;
+mod initialized;
+mod inlay_hint;
+mod rewrite_command;
 
 pub const COMMANDS: &[&str] = &[
     "kernel-lsp.benchmark",
@@ -315,178 +338,72 @@ impl Server {
         }
     }
 
-    async fn benchmark(&self, args: &[Value], token: Option<ProgressToken>) -> Result<Option<Value>> {
-        let uri = arg_uri(args, 0)?;
-        let path = file_path(&uri).ok_or_else(|| invalid_params("benchmark needs a file: URI"))?;
-        let (settings, reference, caps) = {
-            let mut st = self.state();
-            let (settings, reference) = match st.docs.get(&uri) {
-                Some(doc) => (doc.settings.clone(), doc.result.reference.clone()),
-                None => (st.settings_for(&uri).0, None),
-            };
-            let caps = st.caps;
-            let entry = st.bench.entry(uri.clone()).or_default();
-            if entry.running {
-                return Err(Error {
-                    code: REQUEST_FAILED,
-                    message: "a benchmark of this file is already running".into(),
-                    data: None,
-                });
-            }
-            entry.running = true;
-            (settings, reference, caps)
-        };
-        let token = self.progress_token(token, caps, "benchmark").await;
-        let key = token.as_ref().map(token_key).unwrap_or_else(|| format!("untracked/{}", uri.as_str()));
-        let reference = reference.map(|r| path.parent().map(|d| d.join(&r)).unwrap_or_else(|| r.into()));
-        let request = BenchRequest {
-            candidate: path.clone(),
-            reference,
-            settings: (*settings).clone(),
-            python: None,
-            overrides: Vec::new(),
-            cpu: args.get(1).and_then(|o| o.get("cpu")).and_then(Value::as_bool).unwrap_or(false),
-            reduced: args.get(1).and_then(|o| o.get("reduced")).and_then(Value::as_bool).unwrap_or(false),
-            full_size: args.get(1).and_then(|o| o.get("full_size")).and_then(Value::as_bool).unwrap_or(false),
-            timeout: None,
-            record_history: true,
-            origin: None,
-            sandbox: None,
-        };
-        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<String>();
-        let task = tokio::spawn(bench::run(request, move |m| {
-            let _ = progress_tx.send(m);
-        }));
-        // Dropping this guard (the request was cancelled with `$/cancelRequest`, or
-        // finished) stops the run and marks it no longer running.
-        let guard = RunGuard {
+    /// The progress-and-cancel of a long run (a benchmark, a rewrite): the
+    /// spawned `task` is registered under the client's progress token (or one
+    /// made for it) so that the cancel button and `$/cancelRequest` stop it,
+    /// its messages are relayed as progress until it ends, and the progress
+    /// ends with `done`'s title of the result, the error, or "cancelled".
+    /// However it ends (the request dropped included), the task is aborted
+    /// and `run.on_drop` marks the document's run finished.
+    async fn with_progress<T, E: std::fmt::Display>(
+        &self,
+        run: Run<'_>,
+        task: tokio::task::JoinHandle<std::result::Result<T, E>>,
+        mut messages: mpsc::UnboundedReceiver<String>,
+        done: impl Fn(&T) -> String,
+    ) -> std::result::Result<std::result::Result<T, E>, tokio::task::JoinError> {
+        let mut guard = RunGuard {
             state: self.state.clone(),
-            uri: uri.clone(),
-            key: key.clone(),
+            uri: run.uri.clone(),
+            key: format!("untracked-{}/{}", run.what, run.uri.as_str()),
             handle: task.abort_handle(),
-            on_drop: |st, uri| {
-                if let Some(b) = st.bench.get_mut(uri) {
-                    b.running = false;
-                }
-            },
+            on_drop: run.on_drop,
         };
-        self.state().runs.insert(key, task.abort_handle());
-        self.views_changed(caps);
-
+        let token = self.progress_token(run.token, run.caps, run.what).await;
+        if let Some(t) = &token {
+            guard.key = token_key(t);
+        }
+        self.state().runs.insert(guard.key.clone(), task.abort_handle());
+        if run.shown_in_views {
+            self.views_changed(run.caps);
+        }
         let progress = match token {
-            Some(t) => Some(
-                self.client
-                    .progress(t, "Benchmark vs reference")
-                    .with_message(path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
-                    .with_cancel_button()
-                    .begin()
-                    .await,
-            ),
+            Some(t) => {
+                Some(self.client.progress(t, run.title).with_message(run.message).with_cancel_button().begin().await)
+            }
             None => None,
         };
-        let outcome = relay_progress(progress.as_ref(), &mut progress_rx, task).await;
+        let outcome = relay_progress(progress.as_ref(), &mut messages, task).await;
         if let Some(p) = progress {
-            let done = match &outcome {
-                Ok(Ok(r)) => bench_view::lens_title(r),
+            let message = match &outcome {
+                Ok(Ok(r)) => done(r),
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "cancelled".to_string(),
             };
-            p.finish_with_message(done).await;
+            p.finish_with_message(message).await;
         }
         drop(guard);
-        let result = match outcome {
-            Err(_) => {
-                // The lens and hints leave "Benchmarking…" at once, not at the next edit.
-                self.views_changed(caps);
-                return Err(Error {
-                    code: ErrorCode::RequestCancelled,
-                    message: "benchmark cancelled".into(),
-                    data: None,
-                });
-            }
-            Ok(Err(e)) => {
-                self.client.show_message(MessageType::ERROR, format!("kernel-lsp benchmark: {e}")).await;
-                self.views_changed(caps);
-                // `shown`: the message is on screen already; a client shows it once.
-                return Err(Error {
-                    code: REQUEST_FAILED,
-                    message: e.to_string().into(),
-                    data: Some(json!({"shown": true})),
-                });
-            }
-            Ok(Ok(r)) => r,
-        };
-        {
-            let mut st = self.state();
-            let (diagnostics, version) = match (st.docs.get(&uri), &result.error) {
-                (Some(doc), Some(e)) => {
-                    let fallback = doc
-                        .result
-                        .classes
-                        .iter()
-                        .find(|c| c.name == "ModelNew")
-                        .map(|c| c.range)
-                        .unwrap_or(TextRange::new(0, doc.line_text(0).len()));
-                    let d =
-                        bench_view::error_diagnostic(e, &path, doc.text(), doc.line_index(), fallback, &doc.settings);
-                    (vec![d], doc.version)
-                }
-                (Some(doc), None) => (Vec::new(), doc.version),
-                (None, _) => (Vec::new(), 0),
-            };
-            st.bench
-                .insert(uri.clone(), BenchState { running: false, result: Some(result.clone()), version, diagnostics });
-        }
-        self.diagnostics_changed(std::slice::from_ref(&uri)).await;
-        serde_json::to_value(&result).map(Some).map_err(|e| Error::internal_error().tap_message(e.to_string()))
+        outcome
     }
 
     /// Waits (at most two seconds) until the analysis of the document's
     /// current text has landed: whatever answers from the analysis (a pull,
     /// quick fixes and fix-all, code lens, inlay hints, hover) must not read
-    /// the analysis of an older text, whose byte ranges no longer fit it.
+    /// the analysis of an older text, whose byte ranges no longer fit it. It
+    /// awaits the document's analyses as they are installed (a newer edit
+    /// meanwhile: the analysis of that one), not a timer.
     async fn analyzed(&self, uri: &Uri) {
-        for _ in 0..1000 {
-            if self.state().docs.get(uri).is_none_or(|d| d.is_analyzed()) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            let (mut changes, version) = match self.state().docs.get(uri) {
+                Some(doc) if !doc.is_analyzed() => (doc.analyzed_changes(), doc.version),
+                _ => return,
+            };
+            // Closed (the document was closed or reopened): look again.
+            if tokio::time::timeout_at(deadline, changes.wait_for(|v| *v >= version)).await.is_err() {
                 return;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
-    }
-
-    async fn fix_all_command(&self, args: &[Value]) -> Result<Option<Value>> {
-        let uri = arg_uri(args, 0)?;
-        self.analyzed(&uri).await;
-        let (edits, version, caps) = {
-            let st = self.state();
-            let doc = st.docs.get(&uri).ok_or_else(|| invalid_params(format!("{} is not open", uri.as_str())))?;
-            (actions::fix_all(doc, st.encoding), doc.version, st.caps)
-        };
-        if edits.is_empty() {
-            return Ok(Some(Value::Bool(false)));
-        }
-        if !caps.apply_edit {
-            return Err(Error {
-                code: REQUEST_FAILED,
-                message: "the client cannot apply workspace edits; use the source.fixAll.kernel-lsp code action".into(),
-                data: None,
-            });
-        }
-        let edit = if caps.document_changes {
-            WorkspaceEdit {
-                document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
-                    text_document: OptionalVersionedTextDocumentIdentifier { uri: uri.clone(), version: Some(version) },
-                    edits: edits.into_iter().map(OneOf::Left).collect(),
-                }])),
-                ..Default::default()
-            }
-        } else {
-            actions::edit(&uri, edits)
-        };
-        let response = tokio::time::timeout(CLIENT_TIMEOUT, self.client.apply_edit(edit)).await.map_err(|_| {
-            Error { code: REQUEST_FAILED, message: "the client did not answer workspace/applyEdit".into(), data: None }
-        })??;
-        Ok(Some(Value::Bool(response.applied)))
     }
 
     fn history_command(&self, args: &[Value]) -> Result<Option<Value>> {
@@ -511,149 +428,6 @@ impl Server {
         let mine: Vec<_> = records.into_iter().filter(|r| r.file == rel).collect();
         Ok(Some(Value::String(crate::llm::timeline::render_table(&mine))))
     }
-
-    /// `kernel-lsp.rewrite [uri, action, range?, options?]`: runs the LLM
-    /// pipeline on the file as saved, as a cancellable task with progress;
-    /// offers the verified winner through `workspace/applyEdit` with a change
-    /// annotation that needs confirmation.
-    async fn rewrite_command(&self, args: &[Value], token: Option<ProgressToken>) -> Result<Option<Value>> {
-        let uri = arg_uri(args, 0)?;
-        let path = file_path(&uri).ok_or_else(|| invalid_params("rewrite needs a file: URI"))?;
-        let action = rewrite::parse_action(args.get(1)).map_err(invalid_params)?;
-        let options = rewrite::parse_options(args.get(3)).map_err(invalid_params)?;
-        let failed = |message: String| Error { code: REQUEST_FAILED, message: message.into(), data: None };
-        let on_disk =
-            std::fs::read_to_string(&path).map_err(|e| failed(format!("cannot read {}: {e}", path.display())))?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let (settings, version, caps, encoding) = {
-            let mut st = self.state();
-            let (settings, version) = match st.docs.get(&uri) {
-                Some(doc) => {
-                    if doc.text() != on_disk {
-                        return Err(failed(format!(
-                            "{name} has unsaved changes: save it first (the rewrite starts from the file on disk)"
-                        )));
-                    }
-                    (doc.settings.clone(), Some(doc.version))
-                }
-                None => (st.settings_for(&uri).0, None),
-            };
-            if !st.rewrites.insert(uri.clone()) {
-                return Err(failed("a rewrite of this file is already running".into()));
-            }
-            (settings, version, st.caps, st.encoding)
-        };
-        let mut request = crate::llm::RewriteRequest::new(path.clone(), action, (*settings).clone());
-        request.text = Some(on_disk.clone());
-        request.cpu = options.cpu;
-        request.overrides = options.overrides;
-        request.candidates = options.candidates;
-        request.repairs = options.repairs;
-        request.bench_timeout = options.bench_timeout;
-        let (progress_tx, mut progress_rx) = mpsc::unbounded_channel::<String>();
-        let task = tokio::spawn(crate::llm::rewrite(request, move |ev| {
-            let _ = progress_tx.send(rewrite::stage_message(&ev));
-        }));
-        // Dropping the guard (finished, or `$/cancelRequest`) stops the run and
-        // marks the document free for the next rewrite.
-        let mut guard = RunGuard {
-            state: self.state.clone(),
-            uri: uri.clone(),
-            key: format!("untracked-rewrite/{}", uri.as_str()),
-            handle: task.abort_handle(),
-            on_drop: |st, uri| {
-                st.rewrites.remove(uri);
-            },
-        };
-        let token = self.progress_token(token, caps, "rewrite").await;
-        if let Some(t) = &token {
-            guard.key = token_key(t);
-        }
-        self.state().runs.insert(guard.key.clone(), task.abort_handle());
-        let progress = match token {
-            Some(t) => Some(
-                self.client
-                    .progress(t, format!("{} with LLM", action.title()))
-                    .with_message(name.clone())
-                    .with_cancel_button()
-                    .begin()
-                    .await,
-            ),
-            None => None,
-        };
-        let outcome = relay_progress(progress.as_ref(), &mut progress_rx, task).await;
-        if let Some(p) = progress {
-            let done = match &outcome {
-                Ok(Ok(o)) => o.title.clone(),
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => "cancelled".to_string(),
-            };
-            p.finish_with_message(done).await;
-        }
-        drop(guard);
-        let outcome = match outcome {
-            Err(_) => {
-                return Err(Error {
-                    code: ErrorCode::RequestCancelled,
-                    message: "rewrite cancelled".into(),
-                    data: None,
-                })
-            }
-            Ok(Err(e)) => {
-                // LlmError texts never hold the key (the client scrubs it).
-                warn!("rewrite of {} failed: {e}", path.display());
-                self.client.show_message(MessageType::ERROR, format!("kernel-lsp rewrite: {e}")).await;
-                // `shown`: the message is on screen already; a client shows it once.
-                return Err(Error { data: Some(json!({"shown": true})), ..failed(e.to_string()) });
-            }
-            Ok(Ok(o)) => o,
-        };
-        let summary = rewrite::candidates_summary(&outcome);
-        let Some(new_text) = outcome.new_text.clone() else {
-            let message = format!("{}\n{summary}", outcome.title);
-            self.client.show_message(MessageType::WARNING, format!("kernel-lsp rewrite: {message}")).await;
-            return Ok(Some(rewrite::result_value(&outcome, None, None, &message)));
-        };
-        // Offer the edit only against the text the run started from.
-        let unchanged = {
-            let st = self.state();
-            match (st.docs.get(&uri), version) {
-                (Some(doc), Some(v)) => doc.version == v && doc.text() == on_disk,
-                (None, None) => std::fs::read_to_string(&path).is_ok_and(|t| t == on_disk),
-                _ => false,
-            }
-        };
-        if !unchanged {
-            let diff = outcome.diff.clone().unwrap_or_default();
-            let message = format!(
-                "{}: not applied, {name} changed during the rewrite. The verified diff:\n{diff}",
-                outcome.title
-            );
-            info!("rewrite of {} not offered, the file changed:\n{diff}", path.display());
-            self.client.show_message(MessageType::WARNING, format!("kernel-lsp rewrite: {message}")).await;
-            return Ok(Some(rewrite::result_value(&outcome, None, Some(false), &message)));
-        }
-        let edit = rewrite::confirmed_edit(&uri, version, &on_disk, &new_text, encoding, &outcome.title, &summary);
-        if !caps.apply_edit {
-            // The client applies what the command returns (through its own preview).
-            return Ok(Some(rewrite::result_value(&outcome, Some(&edit), None, &outcome.title)));
-        }
-        // The user reviews the preview before the client answers: wait as long as a person may.
-        let response =
-            tokio::time::timeout(std::time::Duration::from_secs(30 * 60), self.client.apply_edit(edit)).await;
-        let applied = match response {
-            Ok(Ok(r)) => r.applied,
-            Ok(Err(e)) => {
-                warn!("workspace/applyEdit failed: {e}");
-                false
-            }
-            Err(_) => false,
-        };
-        let message = format!("{} — {}", outcome.title, if applied { "applied" } else { "not applied" });
-        // The edit went out as workspace/applyEdit already: it is not returned
-        // again, or the client would preview it a second time.
-        Ok(Some(rewrite::result_value(&outcome, None, Some(applied), &message)))
-    }
 }
 
 trait TapMessage {
@@ -664,6 +438,22 @@ impl TapMessage for Error {
         self.message = m.into();
         self
     }
+}
+
+/// A long run as the client sees it: its document, the client's progress
+/// token (if it sent one), what it is (`benchmark`, `rewrite`: the name of the
+/// progress token made for it), the progress title and first message, and
+/// how its end is marked on the document.
+struct Run<'a> {
+    uri: &'a Uri,
+    token: Option<ProgressToken>,
+    caps: ClientCaps,
+    what: &'static str,
+    title: String,
+    message: String,
+    /// Whether the code lens and inlay hints show the run (a benchmark's "Benchmarking…").
+    shown_in_views: bool,
+    on_drop: fn(&mut State, &Uri),
 }
 
 struct RunGuard {
@@ -763,112 +553,11 @@ async fn publisher(client: Client, frames: Option<Frames>, mut rx: mpsc::Unbound
 
 impl LanguageServer for Server {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
-        let caps = ClientCaps::from(&params.capabilities);
-        let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref());
-        let encoding = Encoding::negotiate(offered);
-        let mut folders: Vec<_> = params.workspace_folders.iter().flatten().filter_map(|f| file_path(&f.uri)).collect();
-        #[allow(deprecated)]
-        if folders.is_empty() {
-            folders.extend(params.root_uri.as_ref().and_then(file_path));
-        }
-        {
-            let mut st = self.state();
-            st.caps = caps;
-            st.encoding = encoding;
-            crate::bench::history::set_workspace_roots(folders.clone());
-            st.folders = folders;
-            if let Some(options) = &params.initialization_options {
-                match super::settings::editor_settings(options) {
-                    Ok(v) => st.editor = v,
-                    Err(e) => {
-                        *self.init_error.lock().unwrap_or_else(|p| p.into_inner()) =
-                            Some(format!("kernel-lsp: invalid initialization options, using defaults: {e}"))
-                    }
-                }
-            }
-        }
-        info!(?encoding, pull = caps.pull_diagnostics, "initialized");
-        let code_action_kinds = vec![
-            CodeActionKind::QUICKFIX,
-            CodeActionKind::from(EXPLAIN_KIND),
-            CodeActionKind::from(SUPPRESS_KIND),
-            CodeActionKind::SOURCE_FIX_ALL,
-            CodeActionKind::from(FIX_ALL_KIND),
-            CodeActionKind::REFACTOR_REWRITE,
-        ];
-        let capabilities = ServerCapabilities {
-            position_encoding: Some(encoding.kind()),
-            text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
-                open_close: Some(true),
-                change: Some(TextDocumentSyncKind::INCREMENTAL),
-                will_save: None,
-                will_save_wait_until: None,
-                save: Some(TextDocumentSyncSaveOptions::Supported(true)),
-            })),
-            hover_provider: Some(HoverProviderCapability::Simple(true)),
-            completion_provider: Some(CompletionOptions {
-                trigger_characters: Some(vec![".".to_string()]),
-                ..Default::default()
-            }),
-            code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
-                code_action_kinds: Some(code_action_kinds),
-                work_done_progress_options: Default::default(),
-                resolve_provider: Some(true),
-            })),
-            code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
-            inlay_hint_provider: Some(OneOf::Left(true)),
-            execute_command_provider: Some(ExecuteCommandOptions {
-                commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
-                work_done_progress_options: WorkDoneProgressOptions { work_done_progress: Some(true) },
-            }),
-            diagnostic_provider: caps.pull_diagnostics.then(|| {
-                DiagnosticServerCapabilities::Options(DiagnosticOptions {
-                    identifier: Some("kernel-lsp".to_string()),
-                    inter_file_dependencies: false,
-                    workspace_diagnostics: false,
-                    work_done_progress_options: Default::default(),
-                })
-            }),
-            workspace: Some(WorkspaceServerCapabilities {
-                workspace_folders: Some(WorkspaceFoldersServerCapabilities {
-                    supported: Some(true),
-                    change_notifications: Some(OneOf::Left(true)),
-                }),
-                file_operations: None,
-            }),
-            ..Default::default()
-        };
-        Ok(InitializeResult {
-            capabilities,
-            server_info: Some(ServerInfo {
-                name: "kernel-lsp".to_string(),
-                version: Some(env!("CARGO_PKG_VERSION").to_string()),
-            }),
-            offset_encoding: None,
-        })
+        self.on_initialize(params).await
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        let error = self.init_error.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(e) = error {
-            self.client.show_message(MessageType::ERROR, e).await;
-        }
-        let caps = self.state().caps;
-        if caps.watched_files_dynamic {
-            let watchers = ["**/kernel-lsp.toml", "**/pyproject.toml"]
-                .iter()
-                .map(|g| FileSystemWatcher { glob_pattern: GlobPattern::String(g.to_string()), kind: None })
-                .collect();
-            let options = serde_json::to_value(DidChangeWatchedFilesRegistrationOptions { watchers }).ok();
-            let registration = Registration {
-                id: "kernel-lsp/config-files".to_string(),
-                method: "workspace/didChangeWatchedFiles".to_string(),
-                register_options: options,
-            };
-            if let Err(e) = self.client.register_capability(vec![registration]).await {
-                warn!("could not watch configuration files: {e}");
-            }
-        }
+        self.on_initialized().await
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -881,94 +570,11 @@ impl LanguageServer for Server {
     }
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
-        let item = params.text_document;
-        let evicted;
-        let ask;
-        let error = {
-            let mut st = self.state();
-            let (settings, error) = st.settings_for(&item.uri);
-            let settings = with_triton_names(&self.triton_names, settings);
-            ask = settings.1;
-            let settings = settings.0;
-            st.docs.insert(item.uri.clone(), Document::new(&item.text, item.version, settings));
-            evicted = st.touch(&item.uri);
-            if let Some(b) = st.bench.get_mut(&item.uri) {
-                b.diagnostics.clear();
-            }
-            self.push(&st, &item.uri);
-            error
-        };
-        drop(evicted);
-        self.compiling.schedule(&self.state, &self.publish_tx, &self.client, &item.uri, true);
-        if let Some(python) = ask {
-            self.ask_triton_names(python);
-        }
-        if let Some(e) = error {
-            self.client.show_message(MessageType::ERROR, format!("kernel-lsp: {e}")).await;
-        }
+        self.on_did_open(params).await
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
-        let began = std::time::Instant::now();
-        let uri = params.text_document.uri;
-        let mut st = self.state();
-        let encoding = st.encoding;
-        let Some(doc) = st.docs.get_mut(&uri) else {
-            warn!("didChange for {} which is not open; ignored", uri.as_str());
-            return;
-        };
-        if params.text_document.version <= doc.version {
-            warn!(
-                "didChange for {} goes from version {} to {}",
-                uri.as_str(),
-                doc.version,
-                params.text_document.version
-            );
-        }
-        for w in doc.apply_changes(params.text_document.version, &params.content_changes, encoding) {
-            warn!("{}: {w}", uri.as_str());
-        }
-        let job = doc.analysis_job();
-        let reparse = if doc.reparsed_incrementally() { "incremental" } else { "fresh" };
-        let edited = began.elapsed();
-        let evicted = st.touch(&uri);
-        if let Some(b) = st.bench.get_mut(&uri) {
-            b.diagnostics.clear();
-        }
-        st.compile.remove(&uri);
-        drop(st);
-        self.compiling.schedule(&self.state, &self.publish_tx, &self.client, &uri, false);
-        // The analysis runs off the state lock, so hovers, code actions and the
-        // next edit never wait for it; a result for an outdated version is dropped.
-        let state = self.state.clone();
-        let publish_tx = self.publish_tx.clone();
-        // On a runtime worker rather than a blocking-pool thread: a fresh thread
-        // gets its own malloc arena, which cost ~10 MB of RSS per server.
-        tokio::spawn(async move {
-            let started = began.elapsed();
-            let result = job.run();
-            let analysed = began.elapsed();
-            {
-                let st = &mut *lock(&state);
-                let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
-                if installed && !st.caps.pull_diagnostics {
-                    if let Some(p) = st.publish(&uri) {
-                        let _ = publish_tx.send(p);
-                    }
-                }
-            }
-            tracing::debug!(
-                "version {}: edit and {reparse} reparse {edited:?}, analysis {:?} (started after {started:?}), ready to publish after {:?}",
-                job.version,
-                analysed - started,
-                began.elapsed()
-            );
-            // The trees this edit evicted are freed off the lock, once the publisher has had its turn.
-            if !evicted.is_empty() {
-                tokio::task::yield_now().await;
-                drop(evicted);
-            }
-        });
+        self.on_did_change(params).await
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
@@ -981,42 +587,15 @@ impl LanguageServer for Server {
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        let uri = params.text_document.uri;
-        let pull = {
-            let mut st = self.state();
-            st.docs.remove(&uri);
-            st.bench.remove(&uri);
-            st.compile.remove(&uri);
-            st.recent.retain(|u| *u != uri);
-            self.compiling.forget(&uri);
-            st.caps.pull_diagnostics
-        };
-        if !pull {
-            let _ = self.publish_tx.send(Publish { uri, version: None, diagnostics: Vec::new() });
-        }
+        self.on_did_close(params).await
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
-        let mut value = params.settings;
-        let wants_pull = value.is_null() || value.as_object().is_some_and(|m| m.is_empty());
-        if wants_pull && self.state().caps.configuration {
-            let item = ConfigurationItem { scope_uri: None, section: Some("kernel-lsp".to_string()) };
-            if let Ok(mut items) = self.client.configuration(vec![item]).await {
-                value = items.pop().unwrap_or(Value::Null);
-            }
-        }
-        self.apply_editor_settings(&value).await;
+        self.on_did_change_configuration(params).await
     }
 
     async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
-        {
-            let mut st = self.state();
-            let removed: Vec<_> = params.event.removed.iter().filter_map(|f| file_path(&f.uri)).collect();
-            st.folders.retain(|f| !removed.contains(f));
-            st.folders.extend(params.event.added.iter().filter_map(|f| file_path(&f.uri)));
-            crate::bench::history::set_workspace_roots(st.folders.clone());
-        }
-        self.reload_settings().await;
+        self.on_did_change_workspace_folders(params).await
     }
 
     async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {
@@ -1024,28 +603,11 @@ impl LanguageServer for Server {
     }
 
     async fn diagnostic(&self, params: DocumentDiagnosticParams) -> Result<DocumentDiagnosticReportResult> {
-        let uri = &params.text_document.uri;
-        self.analyzed(uri).await;
-        let st = self.state();
-        let result_id = st.docs.get(uri).map(|d| d.version.to_string());
-        let items = st.lsp_diagnostics(uri);
-        Ok(DocumentDiagnosticReportResult::Report(DocumentDiagnosticReport::Full(
-            RelatedFullDocumentDiagnosticReport {
-                related_documents: None,
-                full_document_diagnostic_report: FullDocumentDiagnosticReport { result_id, items },
-            },
-        )))
+        self.on_diagnostic(params).await
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        self.analyzed(&params.text_document.uri).await;
-        let st = self.state();
-        let uri = &params.text_document.uri;
-        let Some(doc) = st.docs.get(uri) else {
-            return Ok(None);
-        };
-        let bench = st.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
-        Ok(Some(actions::code_actions(uri, doc, bench, &params, st.encoding, st.caps.code_action_resolve)))
+        self.on_code_action(params).await
     }
 
     async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
@@ -1053,92 +615,22 @@ impl LanguageServer for Server {
     }
 
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
-        self.analyzed(&params.text_document.uri).await;
-        let st = self.state();
-        let uri = &params.text_document.uri;
-        let Some(doc) = st.docs.get(uri) else {
-            return Ok(None);
-        };
-        Ok(Some(lens::code_lenses(uri, doc, st.bench.get(uri), st.encoding)))
+        self.on_code_lens(params).await
     }
 
     async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
-        self.analyzed(&params.text_document.uri).await;
-        let st = self.state();
-        let uri = &params.text_document.uri;
-        let Some(doc) = st.docs.get(uri) else {
-            return Ok(None);
-        };
-        let mut hints = lens::inlay_hints(doc, st.bench.get(uri), st.encoding);
-        hints.extend(super::compile::inlay_hints(&st, uri, st.encoding));
-        Ok(Some(hints))
+        self.on_inlay_hint(params).await
     }
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
-        self.analyzed(&params.text_document_position_params.text_document.uri).await;
-        let st = self.state();
-        let p = &params.text_document_position_params;
-        let Some(doc) = st.docs.get(&p.text_document.uri) else {
-            return Ok(None);
-        };
-        let offset = doc.offset(p.position, st.encoding);
-        let markdown = hover::hover_markdown(doc, offset, st.bench.get(&p.text_document.uri));
-        let compiled = super::compile::hover(&st, &p.text_document.uri, offset);
-        let markdown = match (markdown, compiled) {
-            (Some(a), Some(b)) => Some(format!("{a}\n\n---\n\n{b}")),
-            (a, b) => a.or(b),
-        };
-        Ok(markdown.map(|value| Hover {
-            contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }),
-            range: None,
-        }))
+        self.on_hover(params).await
     }
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
-        let st = self.state();
-        let p = &params.text_document_position;
-        let Some(doc) = st.docs.get(&p.text_document.uri) else {
-            return Ok(None);
-        };
-        let offset = doc.offset(p.position, st.encoding);
-        let before = &doc.text()[..offset];
-        let partial = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        if !partial.ends_with("tl.") {
-            return Ok(None);
-        }
-        let items = crate::model::triton_names::all()
-            .map(|name| CompletionItem {
-                label: name.to_string(),
-                kind: Some(CompletionItemKind::FUNCTION),
-                detail: Some(format!("triton.language.{name}")),
-                ..Default::default()
-            })
-            .collect();
-        Ok(Some(CompletionResponse::Array(items)))
+        self.on_completion(params).await
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
-        let args = &params.arguments;
-        match params.command.as_str() {
-            "kernel-lsp.benchmark" => {
-                self.benchmark(args, params.work_done_progress_params.work_done_token.clone()).await
-            }
-            "kernel-lsp.rewrite" => {
-                self.rewrite_command(args, params.work_done_progress_params.work_done_token.clone()).await
-            }
-            "kernel-lsp.history" => self.history_command(args),
-            "kernel-lsp.timeline" => self.timeline_command(args),
-            "kernel-lsp.explain" => {
-                let code = args
-                    .first()
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| invalid_params("argument 0 must be a rule code"))?;
-                hover::rule_doc(code)
-                    .map(|d| Some(Value::String(d)))
-                    .ok_or_else(|| invalid_params(format!("unknown rule {code:?}")))
-            }
-            "kernel-lsp.fixAll" => self.fix_all_command(args).await,
-            other => Err(invalid_params(format!("unknown command {other:?}; known: {}", COMMANDS.join(", ")))),
-        }
+        self.on_execute_command(params).await
     }
 }

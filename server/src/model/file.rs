@@ -46,7 +46,7 @@ pub enum Stub<'v> {
 /// What the host rules read of a host function other than the one they
 /// report on, kept from the analysis that walked it, for a function read as
 /// a stub ([`Stub::Host`]): its calls to functions of this file (to follow
-/// them: `FileModel::callees`, `hygiene::reachable`) and whether it launches.
+/// them: `FileModel::callees`, `candidate::reachable`) and whether it launches.
 /// A rule that needs more of a stub (its loops, syncs, assignments, launch
 /// sites) marks the model ([`FileModel::read_a_stub`]) and the analysis is
 /// made again with that function walked (so is a stub whose calls are not
@@ -64,9 +64,9 @@ pub struct HostStub {
     pub launches: bool,
     /// It holds a `name[grid](...)` call (resolved or not).
     pub launch_candidates: bool,
-    /// Calls inside it of the form `X.apply(...)`: the `X`s (`hygiene::reachable`).
+    /// Calls inside it of the form `X.apply(...)`: the `X`s (`candidate::reachable`).
     pub apply_classes: Box<[String]>,
-    /// What its calls inside a loop may reach (as `checker::incremental`
+    /// What its calls inside a loop may reach (as `checker`
     /// names them: `helper`, `method`, `class:X`): the loops around a call
     /// multiply a callee's time-loop estimate.
     pub calls_in_loops_to: Box<[String]>,

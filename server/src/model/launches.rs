@@ -508,7 +508,7 @@ pub struct KernelHostView {
     pub access: Option<(Vec<String>, Vec<String>)>,
     /// Where its header's parts are, for a stub read without reading them
     /// again (kept by an analysis that keeps host links, see
-    /// `checker::incremental`; not compared: an edit that moves them changes
+    /// `checker`; not compared: an edit that moves them changes
     /// nothing the host rules read).
     pub header: Option<Box<KernelHeader>>,
 }

@@ -25,6 +25,7 @@ pub(crate) fn field_id(name: &str) -> Option<u16> {
     language.field_id_for_name(name).map(u16::from)
 }
 
+pub mod candidate;
 mod dataflow;
 mod file;
 mod host_loops;

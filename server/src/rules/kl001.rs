@@ -7,7 +7,7 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL001",
@@ -15,7 +15,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "A kernel is launched inside a Python loop over time steps",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL001 python-time-loop-launch

@@ -4,7 +4,7 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, loop_within, FileModel, Kernel};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL002",
@@ -12,7 +12,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "A kernel walks an output dimension tile by tile while the grid does not cover it",
     doc: DOC,
+    reach: Reach::Kernel,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL002 serialized-tile-loop

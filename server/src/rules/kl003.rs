@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL003",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "A time loop in a kernel reads state other programs write, with no grid-wide barrier",
     doc: DOC,
+    reach: Reach::Kernel,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL003 cross-program-recurrence

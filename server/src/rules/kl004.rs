@@ -10,7 +10,7 @@ use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::model::{collect_identifiers, parse_int, range_of, FileModel, KCall, Kernel};
 use crate::text::TextRange;
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL004",
@@ -18,7 +18,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "`tl.arange` bounds that are not constexpr, or not a power of two",
     doc: DOC,
+    reach: Reach::Kernel,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL004 arange-non-constexpr

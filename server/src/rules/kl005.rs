@@ -9,7 +9,7 @@ use std::cell::OnceCell;
 use std::collections::HashSet;
 use tree_sitter::Node;
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL005",
@@ -17,7 +17,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "`tl.X` that `triton.language` does not have (`tl.tanh`)",
     doc: DOC,
+    reach: Reach::TlAttr,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL005 unknown-triton-function

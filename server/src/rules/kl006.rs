@@ -10,7 +10,7 @@ use crate::model::smem::{buffers, configs, dot_dims, elem_bytes, estimate, Tile}
 use crate::model::FileModel;
 use crate::text::group;
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL006",
@@ -18,7 +18,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "A launch config's estimated shared memory exceeds the target GPU",
     doc: DOC,
+    reach: Reach::Kernel,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL006 shared-memory-over-limit

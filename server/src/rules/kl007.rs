@@ -7,7 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL007",
@@ -15,7 +15,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "A Triton tensor subscripted by an index tensor",
     doc: DOC,
+    reach: Reach::Kernel,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL007 tensor-indexed-by-tensor

@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL008",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "Scalar multiply-accumulate loops (direct convolution) and no `tl.dot`",
     doc: DOC,
+    reach: Reach::Kernel,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL008 scalar-loop-no-dot

@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL009",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "The input-side GEMM is recomputed every step inside the persistent loop",
     doc: DOC,
+    reach: Reach::Kernel,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL009 input-projection-in-time-loop

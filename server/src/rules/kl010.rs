@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{field, gpu_tensor_names, range_of, FileModel, HCall, HostFn, LoopKind};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL010",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "`.item()`, `.cpu()`, `torch.cuda.synchronize()` inside a forward loop",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: false,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL010 host-sync-in-loop

@@ -6,8 +6,8 @@ use crate::model::field;
 use crate::model::{inside, range_of, visit_nodes, FileModel};
 use crate::text::TextRange;
 
-use super::hygiene::{self, Imports};
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate::{self, Imports};
 
 pub const RULE: Rule = Rule {
     code: "KL101",
@@ -15,7 +15,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "a `try` around the kernel path whose handler computes the result with PyTorch",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL101 pytorch-fallback
@@ -58,13 +61,13 @@ def forward(self, x):
 "#;
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
-    let imports = hygiene::imports(model);
-    let modules = hygiene::torch_modules(model, &imports, "ModelNew");
+    let imports = candidate::imports(model);
+    let modules = candidate::torch_modules(model, &imports, "ModelNew");
     let src = model.src;
-    for scope in hygiene::candidate_host_nodes(model) {
+    for scope in candidate::candidate_host_nodes(model) {
         for n in inside(&model.nodes().tries, scope) {
             let Some(body) = field!(n, "body") else { continue };
             let Some(launch) = launch_in(model, range_of(body)) else { continue };
@@ -182,12 +185,12 @@ pub(super) fn is_torch_compute_call(
     src: &str,
 ) -> bool {
     let Some(func) = field!(call, "function") else { return false };
-    if let Some(attr) = hygiene::self_attr(func, src) {
+    if let Some(attr) = candidate::self_attr(func, src) {
         return modules.iter().any(|(a, _)| a == attr);
     }
     if let Some(q) = imports.qualify(func, src) {
         if q.starts_with("torch.") {
-            return !hygiene::is_torch_scaffolding(&q);
+            return !candidate::is_torch_scaffolding(&q);
         }
     }
     if func.kind() == "attribute" {

@@ -5,8 +5,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, FileModel};
 
-use super::hygiene::{self, Imports};
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate::{self, Imports};
 
 pub const RULE: Rule = Rule {
     code: "KL102",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "`ModelNew.forward` returns the result of the PyTorch op that is the task's main computation",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL102 torch-computes-the-task
@@ -124,10 +127,10 @@ const HEAVY: &[&str] = &[
 ];
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
-    let imports = hygiene::imports(model);
+    let imports = candidate::imports(model);
     let task = task_ops(model, &imports);
     check_task(model, &task, out);
 }
@@ -136,22 +139,22 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 /// model of another file, read by the caller) computes them; `None` when that
 /// file has no `Model.forward`. The rewrite gate passes the result to [`check_task`].
 pub fn reference_task(reference: &FileModel) -> Option<Vec<String>> {
-    hygiene::method(reference, "Model", "forward")?;
-    Some(task_ops(reference, &hygiene::imports(reference)))
+    candidate::method(reference, "Model", "forward")?;
+    Some(task_ops(reference, &candidate::imports(reference)))
 }
 
 /// KL102 against a known task: `task` holds the ops' lower-cased names.
 pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>) {
-    if task.is_empty() || !hygiene::is_candidate(model) {
+    if task.is_empty() || !candidate::is_candidate(model) {
         return;
     }
-    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
-    let imports = hygiene::imports(model);
-    let modules = hygiene::torch_modules(model, &imports, "ModelNew");
+    let Some(forward) = candidate::method(model, "ModelNew", "forward") else { return };
+    let imports = candidate::imports(model);
+    let modules = candidate::torch_modules(model, &imports, "ModelNew");
     let src = model.src;
     let func = model.host_fns[forward].node;
-    for (ret, value) in hygiene::returns(func) {
-        for origin in hygiene::origins(model, func, value, ret.start_byte()) {
+    for (ret, value) in candidate::returns(func) {
+        for origin in candidate::origins(model, func, value, ret.start_byte()) {
             if origin.kind() != "call" {
                 continue;
             }
@@ -172,11 +175,11 @@ pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>)
 /// or the last name of a `torch.*` call (`torch.nn.functional.relu` -> `relu`).
 fn op_key(call: tree_sitter::Node, imports: &Imports, modules: &[(String, String)], src: &str) -> Option<String> {
     let func = field!(call, "function")?;
-    if let Some(attr) = hygiene::self_attr(func, src) {
+    if let Some(attr) = candidate::self_attr(func, src) {
         return modules.iter().find(|(a, _)| a == attr).map(|(_, ty)| ty.to_ascii_lowercase());
     }
     let q = imports.qualify(func, src)?;
-    if !q.starts_with("torch.") || hygiene::is_torch_scaffolding(&q) {
+    if !q.starts_with("torch.") || candidate::is_torch_scaffolding(&q) {
         return None;
     }
     Some(q.rsplit('.').next().unwrap_or_default().to_ascii_lowercase())
@@ -184,10 +187,10 @@ fn op_key(call: tree_sitter::Node, imports: &Imports, modules: &[(String, String
 
 /// What the task computes: the reference `Model`'s ops, or the ops that are a task on their own.
 fn task_ops(model: &FileModel, imports: &Imports) -> Vec<String> {
-    let Some(forward) = hygiene::method(model, "Model", "forward") else {
+    let Some(forward) = candidate::method(model, "Model", "forward") else {
         return TASK_MODULES.iter().map(|s| s.to_string()).collect();
     };
-    let modules = hygiene::torch_modules(model, imports, "Model");
+    let modules = candidate::torch_modules(model, imports, "Model");
     let mut ops: Vec<String> = Vec::new();
     for n in inside(&model.nodes().calls, model.host_fns[forward].node) {
         if let Some(op) = op_key(n, imports, &modules, model.src) {

@@ -4,8 +4,8 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use super::hygiene;
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL103",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     summary:
         "a `@triton.jit` kernel that nothing reachable from `ModelNew.forward` launches, in a file with no other launch",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL103 kernel-never-launched
@@ -54,11 +57,11 @@ Launch the kernel from `forward` (or a helper it calls):
 "#;
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) || model.kernels.is_empty() {
+    if !candidate::is_candidate(model) || model.kernels.is_empty() {
         return;
     }
-    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
-    let reached = hygiene::reachable(model, forward);
+    let Some(forward) = candidate::method(model, "ModelNew", "forward") else { return };
+    let reached = candidate::reachable(model, forward);
     let launches = reached.iter().any(|&f| {
         let func = &model.host_fns[f];
         let range = range_of(func.node);

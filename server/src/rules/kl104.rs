@@ -1,15 +1,11 @@
 //! KL104 output-reused-across-calls.
 
-use tree_sitter::Node;
-
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::field;
-use crate::model::{inside, range_of, FileModel};
-use crate::text::TextRange;
+use crate::model::{range_of, FileModel};
 
-use super::hygiene;
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL104",
@@ -17,7 +13,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "`forward` returns a value kept on `self` from an earlier call",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL104 output-reused-across-calls
@@ -60,16 +59,16 @@ def forward(self, x):
 "#;
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
-    let Some(forward) = hygiene::method(model, "ModelNew", "forward") else { return };
+    let Some(forward) = candidate::method(model, "ModelNew", "forward") else { return };
     let src = model.src;
-    let stored = self_stores(model);
+    let stored = candidate::self_stores(model);
     if stored.is_empty() {
         return;
     }
-    for f in hygiene::reachable(model, forward) {
+    for f in candidate::reachable(model, forward) {
         let func = model.host_fns[f].node;
         let launched: Vec<String> = model
             .launches
@@ -77,13 +76,13 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             .filter(|l| range_of(func).contains_range(range_of(l.node)))
             .flat_map(|l| l.args.iter().map(|a| model.text(*a).to_string()))
             .collect();
-        for (ret, value) in hygiene::returns(func) {
-            for origin in hygiene::origins(model, func, value, ret.start_byte()) {
+        for (ret, value) in candidate::returns(func) {
+            for origin in candidate::origins(model, func, value, ret.start_byte()) {
                 // What a method this one returns from returns is checked in that method.
                 if !range_of(func).contains_range(range_of(origin)) {
                     continue;
                 }
-                let Some(attr) = hygiene::self_attr(origin, src) else { continue };
+                let Some(attr) = candidate::self_attr(origin, src) else { continue };
                 let Some((_, at)) = stored.iter().find(|(a, _)| a == attr) else { continue };
                 // Stored earlier in this same call: the value was just computed.
                 let fresh = stored
@@ -104,34 +103,4 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
         }
     }
-}
-
-/// `self.X = ...` (also `self.X[...] = ...`, each target of a tuple) in the
-/// methods of `ModelNew` but `__init__`: attributes stored into during a
-/// call, with where.
-pub fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
-    let src = model.src;
-    let mut stored: Vec<(String, TextRange)> = Vec::new();
-    for f in (1..model.host_fns.len())
-        .filter(|&f| model.host_fns[f].class.as_deref() == Some("ModelNew") && model.host_fns[f].name != "__init__")
-    {
-        for n in inside(&model.nodes().assignments, model.host_fns[f].node) {
-            let Some(left) = field!(n, "left") else { continue };
-            // `self.a, self.b = ...` stores into each target of the tuple.
-            let targets: Vec<Node> = if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
-                let mut c = left.walk();
-                let all = left.named_children(&mut c).collect();
-                all
-            } else {
-                vec![left]
-            };
-            for left in targets {
-                let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
-                if let Some(attr) = target.and_then(|t| hygiene::self_attr(t, src)) {
-                    stored.push((attr.to_string(), range_of(n)));
-                }
-            }
-        }
-    }
-    stored
 }

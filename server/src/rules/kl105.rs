@@ -7,8 +7,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, FileModel};
 
-use super::hygiene;
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL105",
@@ -16,7 +16,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "work issued on a CUDA stream other than the current one, or from threads",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL105 side-stream-or-thread
@@ -87,12 +90,12 @@ fn entered_by_with(model: &FileModel, scope: Node, stream_call: Node) -> bool {
 }
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
-    let imports = hygiene::imports(model);
+    let imports = candidate::imports(model);
     let src = model.src;
-    for scope in hygiene::candidate_host_nodes(model) {
+    for scope in candidate::candidate_host_nodes(model) {
         for n in inside(&model.nodes().calls, scope) {
             let Some(callee) = imports.callee(n, src) else { continue };
             if matches!(callee.as_str(), "torch.cuda.stream" | "torch.cuda.set_stream" | "torch.cuda.StreamContext") {

@@ -3,10 +3,10 @@
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
-use crate::model::{inside, range_of, visit_nodes, FileModel};
+use crate::model::{inside, range_of, FileModel};
 
-use super::hygiene::{self, Imports};
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate::{self, Imports};
 
 pub const RULE: Rule = Rule {
     code: "KL106",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "an fp32 task whose inputs, weights or outputs are cast to fp16/bf16",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL106 precision-downgrade
@@ -52,31 +55,20 @@ Keep the task's precision at the boundary; inside a kernel, load fp32 and
 cast the `tl.dot` operands if you want tensor cores, accumulating in fp32.
 "#;
 
-const HALF: &[&str] = &[
-    "torch.float16",
-    "torch.half",
-    "torch.bfloat16",
-    // The legacy tensor types `.type(...)` takes.
-    "torch.HalfTensor",
-    "torch.cuda.HalfTensor",
-    "torch.BFloat16Tensor",
-    "torch.cuda.BFloat16Tensor",
-];
-
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
-    let imports = hygiene::imports(model);
+    let imports = candidate::imports(model);
     let src = model.src;
-    if task_is_half(model, &imports) {
+    if candidate::task_is_half(model, &imports) {
         return;
     }
-    for scope in hygiene::candidate_host_nodes(model) {
+    for scope in candidate::candidate_host_nodes(model) {
         for n in inside(&model.nodes().calls, scope) {
             let Some(func) = field!(n, "function") else { continue };
             let args = field!(n, "arguments");
-            let half_arg = args.is_some_and(|a| mentions_half(a, &imports, src));
+            let half_arg = args.is_some_and(|a| candidate::mentions_half(a, &imports, src));
             let method = (func.kind() == "attribute")
                 .then(|| field!(func, "attribute").map(|a| &src[a.byte_range()]))
                 .flatten()
@@ -112,33 +104,6 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &str) -> bool {
-    // A name that qualifies to one of `HALF` ends in its last part, or is a
-    // local name an import binds to it: text without either mentions none
-    // (the walk below is what costs).
-    let text = src.get(node.byte_range()).unwrap_or_default();
-    let last = |h: &&str| h.rsplit('.').next().is_some_and(|l| text.contains(l));
-    let alias = |(local, full): &(String, String)| HALF.contains(&full.as_str()) && text.contains(local.as_str());
-    if !HALF.iter().any(last) && !imports.bound.iter().any(alias) {
-        return false;
-    }
-    let mut found = false;
-    visit_nodes(node, &mut |n| {
-        if matches!(n.kind(), "attribute" | "identifier")
-            && imports.qualify(n, src).is_some_and(|q| HALF.contains(&q.as_str()))
-        {
-            found = true;
-        }
-        // `.type("torch.cuda.HalfTensor")`
-        if n.kind() == "string"
-            && HALF[3..].iter().any(|h| src[n.byte_range()].trim_matches(|c| c == '"' || c == '\'') == *h)
-        {
-            found = true;
-        }
-    });
-    found
-}
-
 fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> bool {
     let Some(args) = field!(call, "arguments") else { return false };
     let mut cursor = args.walk();
@@ -146,21 +111,6 @@ fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> boo
         args.named_children(&mut cursor).filter(|c| c.kind() == "keyword_argument").collect();
     kwargs.into_iter().any(|k| {
         field!(k, "name").is_some_and(|n| &src[n.byte_range()] == "dtype")
-            && field!(k, "value").is_some_and(|v| mentions_half(v, imports, src))
-    })
-}
-
-/// An fp16/bf16 task: `get_inputs` or the reference `Model` already use half precision.
-pub fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
-    model.host_fns.iter().filter(|f| f.name == "get_inputs" || f.class.as_deref() == Some("Model")).any(|f| {
-        let mut half = mentions_half(f.node, imports, model.src);
-        for n in inside(&model.nodes().calls, f.node) {
-            if let Some(a) =
-                field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
-            {
-                half |= matches!(&model.src[a.byte_range()], "half" | "bfloat16");
-            }
-        }
-        half
+            && field!(k, "value").is_some_and(|v| candidate::mentions_half(v, imports, src))
     })
 }

@@ -5,8 +5,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{range_of, FileModel};
 
-use super::hygiene::{self, Imports};
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate::{self, Imports};
 
 pub const RULE: Rule = Rule {
     code: "KL107",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Error,
     summary: "assignments to `torch.cuda.Event`, `time.*`, `triton.testing.*` or the harness's names",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: Some(per_node),
 };
 
 const DOC: &str = r#"# KL107 timer-patch
@@ -59,17 +62,17 @@ fn patched(q: &str) -> bool {
 }
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
-    let imports = hygiene::imports(model);
+    let imports = candidate::imports(model);
     for (range, target) in patches(model, &imports) {
         out.push(diagnostic(range, &target));
     }
 }
 
 /// The diagnostic for a patch of `target` at `range`.
-pub fn diagnostic(range: crate::text::TextRange, target: &str) -> Diagnostic {
+fn diagnostic(range: crate::text::TextRange, target: &str) -> Diagnostic {
     RULE.diagnostic(
         range,
         format!(
@@ -78,8 +81,13 @@ pub fn diagnostic(range: crate::text::TextRange, target: &str) -> Diagnostic {
     )
 }
 
+/// KL107's findings among `nodes`: each depends on its node and the file's imports alone.
+fn per_node(src: &str, imports: &Imports, nodes: &[tree_sitter::Node]) -> Vec<Diagnostic> {
+    patches_among(src, imports, nodes.iter().copied()).into_iter().map(|(r, target)| diagnostic(r, &target)).collect()
+}
+
 /// Every assignment or `setattr` that replaces a timing name: (where, the name).
-pub fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRange, String)> {
+fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRange, String)> {
     // Assignments and calls in document order, as one walk of the tree meets them.
     let nodes = model.nodes();
     let mut candidates: Vec<tree_sitter::Node> = nodes.assignments.iter().chain(&nodes.calls).copied().collect();
@@ -90,7 +98,7 @@ pub fn patches(model: &FileModel, imports: &Imports) -> Vec<(crate::text::TextRa
 /// [`patches`] among some nodes only (the others are skipped): what one
 /// statement holds, for the incremental analysis. A finding depends on its
 /// node and the file's imports alone.
-pub fn patches_among<'a>(
+fn patches_among<'a>(
     src: &str,
     imports: &Imports,
     candidates: impl IntoIterator<Item = tree_sitter::Node<'a>>,

@@ -6,8 +6,8 @@ use crate::model::field;
 use crate::model::{range_of, FileModel};
 use crate::text::TextRange;
 
-use super::hygiene;
-use super::Rule;
+use super::{Reach, Rule};
+use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
     code: "KL108",
@@ -15,7 +15,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "imports outside the task's needs, `exec`/`eval`/`__import__`, writing files, or touching the environment",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: Some(per_node),
 };
 
 const DOC: &str = r#"# KL108 untrusted-side-effect
@@ -174,7 +177,7 @@ fn readable_env(name: &str) -> bool {
 }
 
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    if !hygiene::is_candidate(model) {
+    if !candidate::is_candidate(model) {
         return;
     }
     for (range, why) in findings(model, false) {
@@ -183,7 +186,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 }
 
 /// The diagnostic for a finding (`why`) at `range`.
-pub fn diagnostic(range: TextRange, why: &str) -> Diagnostic {
+fn diagnostic(range: TextRange, why: &str) -> Diagnostic {
     RULE.diagnostic(range, format!("{why}: verifying this file would run it with your rights"))
 }
 
@@ -194,7 +197,7 @@ pub fn diagnostic(range: TextRange, why: &str) -> Diagnostic {
 /// (the editor) only [`DENIED`] modules and relative imports of foreign code are reported:
 /// your own sibling module is yours.
 pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
-    let imports = hygiene::imports(model);
+    let imports = candidate::imports(model);
     let src = model.src;
     let mut out: Vec<(TextRange, String)> = Vec::new();
     for (module, range) in &imports.modules {
@@ -230,12 +233,21 @@ pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
     out
 }
 
+/// KL108's findings among `nodes`: each depends on its node and the file's
+/// imports alone (in position order, without repeats).
+fn per_node(src: &str, imports: &candidate::Imports, nodes: &[tree_sitter::Node]) -> Vec<Diagnostic> {
+    let mut found = node_findings(src, imports, nodes.iter().copied());
+    found.sort_by_key(|(r, _)| (r.start, r.end));
+    found.dedup();
+    found.into_iter().map(|(r, why)| diagnostic(r, &why)).collect()
+}
+
 /// The findings of [`findings`] on some calls, attributes and identifiers
 /// (other nodes are skipped), not sorted: each depends on its node and the
 /// file's imports alone, so the incremental analysis asks it of one statement.
-pub fn node_findings<'a>(
+fn node_findings<'a>(
     src: &str,
-    imports: &hygiene::Imports,
+    imports: &candidate::Imports,
     candidates: impl IntoIterator<Item = tree_sitter::Node<'a>>,
 ) -> Vec<(TextRange, String)> {
     let mut out = Vec::new();

@@ -6,7 +6,7 @@ use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use super::Rule;
+use super::{Reach, Rule};
 
 pub const RULE: Rule = Rule {
     code: "KL109",
@@ -14,7 +14,10 @@ pub const RULE: Rule = Rule {
     severity: Severity::Warning,
     summary: "a `ModelNew` file imports a local module, which KernelBench's loader cannot find",
     doc: DOC,
+    reach: Reach::Host,
+    hygiene: true,
     check,
+    per_node: None,
 };
 
 const DOC: &str = r#"# KL109 local-import

@@ -1,15 +1,24 @@
 //! The rule registry: one file per rule, each with its doc text (ruff's
 //! headings: what it does, why it is bad, example, use instead), code,
-//! kebab-case name and severity. `run_reach` applies the enabled rules of
-//! one reach to a file model; the checker (`crate::checker`) decides which
-//! reach runs when, applies suppressions and orders the result.
+//! kebab-case name, severity, reach (what it reports on, which decides when
+//! the checker runs it) and, for a rule whose findings each depend on one
+//! node, its per-node answer. `run_reach` applies the enabled rules of one
+//! reach to a file model; the checker (`crate::checker`) decides which reach
+//! runs when, applies suppressions and orders the result, and knows rules
+//! only through [`RULES`]. Adding a rule is its file, its fixture
+//! (`tests/fixtures/rules/`) and one line in [`RULES`]; docs/rules.md's
+//! tables and `check --help` are generated from the registry.
 //!
-//! Rules read the model's facts and build their fixes with `fix`; they never
-//! parse, never run user code, and never reach the checker that runs them
-//! (`server/tests/layers.rs`).
+//! Rules read the model's facts (what several rules, the checker or the
+//! rewrite gate ask lives in `model`, e.g. `model::candidate`, never in a
+//! rule) and build their fixes with `fix`; they never parse, never run user
+//! code, and never reach the checker that runs them (`server/tests/layers.rs`).
+
+use tree_sitter::Node;
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Fix, Related, Severity};
+use crate::model::candidate::Imports;
 use crate::model::FileModel;
 use crate::text::TextRange;
 
@@ -33,8 +42,6 @@ pub mod kl107;
 pub mod kl108;
 pub mod kl109;
 
-pub mod hygiene;
-
 /// Static description of a rule.
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
@@ -45,7 +52,17 @@ pub struct Rule {
     pub summary: &'static str,
     /// The full documentation (markdown), printed by `kernel-lsp rules CODE` and on hover.
     pub doc: &'static str,
+    /// What the rule reports on, which decides when the checker runs it.
+    pub reach: Reach,
+    /// A KernelBench hygiene rule (KL101-KL109): only a candidate (a
+    /// `ModelNew` file) gets it, and it reads the whole candidate.
+    pub hygiene: bool,
     pub check: fn(&FileModel, &Settings, &mut Vec<Diagnostic>),
+    /// For a rule each of whose findings depends on one node and the file's
+    /// imports alone (KL107, KL108): its findings among `nodes` (the nodes
+    /// of one statement), unsuppressed, whether the rule is enabled or not.
+    /// The checker asks it of a changed statement instead of the whole file.
+    pub per_node: Option<fn(&str, &Imports, &[Node]) -> Vec<Diagnostic>>,
 }
 
 impl Rule {
@@ -100,7 +117,27 @@ pub fn by_code(code: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.code.eq_ignore_ascii_case(code) || r.name == code)
 }
 
-/// What a rule reports on, for the incremental analysis (`checker::incremental`).
+/// The first and last codes of the registry's rules, joined by `dash`: the
+/// mistakes (KL0xx), then the hygiene rules (`"KL001-KL010"`, `"KL101-KL109"`).
+pub fn code_ranges(dash: &str) -> [String; 2] {
+    [false, true].map(|hygiene| {
+        let codes: Vec<&str> = RULES.iter().filter(|r| r.hygiene == hygiene).map(|r| r.code).collect();
+        format!("{}{dash}{}", codes.first().unwrap_or(&""), codes.last().unwrap_or(&""))
+    })
+}
+
+/// The Markdown table of the mistakes (KL0xx) or of the hygiene rules, one
+/// row per rule from its file (code, name, severity, summary): the tables of
+/// docs/rules.md, kept equal by `tests/tests/docs_defaults.rs`.
+pub fn markdown_table(hygiene: bool) -> String {
+    let mut out = String::from("| code | name | severity | what |\n|---|---|---|---|\n");
+    for r in RULES.iter().filter(|r| r.hygiene == hygiene) {
+        out.push_str(&format!("| {} | {} | {} | {} |\n", r.code, r.name, r.severity.as_str(), r.summary));
+    }
+    out
+}
+
+/// What a rule reports on, for the incremental analysis (`checker`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
     /// Iterates `FileModel::checked_kernels`; each diagnostic depends on its kernel,
@@ -108,38 +145,28 @@ pub enum Reach {
     Kernel,
     /// Iterates host functions: depends on all host code, the kernel names and
     /// what `model::KernelHostView` holds of each kernel (KL001's state flow).
-    /// The hygiene rules ([`is_hygiene`]) also report on kernel names (KL103)
-    /// and read inside kernels (KL107, KL108), which `checker::incremental` checks.
+    /// The hygiene rules ([`Rule::hygiene`]) also report on kernel names (KL103)
+    /// and read inside kernels (KL107, KL108), which the checker checks.
     Host,
     /// Iterates `tl.*` attributes; reports on the attribute itself.
     TlAttr,
 }
 
-/// KL101-KL109: the rules a KernelBench candidate (a `ModelNew` file) gets.
-pub fn is_hygiene(code: &str) -> bool {
-    code.starts_with("KL1")
-}
-
-pub fn reach(rule: &Rule) -> Reach {
-    match rule.code {
-        "KL001" | "KL010" => Reach::Host,
-        // The hygiene rules read the whole candidate: `ModelNew`, its imports and what `forward` reaches.
-        c if is_hygiene(c) => Reach::Host,
-        "KL005" => Reach::TlAttr,
-        _ => Reach::Kernel,
-    }
+/// Whether the rule that reported `code` is a hygiene rule ([`Rule::hygiene`]).
+pub(crate) fn is_hygiene(code: &str) -> bool {
+    by_code(code).is_some_and(|r| r.hygiene)
 }
 
 /// Runs the enabled rules of one reach, unsuppressed and unsorted.
-pub fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut Vec<Diagnostic>) {
-    for rule in RULES.iter().filter(|r| reach(r) == which && settings.enabled(r.code)) {
+pub(crate) fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut Vec<Diagnostic>) {
+    for rule in RULES.iter().filter(|r| r.reach == which && settings.enabled(r.code)) {
         (rule.check)(model, settings, out);
     }
 }
 
 /// Sorts diagnostics by position (then code, end, and the rest, so that the
 /// order never depends on the order the rules ran in) and drops duplicates.
-pub fn finish(out: &mut Vec<Diagnostic>) {
+pub(crate) fn finish(out: &mut Vec<Diagnostic>) {
     out.sort_by(|a, b| {
         (a.range.start, &a.code, a.range.end).cmp(&(b.range.start, &b.code, b.range.end)).then_with(|| a.cmp(b))
     });

@@ -1,10 +1,13 @@
 //! Latency benchmark for language servers on a large Triton kernel file.
 //!
 //! Starts each server command, opens a generated 5,000-line Triton file (many
-//! kernels and launchers), replays typing-like edits in each of three modes
+//! kernels and launchers), replays typing-like edits in each of five modes
 //! (one character per ranged change inside kernels; the same in host code;
 //! the kernel edits sent as whole-text changes, as clients without
-//! incremental sync send them), and measures the time from sending each
+//! incremental sync send them; a new 60-character statement typed one
+//! character per change on a fresh line in the middle of `forward`, and of
+//! a kernel, 200 changes each, so that most keystrokes leave an unfinished
+//! expression), and measures the time from sending each
 //! `didChange` to the `publishDiagnostics` for that version; then opens 20
 //! such files to read the server's peak RSS (`VmHWM`). Every server gets the
 //! same client, file and edits, mode by mode, in one run; the last lines are a
@@ -26,7 +29,7 @@
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
-//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text]
+//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -49,25 +52,73 @@ enum Mode {
     Host,
     /// The kernel edits, each sent as the whole new text (a client without incremental sync).
     FullText,
+    /// A new 60-character statement typed one character per change on a
+    /// fresh line in the middle of `forward`: most keystrokes leave an
+    /// unfinished expression (a syntax error) in host code.
+    StatementHost,
+    /// The same in the middle of a kernel.
+    StatementKernel,
 }
 
 impl Mode {
-    const ALL: [Mode; 3] = [Mode::Kernel, Mode::Host, Mode::FullText];
+    const ALL: [Mode; 5] = [Mode::Kernel, Mode::Host, Mode::FullText, Mode::StatementHost, Mode::StatementKernel];
 
     fn describe(self) -> &'static str {
         match self {
             Mode::Kernel => "typing inside a kernel, one character per change",
             Mode::Host => "typing inside host code (launchers, forward)",
             Mode::FullText => "full-text didChange (no incremental sync)",
+            Mode::StatementHost => "a new statement typed in `forward`, one character per change",
+            Mode::StatementKernel => "a new statement typed in a kernel, one character per change",
         }
     }
 }
 
-/// One `didChange`: a ranged change of `line` (`start..end` replaced by
-/// `text`), timed or not.
+/// The statements the statement modes type (60 characters each).
+const HOST_STATEMENT: &str = "z = torch.tanh(h * 0.25 + x.mean(dim=0, keepdim=True)) + 1.0";
+const KERNEL_STATEMENT: &str = "z = tl.sigmoid(acc * 0.25 + h) * tl.exp(x - 1.0) + tl.abs(y)";
+
+/// How many characters the statement modes type (the statement again and
+/// again on a fresh line after `line`, the line removed after each).
+const STATEMENT_CHANGES: usize = 200;
+
+/// Typing a new statement on a fresh line after `line` (indented as that
+/// line): the fresh line is opened (untimed), then `statement` is typed one
+/// character per change (timed) and the line removed (untimed), over again
+/// until `count` characters were typed.
+fn statement_edits(text: &str, line: usize, statement: &str, count: usize) -> Vec<Edit> {
+    let current = text.lines().nth(line).expect("the line to type after");
+    let indent = current.len() - current.trim_start().len();
+    let mut out = Vec::new();
+    let mut typed = 0;
+    while typed < count {
+        out.push(Edit {
+            line,
+            start: current.len(),
+            end_line: line,
+            end: current.len(),
+            text: format!("\n{}", " ".repeat(indent)),
+            timed: false,
+        });
+        let n = statement.len().min(count - typed);
+        for (k, ch) in statement[..n].char_indices() {
+            let (at, next) = (line + 1, indent + k);
+            out.push(Edit { line: at, start: next, end_line: at, end: next, text: ch.to_string(), timed: true });
+        }
+        typed += n;
+        // Remove the fresh line: from the end of `line` to the end of what was typed.
+        let end = indent + n;
+        out.push(Edit { line, start: current.len(), end_line: line + 1, end, text: String::new(), timed: false });
+    }
+    out
+}
+
+/// One `didChange`: a ranged change from `line`:`start` to `end_line`:`end`
+/// replaced by `text`, timed or not.
 struct Edit {
     line: usize,
     start: usize,
+    end_line: usize,
     end: usize,
     text: String,
     timed: bool,
@@ -85,11 +136,11 @@ fn edits(text: &str, targets: &[usize], places: usize) -> Vec<Edit> {
         let end = lines[line].len();
         let mut col = end;
         for ch in [" ", "+", " ", "1"] {
-            out.push(Edit { line, start: col, end: col, text: ch.to_string(), timed: true });
+            out.push(Edit { line, start: col, end_line: line, end: col, text: ch.to_string(), timed: true });
             col += 1;
         }
-        out.push(Edit { line, start: col - 1, end: col, text: String::new(), timed: true });
-        out.push(Edit { line, start: end, end: col - 1, text: String::new(), timed: false });
+        out.push(Edit { line, start: col - 1, end_line: line, end: col, text: String::new(), timed: true });
+        out.push(Edit { line, start: end, end_line: line, end: col - 1, text: String::new(), timed: false });
     }
     out
 }
@@ -228,9 +279,17 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files: usize, places: usize) -> Measurement {
     let text = generated.text.as_str();
-    let targets = match mode {
-        Mode::Kernel | Mode::FullText => &generated.kernel_lines,
-        Mode::Host => &generated.host_lines,
+    let edits = match mode {
+        Mode::Kernel | Mode::FullText => edits(text, &generated.kernel_lines, places),
+        Mode::Host => edits(text, &generated.host_lines, places),
+        Mode::StatementHost => {
+            let middle = generated.forward_lines[generated.forward_lines.len() / 2];
+            statement_edits(text, middle, HOST_STATEMENT, STATEMENT_CHANGES)
+        }
+        Mode::StatementKernel => {
+            let middle = generated.kernel_lines[generated.kernel_lines.len() / 2];
+            statement_edits(text, middle, KERNEL_STATEMENT, STATEMENT_CHANGES)
+        }
     };
     let mut server = Server::start(command, dir);
     let root = format!("file://{}", dir.display());
@@ -265,18 +324,18 @@ fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files:
     let uri = uris[0].clone();
     let mut latencies_ms = Vec::new();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    for (k, Edit { line, start, end, text: new_text, timed }) in edits(text, targets, places).into_iter().enumerate() {
+    for (k, Edit { line, start, end_line, end, text: new_text, timed }) in edits.into_iter().enumerate() {
         let version = 2 + k as i64;
         // Build the whole text before the clock starts: the client's work is not the server's.
         let change = match mode {
-            Mode::Kernel | Mode::Host => json!({
-                "range": {"start": {"line": line, "character": start}, "end": {"line": line, "character": end}},
-                "text": new_text,
-            }),
             Mode::FullText => {
                 lines[line].replace_range(start..end, &new_text);
                 json!({"text": lines.join("\n") + "\n"})
             }
+            _ => json!({
+                "range": {"start": {"line": line, "character": start}, "end": {"line": end_line, "character": end}},
+                "text": new_text,
+            }),
         };
         let began = Instant::now();
         server.notify(
@@ -350,12 +409,14 @@ fn main() {
                     "kernel" => Mode::Kernel,
                     "host" => Mode::Host,
                     "full-text" => Mode::FullText,
-                    _ => panic!("--mode kernel|host|full-text; got {m}"),
+                    "statement-host" => Mode::StatementHost,
+                    "statement-kernel" => Mode::StatementKernel,
+                    _ => panic!("--mode kernel|host|full-text|statement-host|statement-kernel; got {m}"),
                 }];
                 files = 0;
             }
             other => {
-                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text]; got {other}");
+                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]; got {other}");
                 std::process::exit(2);
             }
         }
@@ -363,7 +424,7 @@ fn main() {
     let generated = generate(lines);
     let text = &generated.text;
     println!(
-        "file: {} lines, {} kernels, {} launch sites; per mode {} timed edits (type ` + 1`, delete `1`, at {places} places, each line restored after)",
+        "file: {} lines, {} kernels, {} launch sites; per mode {} timed edits (type ` + 1`, delete `1`, at {places} places, each line restored after; the statement modes {STATEMENT_CHANGES})",
         text.lines().count(),
         text.matches("@triton.jit").count(),
         text.matches("](").count(),

@@ -1,15 +1,19 @@
-//! What the KernelBench hygiene rules (KL101-KL109) share: which file is a
-//! candidate, which host code `ModelNew.forward` reaches, how a dotted name
-//! resolves through the file's imports, and where a returned value comes from.
+//! Facts of a KernelBench candidate (a file defining `ModelNew`), which the
+//! hygiene rules (KL101-KL109), the checker and the rewrite gate all read:
+//! which file is a candidate, which host code `ModelNew.forward` reaches, how
+//! a dotted name resolves through the file's imports, where a returned value
+//! comes from, whether the task is half precision (`task_is_half`) and what
+//! `ModelNew` stores on `self` during a call (`self_stores`).
 //!
-//! Everything here reads the syntax tree of one file; nothing does I/O.
+//! Everything here reads the syntax tree of one file; nothing does I/O, and
+//! nothing here decides that a fact is a mistake (that is a rule's business).
 
 use std::collections::HashSet;
 
 use tree_sitter::Node;
 
-use crate::model::field;
-use crate::model::{inside, FileModel};
+use crate::model::{inside, range_of, visit_nodes, FileModel};
+use crate::text::TextRange;
 
 /// Deeper data flow than this is not followed.
 const MAX_TRACE: usize = 12;
@@ -469,4 +473,87 @@ pub fn returns<'a>(func: Node<'a>) -> Vec<(Node<'a>, Node<'a>)> {
     }
     out.sort_by_key(|(n, _)| n.start_byte());
     out
+}
+
+pub(crate) const HALF: &[&str] = &[
+    "torch.float16",
+    "torch.half",
+    "torch.bfloat16",
+    // The legacy tensor types `.type(...)` takes.
+    "torch.HalfTensor",
+    "torch.cuda.HalfTensor",
+    "torch.BFloat16Tensor",
+    "torch.cuda.BFloat16Tensor",
+];
+
+pub(crate) fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &str) -> bool {
+    // A name that qualifies to one of `HALF` ends in its last part, or is a
+    // local name an import binds to it: text without either mentions none
+    // (the walk below is what costs).
+    let text = src.get(node.byte_range()).unwrap_or_default();
+    let last = |h: &&str| h.rsplit('.').next().is_some_and(|l| text.contains(l));
+    let alias = |(local, full): &(String, String)| HALF.contains(&full.as_str()) && text.contains(local.as_str());
+    if !HALF.iter().any(last) && !imports.bound.iter().any(alias) {
+        return false;
+    }
+    let mut found = false;
+    visit_nodes(node, &mut |n| {
+        if matches!(n.kind(), "attribute" | "identifier")
+            && imports.qualify(n, src).is_some_and(|q| HALF.contains(&q.as_str()))
+        {
+            found = true;
+        }
+        // `.type("torch.cuda.HalfTensor")`
+        if n.kind() == "string"
+            && HALF[3..].iter().any(|h| src[n.byte_range()].trim_matches(|c| c == '"' || c == '\'') == *h)
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// An fp16/bf16 task: `get_inputs` or the reference `Model` already use half precision.
+pub fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
+    model.host_fns.iter().filter(|f| f.name == "get_inputs" || f.class.as_deref() == Some("Model")).any(|f| {
+        let mut half = mentions_half(f.node, imports, model.src);
+        for n in inside(&model.nodes().calls, f.node) {
+            if let Some(a) =
+                field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
+            {
+                half |= matches!(&model.src[a.byte_range()], "half" | "bfloat16");
+            }
+        }
+        half
+    })
+}
+
+/// `self.X = ...` (also `self.X[...] = ...`, each target of a tuple) in the
+/// methods of `ModelNew` but `__init__`: attributes stored into during a
+/// call, with where.
+pub fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
+    let src = model.src;
+    let mut stored: Vec<(String, TextRange)> = Vec::new();
+    for f in (1..model.host_fns.len())
+        .filter(|&f| model.host_fns[f].class.as_deref() == Some("ModelNew") && model.host_fns[f].name != "__init__")
+    {
+        for n in inside(&model.nodes().assignments, model.host_fns[f].node) {
+            let Some(left) = field!(n, "left") else { continue };
+            // `self.a, self.b = ...` stores into each target of the tuple.
+            let targets: Vec<Node> = if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
+                let mut c = left.walk();
+                let all = left.named_children(&mut c).collect();
+                all
+            } else {
+                vec![left]
+            };
+            for left in targets {
+                let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
+                if let Some(attr) = target.and_then(|t| self_attr(t, src)) {
+                    stored.push((attr.to_string(), range_of(n)));
+                }
+            }
+        }
+    }
+    stored
 }

@@ -1,0 +1,73 @@
+//! The full check: every statement read, the rules of every reach run. A
+//! large file builds the node index beside the model and runs the host rules
+//! beside the kernel rules, on two threads.
+
+use std::sync::Arc;
+
+use tree_sitter::Tree;
+
+use super::matching::*;
+use super::run::*;
+use super::snapshot::*;
+use super::units::*;
+use crate::config::Settings;
+use crate::model::candidate;
+use crate::model::{launch_estimates, range_of, FileModel};
+use crate::text::TextRange;
+
+/// Files this large build the node index beside the model (`FileModel::build_with_index`)
+/// and run the host rules beside the kernel rules; below it a thread's start costs more than it saves.
+pub(super) const PARALLEL_INDEX_BYTES: usize = 32 * 1024;
+
+pub(super) fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
+    full_on(text, tree, settings, text.len() >= PARALLEL_INDEX_BYTES)
+}
+
+/// [`full`], on two threads or one.
+pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool) -> Snapshot {
+    let nodes = top_level(tree);
+    // The hygiene rules ask for the node index in a candidate (`ModelNew` at module level).
+    let candidate = nodes.iter().any(|n| {
+        n.kind() == "class_definition"
+            && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == "ModelNew")
+    });
+    let model =
+        if candidate && two_threads { FileModel::build_with_index(text, tree) } else { FileModel::build(text, tree) };
+    let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
+    let all: Vec<usize> = (0..nodes.len()).collect();
+    // A large file runs the host rules on a second thread while the kernel
+    // rules run here, and this thread then takes the host rules not yet
+    // started: they only read the model (the kernel rules' focus is theirs alone).
+    let ((mut fresh, loose), host) =
+        host_rules_beside(&model, settings, two_threads, false, || facts(&model, &nodes, &all, settings, false));
+    let mut host_diags = loose;
+    for d in host {
+        match home(&ranges, &d) {
+            Some(u) => fresh[u].0.diags.push(d),
+            None => host_diags.push(d),
+        }
+    }
+    let units = fresh
+        .into_iter()
+        .zip(&ranges)
+        .map(|((facts, foreign), range)| Unit { facts: Arc::new(facts), range: *range, delta: 0, foreign })
+        .collect();
+    Snapshot {
+        settings: settings.clone(),
+        text: text.clone(),
+        estimates: launch_estimates(&model),
+        tl_aliases: model.tl_aliases.clone(),
+        triton_aliases: model.triton_aliases.clone(),
+        units,
+        host_diags,
+        launch_counts: launch_counts(&model),
+        path: Path::Fresh,
+        stubs: 0,
+        host_stubs: 0,
+        candidate: candidate::is_candidate(&model).then(|| Arc::new(candidate::imports(&model))),
+        context: host_context(&model),
+        linked: false,
+        walk_again: Vec::new(),
+        builds: 0,
+    }
+}

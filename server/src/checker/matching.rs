@@ -1,0 +1,187 @@
+//! Which statements an edit left as they were, and moving what was cached
+//! about them: the statements before and after the edited span that read as
+//! they did (same kind and text; for one with a syntax error, the same syntax
+//! tree) keep their facts, moved by the bytes they moved; a cached position
+//! that falls in a changed statement cannot be moved, and the edit is
+//! analysed another way.
+
+use tree_sitter::{Node, Tree};
+
+use super::snapshot::*;
+use crate::diagnostic::Diagnostic;
+use crate::model::imports_of;
+use crate::text::TextRange;
+
+pub(super) fn top_level(tree: &Tree) -> Vec<Node<'_>> {
+    let root = tree.root_node();
+    let mut cursor = root.walk();
+    root.children(&mut cursor).collect()
+}
+
+/// Index of the statement containing byte `pos` (its end included).
+pub(super) fn unit_of(ranges: &[TextRange], pos: usize) -> Option<usize> {
+    let i = ranges.partition_point(|r| r.start <= pos).checked_sub(1)?;
+    (pos <= ranges[i].end).then_some(i)
+}
+
+/// Every position a diagnostic refers to.
+pub(super) fn positions(d: &Diagnostic) -> impl Iterator<Item = TextRange> + '_ {
+    std::iter::once(d.range)
+        .chain(d.related.iter().map(|r| r.range))
+        .chain(d.fix.iter().flat_map(|f| f.edits.iter().map(|e| e.range)))
+}
+
+/// The statement that holds every position of `d`, if one does.
+pub(super) fn home(ranges: &[TextRange], d: &Diagnostic) -> Option<usize> {
+    let u = unit_of(ranges, d.range.start)?;
+    positions(d).all(|r| ranges[u].start <= r.start && r.end <= ranges[u].end).then_some(u)
+}
+
+/// What both incremental paths start from: the statements now, the imports
+/// (which must be as they were), and which statements the edit left as they were.
+pub(super) struct Matching<'t> {
+    pub(super) nodes: Vec<Node<'t>>,
+    pub(super) aliases: (Vec<String>, Vec<String>),
+    /// For each statement now, the old one it matches.
+    pub(super) matched: Vec<Option<usize>>,
+    /// For each old statement, the new one.
+    pub(super) old_to_new: Vec<Option<usize>>,
+    /// The old statements the edit changed.
+    pub(super) changed_old: Vec<usize>,
+}
+
+impl Matching<'_> {
+    /// Cached diagnostics of `prev`, moved with their statements to where
+    /// those are now; an error if a position lies in a changed statement.
+    pub(super) fn moved(&self, prev: &Snapshot, list: &[Diagnostic]) -> Result<Vec<Diagnostic>, &'static str> {
+        let map = |pos: usize| -> Option<usize> {
+            let o = prev.units.partition_point(|u| u.range.start <= pos).checked_sub(1)?;
+            let old = prev.units[o].range;
+            let n = self.old_to_new[o].filter(|_| pos <= old.end)?;
+            Some(pos - old.start + self.nodes[n].start_byte())
+        };
+        list.iter()
+            .map(|d| remap(d, &map))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("a cached position lies in a changed statement")
+    }
+}
+
+pub(super) fn matching<'t>(text: &str, tree: &'t Tree, prev: &Snapshot) -> Result<Matching<'t>, &'static str> {
+    let nodes = top_level(tree);
+    let aliases = imports_of(&nodes, text);
+    if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
+        return Err("the imports changed");
+    }
+    let (matched, old_to_new) = match_units(prev, &nodes, text);
+    let changed_old: Vec<usize> = (0..prev.units.len()).filter(|&o| old_to_new[o].is_none()).collect();
+    Ok(Matching { nodes, aliases, matched, old_to_new, changed_old })
+}
+
+/// Which statements an edit left as they were: those before and after the
+/// edited span that read as they did (same kind and text: a top-level
+/// statement without syntax errors then parses the same; for one with
+/// errors, the same syntax tree). Returns, for each new statement, the old
+/// one it matches, and for each old statement the new one.
+pub(super) fn match_units(prev: &Snapshot, nodes: &[Node], text: &str) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
+    let same = |o: usize, i: usize| {
+        let (u, n) = (&prev.units[o], nodes[i]);
+        u.facts.kind == n.kind_id()
+            && u.facts.error_shape.is_some() == n.has_error()
+            && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
+            && u.facts.error_shape.as_ref().is_none_or(|s| *s == shape(n))
+    };
+    let (old_len, new_len) = (prev.units.len(), nodes.len());
+    let mut prefix = 0;
+    while prefix < old_len && prefix < new_len && same(prefix, prefix) {
+        prefix += 1;
+    }
+    let mut suffix = 0;
+    while suffix < old_len - prefix && suffix < new_len - prefix && same(old_len - 1 - suffix, new_len - 1 - suffix) {
+        suffix += 1;
+    }
+    let mut matched: Vec<Option<usize>> = vec![None; new_len];
+    let mut old_to_new: Vec<Option<usize>> = vec![None; old_len];
+    for i in (0..prefix).chain(new_len - suffix..new_len) {
+        let o = if i < prefix { i } else { i + old_len - new_len };
+        matched[i] = Some(o);
+        old_to_new[o] = Some(i);
+    }
+    (matched, old_to_new)
+}
+
+/// Whether `text` holds the word `import` as the keyword is written (not
+/// part of a longer name: `important`, `reimport`), comments and strings
+/// included: a cheap test that errs towards treating a statement as host code.
+pub(super) fn has_import_keyword(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    text.match_indices("import").any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + "import".len()).copied();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+/// Every node of a statement: kind, start and end relative to the statement.
+pub(super) fn shape(unit: Node) -> Vec<(u16, u32, u32)> {
+    let base = unit.start_byte();
+    let mut out = Vec::new();
+    let mut cursor = unit.walk();
+    let mut depth = 0usize;
+    loop {
+        let n = cursor.node();
+        out.push((n.kind_id(), (n.start_byte() - base) as u32, (n.end_byte() - base) as u32));
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return out;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+            depth -= 1;
+        }
+    }
+}
+
+pub(super) fn shift_range(r: TextRange, delta: isize) -> TextRange {
+    TextRange::new((r.start as isize + delta) as usize, (r.end as isize + delta) as usize)
+}
+
+/// A diagnostic with every position moved by `delta`.
+pub(super) fn shifted(d: &Diagnostic, delta: isize) -> Diagnostic {
+    let mut d = d.clone();
+    if delta != 0 {
+        d.range = shift_range(d.range, delta);
+        for r in &mut d.related {
+            r.range = shift_range(r.range, delta);
+        }
+        if let Some(fix) = &mut d.fix {
+            for e in &mut fix.edits {
+                e.range = shift_range(e.range, delta);
+            }
+        }
+    }
+    d
+}
+
+/// A cached diagnostic with every position moved to the new text; `None` if one cannot be.
+pub(super) fn remap(d: &Diagnostic, map: &impl Fn(usize) -> Option<usize>) -> Option<Diagnostic> {
+    let range = |r: TextRange| -> Option<TextRange> { Some(TextRange::new(map(r.start)?, map(r.end)?)) };
+    let mut d = d.clone();
+    d.range = range(d.range)?;
+    for r in &mut d.related {
+        r.range = range(r.range)?;
+    }
+    if let Some(fix) = &mut d.fix {
+        for e in &mut fix.edits {
+            e.range = range(e.range)?;
+        }
+    }
+    Some(d)
+}

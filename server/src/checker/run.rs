@@ -1,0 +1,97 @@
+//! Running the rules. The checker reaches them only through the registry
+//! (`rules::RULES`): a rule's `reach` says when it runs, `per_node` (KL107,
+//! KL108) answers for the nodes of one statement. No rule module is named
+//! here (`server/tests/layers.rs` fails if one is).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tree_sitter::Node;
+
+use crate::config::Settings;
+use crate::diagnostic::Diagnostic;
+use crate::model::candidate::Imports;
+use crate::model::FileModel;
+use crate::rules::{self, Reach};
+
+/// The host rules' findings on `model` (with `skip_per_node`, but those that answer per node): with
+/// `two_threads`, two threads take the rules one at a time as each finishes
+/// one, so that the costly ones (KL001, KL010) do not fall to one thread
+/// (the model is only read; the findings are sorted later, so the order
+/// they come in does not matter).
+pub(super) fn host_rules(
+    model: &FileModel,
+    settings: &Settings,
+    two_threads: bool,
+    skip_per_node: bool,
+) -> Vec<Diagnostic> {
+    host_rules_beside(model, settings, two_threads, skip_per_node, || ()).1
+}
+
+/// `here` on this thread, and the host rules (with `skip_per_node`, but those that answer per node) with
+/// it: with `two_threads`, a second thread starts on the rules at once and
+/// this one joins in when `here` is done, each taking the next rule not yet
+/// started; otherwise this thread runs `here`, then the rules.
+pub(super) fn host_rules_beside<R>(
+    model: &FileModel,
+    settings: &Settings,
+    two_threads: bool,
+    skip_per_node: bool,
+    here: impl FnOnce() -> R,
+) -> (R, Vec<Diagnostic>) {
+    let host: Vec<&rules::Rule> = rules::RULES
+        .iter()
+        .filter(|r| r.reach == Reach::Host && settings.enabled(r.code) && !(skip_per_node && r.per_node.is_some()))
+        .collect();
+    let next = AtomicUsize::new(0);
+    if !two_threads || host.is_empty() {
+        let result = here();
+        return (result, run_shared(model, settings, &host, &next));
+    }
+    std::thread::scope(|scope| {
+        let other = std::thread::Builder::new()
+            .name("host-rules".to_string())
+            .spawn_scoped(scope, || run_shared(model, settings, &host, &next));
+        let result = here();
+        // A thread that could not start leaves every rule to this one.
+        let mut out = run_shared(model, settings, &host, &next);
+        if let Ok(h) = other {
+            out.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        }
+        (result, out)
+    })
+}
+
+/// Runs the rules of `list` that no other thread has taken (`next` counts
+/// those taken), one at a time: threads sharing `next` split the rules as
+/// they finish them, whatever each costs, and run each once.
+pub(super) fn run_shared(
+    model: &FileModel,
+    settings: &Settings,
+    list: &[&rules::Rule],
+    next: &AtomicUsize,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    while let Some(rule) = list.get(next.fetch_add(1, Ordering::Relaxed)) {
+        (rule.check)(model, settings, &mut out);
+    }
+    out
+}
+
+/// The findings in one statement of the rules that answer per node
+/// (`Rule::per_node`: KL107, KL108), enabled or not: each depends on its
+/// node and the file's imports alone.
+pub(super) fn node_local_findings(src: &str, imports: &Imports, unit: Node) -> Vec<Diagnostic> {
+    let mut nodes = Vec::new();
+    crate::model::visit_nodes(unit, &mut |n| nodes.push(n));
+    rules::RULES.iter().filter_map(|r| r.per_node).flat_map(|per_node| per_node(src, imports, &nodes)).collect()
+}
+
+/// Whether the rule that reported `code` answers per node (`Rule::per_node`).
+pub(super) fn is_node_local(code: &str) -> bool {
+    rules::by_code(code).is_some_and(|r| r.per_node.is_some())
+}
+
+/// Whether a host rule reported `d`.
+pub(super) fn is_host_diag(d: &Diagnostic) -> bool {
+    rules::by_code(&d.code).is_some_and(|r| r.reach == Reach::Host)
+}

@@ -1,0 +1,880 @@
+//! The checker's tests: each path (full, kernel edit, host edit) gives what
+//! a full analysis of the same tree gives, on chosen edits and on random edit
+//! sequences (the property tests), applied as a document applies them: to
+//! the text and the old tree, reparsed once per analysis.
+
+use std::sync::Arc;
+
+use tree_sitter::Tree;
+
+use super::full::{full_on, PARALLEL_INDEX_BYTES};
+use super::matching::has_import_keyword;
+use super::{analyze, check, CheckResult, Path, Snapshot};
+use crate::config::Settings;
+use crate::model::parse;
+use crate::text::{changed_span, LineIndex};
+use crate::xorshift::Rng;
+
+#[test]
+fn the_import_keyword_is_found_as_a_word() {
+    assert!(has_import_keyword("import torch"));
+    assert!(has_import_keyword("from x import (y)"));
+    assert!(has_import_keyword("    import torch.item("));
+    assert!(has_import_keyword("x = 1\nimport"));
+    assert!(!has_import_keyword("# important: the mask"));
+    assert!(!has_import_keyword("reimport_ = 1"));
+    assert!(!has_import_keyword("imports = []"));
+}
+
+/// A candidate of about 64 KB: blocks of a kernel (with a KL108 finding
+/// inside) and a helper that launches it in a time loop, and a `forward`
+/// that calls every helper. Returns the text and the number of blocks.
+fn many_blocks() -> (String, usize) {
+    let mut text =
+        String::from("import os\nimport torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n");
+    let mut i = 0;
+    while text.len() < 2 * PARALLEL_INDEX_BYTES {
+        text.push_str(&format!(
+            r#"
+
+@triton.jit
+def k{i}(x_ptr, h_ptr, out_ptr, n, H):
+    offs = tl.arange(0, H)
+    h = tl.load(h_ptr + offs)
+    tl.store(out_ptr + offs, tl.tanh(h) + os.environ["A"])
+
+
+def run{i}(x, h, steps):
+    out = torch.empty_like(h)
+    for t in range(steps):
+        k{i}[(1,)](x[t], h, out, h.numel(), 64)
+        h = out
+        if h.sum().item() > 0:
+            break
+    return h
+"#
+        ));
+        i += 1;
+    }
+    text.push_str("\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        x = x.half()\n");
+    for j in 0..i {
+        text.push_str(&format!("        x = run{j}(x, x, 8)\n"));
+    }
+    text.push_str("        return x\n");
+    (text, i)
+}
+
+/// The two-thread full analysis (node index beside the model, host rules
+/// beside the kernel rules) gives what one thread gives, on a candidate
+/// large enough to take it, with findings of every reach.
+#[test]
+fn two_threads_give_what_one_gives() {
+    let (text, _) = many_blocks();
+    let text: Arc<str> = Arc::from(text.as_str());
+    let tree = crate::model::parse(&text, None);
+    let settings = Settings::default();
+    let index = LineIndex::new(&text);
+    let one = full_on(&text, &tree, &settings, false).result(&index);
+    let two = full_on(&text, &tree, &settings, true).result(&index);
+    for code in ["KL001", "KL004", "KL010", "KL106", "KL108"] {
+        assert!(
+            one.diagnostics.iter().any(|d| d.code == code),
+            "no {code} in the {} diagnostics",
+            one.diagnostics.len()
+        );
+    }
+    assert_eq!(one, two);
+    assert_eq!(two, check(&text, &tree, &settings));
+}
+
+/// An edit of host code (a helper in the middle, then `forward`) takes
+/// the host path, reads the kernels the edited statement does not launch
+/// as stubs, and gives what a full analysis gives, KL108 inside the
+/// stubbed kernels included.
+/// Re-parses `text` with `old` (after `anchor`) replaced by `new` and
+/// analyses it from `snapshot`; checks the result against a fresh analysis.
+fn edit_from(
+    text: &mut Arc<str>,
+    tree: &mut Tree,
+    snapshot: &Snapshot,
+    anchor: &str,
+    old: &str,
+    new: &str,
+) -> (CheckResult, Snapshot) {
+    let at = text.find(anchor).expect("anchor");
+    let start = at + text[at..].find(old).expect("old");
+    let edited = format!("{}{new}{}", &text[..start], &text[start + old.len()..]);
+    let index = LineIndex::new(text);
+    let new_index = LineIndex::new(&edited);
+    let point = |index: &LineIndex, b: usize| {
+        let row = index.line_of(b);
+        tree_sitter::Point::new(row, b - index.line_start(row))
+    };
+    tree.edit(&tree_sitter::InputEdit {
+        start_byte: start,
+        old_end_byte: start + old.len(),
+        new_end_byte: start + new.len(),
+        start_position: point(&index, start),
+        old_end_position: point(&index, start + old.len()),
+        new_end_position: point(&new_index, start + new.len()),
+    });
+    *text = Arc::from(edited.as_str());
+    *tree = crate::model::parse(text, Some(tree));
+    let settings = Settings::default();
+    let (result, next) = analyze(text, tree, &settings, &new_index, Some(snapshot));
+    assert_eq!(result, check(text, tree, &settings), "{new}");
+    (result, next)
+}
+
+/// A host function read as a stub keeps its findings while the edit
+/// reaches nothing it reads; when a rule needs more of it than a stub
+/// keeps (a time loop in a class method relaunching it: its launch sites),
+/// the analysis is made again with that function walked (the others stay
+/// stubs), and gives what a fresh one gives.
+#[test]
+fn host_stubs_are_walked_when_a_rule_needs_their_body() {
+    let text = "import torch\nimport triton\nimport triton.language as tl\n\n\
+                    @triton.jit\ndef step_kernel(x_ptr, h_ptr, n, B: tl.constexpr):\n    \
+                    o = tl.arange(0, B)\n    tl.store(h_ptr + o, tl.load(x_ptr + o) + tl.load(h_ptr + o))\n\n\
+                    def step(x, h):\n    step_kernel[(1,)](x, h, h.numel(), B=64)\n    return h\n\n\
+                    def other(x):\n    return x + 1\n\n\
+                    def scale(x):\n    return x * 2\n\n\
+                    class Model(torch.nn.Module):\n    def forward(self, x, h):\n        \
+                    for t in range(x.shape[0]):\n            h = step(x[t], h)\n        return h\n";
+    let settings = Settings::default();
+    let mut text: Arc<str> = Arc::from(text);
+    let mut tree = crate::model::parse(&text, None);
+    let (first, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
+    assert!(first.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", first.diagnostics);
+    // The first host edit after a fresh analysis reads every statement (and keeps their links).
+    let (_, snapshot) = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
+    assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
+    // `other` changes: `scale` is a stub, but `forward`'s time loop
+    // (walked with its class) reaches `step`'s launch: `step` is walked.
+    let (second, next) = edit_from(&mut text, &mut tree, &snapshot, "def other", "x + 1", "x + 2");
+    assert!(second.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", second.diagnostics);
+    assert_eq!(next.path(), Path::Host);
+    assert_eq!(next.host_stubs(), 1, "`scale` a stub, `step` (whose launch sites a rule read) walked");
+    assert_eq!(next.builds(), 2, "read with `step` a stub, then again with it walked");
+    // The next edit walks `step` from the start.
+    let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 4");
+    assert_eq!((next.host_stubs(), next.builds()), (1, 1));
+    let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 4", "x + 2");
+    // Without the time loop nothing reads a stub's body: `step` and `scale` are stubs.
+    let (_, next) = edit_from(
+        &mut text,
+        &mut tree,
+        &next,
+        "for t in",
+        "for t in range(x.shape[0]):\n            h = step(x[t], h)",
+        "h = step(x[0], h)",
+    );
+    let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 3");
+    assert_eq!(next.path(), Path::Host);
+    assert_eq!(next.host_stubs(), 2, "`step` and `scale` read as stubs");
+}
+
+#[test]
+fn host_edits_read_unaffected_kernels_as_stubs() {
+    let (text, blocks) = many_blocks();
+    let settings = Settings::default();
+    let mut text: Arc<str> = Arc::from(text.as_str());
+    let mut tree = crate::model::parse(&text, None);
+    let (_, mut snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
+    let middle = format!("def run{}(", blocks / 2);
+    // The first host edit after a fresh analysis reads every host function (and keeps their links).
+    snapshot = edit_from(&mut text, &mut tree, &snapshot, "def run0(", "return h", "return h * 1").1;
+    assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
+    for (anchor, old, new) in [
+        (middle.as_str(), "out = torch.empty_like(h)", "out = torch.empty_like(h) * 2"),
+        (middle.as_str(), "out = torch.empty_like(h) * 2", "out = torch.zeros_like(h) * 2"),
+        ("def forward", "x = x.half()", "x = x.float()"),
+    ] {
+        let (result, next) = edit_from(&mut text, &mut tree, &snapshot, anchor, old, new);
+        assert_eq!(next.path(), Path::Host, "{new}");
+        assert!(next.stubs() + 2 >= blocks, "{} stubs for {blocks} kernels", next.stubs());
+        // Every launching helper but the one edited is a host stub: the
+        // edit reaches none of them, and `forward` calls none in a loop.
+        assert!(next.host_stubs() + 1 >= blocks, "{} host stubs for {blocks} helpers", next.host_stubs());
+        assert!(result.diagnostics.iter().filter(|d| d.code == "KL108").count() >= blocks);
+        snapshot = next;
+    }
+}
+
+/// A document as the checker sees it: the text, the tree kept in step with
+/// every edit, and the last analysis with its snapshot.
+struct Doc {
+    text: Arc<str>,
+    tree: Tree,
+    snapshot: Option<Snapshot>,
+    result: CheckResult,
+}
+
+impl Doc {
+    fn new(text: &str) -> Doc {
+        let text: Arc<str> = Arc::from(text);
+        let tree = parse(&text, None);
+        let (result, snapshot) = analyze(&text, &tree, &Settings::default(), &LineIndex::new(&text), None);
+        Doc { text, tree, snapshot: Some(snapshot), result }
+    }
+
+    /// Replaces the bytes `a..b` with `insert` in the text and the tree (not reparsed yet).
+    fn edit(&mut self, a: usize, b: usize, insert: &str) {
+        let index = LineIndex::new(&self.text);
+        let mut edited = self.text.to_string();
+        edited.replace_range(a..b, insert);
+        let new_index = LineIndex::new(&edited);
+        let point = |index: &LineIndex, at: usize| {
+            let row = index.line_of(at);
+            tree_sitter::Point::new(row, at - index.line_start(row))
+        };
+        self.tree.edit(&tree_sitter::InputEdit {
+            start_byte: a,
+            old_end_byte: b,
+            new_end_byte: a + insert.len(),
+            start_position: point(&index, a),
+            old_end_position: point(&index, b),
+            new_end_position: point(&new_index, a + insert.len()),
+        });
+        self.text = Arc::from(edited.as_str());
+    }
+
+    /// Reparses from the edited tree and analyses from the last snapshot.
+    fn analyze(&mut self) -> &Snapshot {
+        self.tree = parse(&self.text, Some(&self.tree));
+        let index = LineIndex::new(&self.text);
+        let (result, snapshot) = analyze(&self.text, &self.tree, &Settings::default(), &index, self.snapshot.as_ref());
+        self.result = result;
+        self.snapshot.insert(snapshot)
+    }
+
+    fn line_index(&self) -> LineIndex {
+        LineIndex::new(&self.text)
+    }
+}
+
+fn char_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+pub(crate) const FIXTURE: &str = r#"import triton
+import triton.language as tl
+
+# ümlauts and 𝄞 so that UTF-16 and UTF-8 columns differ
+@triton.jit
+def act(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)  # é
+    tl.store(y_ptr + offs, tl.tanh(x), mask=offs < n)
+
+
+@triton.jit
+def bad(x_ptr, H):
+    offs = tl.arange(0, H)
+    tl.store(x_ptr + offs, tl.sigmoid(offs))
+
+
+def launch(x, y):
+    for t in range(16):
+        act[(4,)](x, y, x.numel(), BLOCK=128)
+"#;
+
+const SNIPPETS: &[&str] = &[
+    "x",
+    " ",
+    "\n",
+    "tl.tanh(",
+    ")",
+    "(",
+    "é",
+    "𝄞",
+    "BLOCK",
+    "tl.arange(0, H)",
+    ":",
+    "    ",
+    "def ",
+    "\n    ",
+    "tl.",
+    "@triton.jit\n",
+    "#",
+    "ü",
+    "\"",
+    "for t in range(8):\n        ",
+];
+
+/// Several definitions that read each other: a barrier helper called from a
+/// kernel, kernels launched from host functions with module-level
+/// constants, autotune configs in a module-level list, suppressions, a
+/// class, and host syncs in time loops.
+pub(crate) const LINKED: &str = r#"import torch
+import triton
+import triton.language as tl
+
+BLOCK = 100
+CONFIGS = [triton.Config({"BM": 256, "BN": 256, "BK": 64}, num_stages=4)]
+
+
+@triton.jit
+def grid_barrier(bar_ptr, target):
+    tl.atomic_add(bar_ptr, 1)
+    while tl.atomic_add(bar_ptr, 0) < target:
+        pass
+
+
+@triton.jit
+def step_kernel(h_ptr, w_ptr, bar_ptr, n, seq_len, H: tl.constexpr, B: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    cols = tl.arange(0, H)
+    for t in range(seq_len):
+        h = tl.load(h_ptr + offs, mask=offs < n)
+        acc = tl.sum(tl.load(w_ptr + cols), axis=0) * h
+        grid_barrier(bar_ptr, t + 1)
+        tl.store(h_ptr + offs, tl.tanh(acc), mask=offs < n)  # kernel-lsp: ignore[KL005]
+
+
+@triton.autotune(configs=CONFIGS, key=["n"])
+@triton.jit
+def mm_kernel(a_ptr, b_ptr, c_ptr, n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot(a, b))
+
+
+def run_step(h, w, bar, steps):
+    n = h.numel()
+    for t in range(steps):
+        step_kernel[(4,)](h, w, bar, n, 1, H=64, B=BLOCK)
+        if h.sum().item() > 0:
+            break
+    return h
+
+
+class Persistent:
+    @triton.jit
+    def fused(h_ptr, bar_ptr, n):
+        for t in range(n):
+            tl.store(h_ptr + t, tl.load(h_ptr + t))
+            grid_barrier(bar_ptr, t)
+
+    def run(self, h, bar):
+        for t in range(h.size(0)):
+            step_kernel[(4,)](h, h, bar, 8, 1, H=64, B=64)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, w, bar):
+        for t in range(x.size(0)):
+            h = run_step(x[t], w, bar, 8)
+        mm_kernel[(1,)](x, w, h, x.numel())
+        return h
+"#;
+
+const LINKED_SNIPPETS: &[&str] = &[
+    "h_ptr",
+    "w_ptr",
+    "tl.store(w_ptr + offs, h)\n        ",
+    "_kernel",
+    "step",
+    "grid_barrier(bar_ptr, 1)\n    ",
+    "# kernel-lsp: ignore\n",
+    "  # kernel-lsp: ignore[KL004]",
+    "@triton.jit\ndef ",
+    "BLOCK = 96\n",
+    "\n\n",
+    "    tl.store(h_ptr, tl.relu(h))\n",
+    "x.item()",
+    "tl.arange(0, n)",
+    "mm_kernel[(2,)](a, b, c, 8, BM=48)\n",
+    "import triton.language as tk\n",
+    "while k < n:\n        ",
+    "BLOCK",
+    "def ",
+    "(",
+    ":",
+    "\n    ",
+    "",
+];
+
+/// Random edit batches, each applied to the text and the tree (one reparse
+/// per analysis, from the edited old tree, as a document does), analysed
+/// from the previous snapshot, give after every batch what a full analysis of
+/// the same tree gives, and of a fresh parse where the trees agree. Returns
+/// how many analyses took the kernel path, how many the host path, how many
+/// of those read some statement as a stub, and how many read a host function as a stub.
+fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> (usize, usize, usize, usize) {
+    let (mut incremental, mut host, mut stubbed, mut host_stubbed) = (0, 0, 0, 0);
+    let mut syntax_errors = 0;
+    for seed in 1..=seeds {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut doc = Doc::new(fixture);
+        for version in 1..=versions {
+            let before = doc.text.to_string();
+            let batch = 1 + rng.below(3);
+            let mut expected = before.clone();
+            let mut edits = Vec::new();
+            for _ in 0..batch {
+                let a = char_boundary(&expected, rng.below(expected.len() + 1));
+                let b = if rng.below(3) == 0 {
+                    a
+                } else {
+                    char_boundary(&expected, (a + rng.below(12)).min(expected.len()))
+                };
+                let insert = if rng.below(4) == 0 { "" } else { snippets[rng.below(snippets.len())] };
+                edits.push((a, b, insert.to_string()));
+                expected.replace_range(a..b, insert);
+            }
+            // Sometimes the batch arrives as one change of the whole text,
+            // which a document diffs into one edit.
+            if rng.below(5) == 0 {
+                let (start, old_end, new_end) = changed_span(&before, &expected);
+                edits = vec![(start, old_end, expected[start..new_end].to_string())];
+            }
+            for (a, b, insert) in &edits {
+                doc.edit(*a, *b, insert);
+            }
+            assert_eq!(*doc.text, expected, "seed {seed} version {version}");
+            // Sometimes two edits land before an analysis, as when typing fast.
+            if rng.below(4) == 0 && version < versions {
+                continue;
+            }
+            let snapshot = doc.analyze();
+            incremental += usize::from(snapshot.path() == Path::Kernels);
+            host += usize::from(snapshot.path() == Path::Host);
+            stubbed += usize::from(snapshot.stubs() > 0);
+            host_stubbed += usize::from(snapshot.host_stubs() > 0);
+            syntax_errors += usize::from(doc.result.diagnostics.iter().any(|d| d.code == "KL900"));
+            // Exactly what a full analysis of the same tree gives. (After
+            // some edits with syntax errors, tree-sitter's incremental
+            // reparse recovers differently from a fresh parse of the same
+            // text; the trees meet again once the errors are gone.)
+            let settings = Settings::default();
+            let full = check(&expected, &doc.tree, &settings);
+            assert_eq!(doc.result, full, "seed {seed} version {version}\n{expected}");
+            let fresh_tree = parse(&expected, None);
+            if doc.tree.root_node().to_sexp() == fresh_tree.root_node().to_sexp() {
+                assert_eq!(doc.result, check(&expected, &fresh_tree, &settings), "seed {seed}");
+            }
+        }
+        // With a syntax error left at the end, tree-sitter's incremental
+        // reparse may still recover differently from a fresh parse: edit
+        // back to the fixture (one edit, as a document diffs a whole-text
+        // change), so that the trees must meet.
+        let mut expected = doc.text.to_string();
+        if parse(&expected, None).root_node().has_error() {
+            let (start, old_end, new_end) = changed_span(&expected, fixture);
+            doc.edit(start, old_end, &fixture[start..new_end]);
+            expected = fixture.to_string();
+            doc.analyze();
+        }
+        let fresh_tree = parse(&expected, None);
+        assert_eq!(doc.tree.root_node().to_sexp(), fresh_tree.root_node().to_sexp(), "seed {seed}");
+        assert_eq!(doc.result, check(&expected, &fresh_tree, &Settings::default()), "seed {seed}");
+    }
+    // The edits break the syntax often: KL900 must have been compared too.
+    assert!(syntax_errors > 0, "no analysis reported a syntax error");
+    (incremental, host, stubbed, host_stubbed)
+}
+
+#[test]
+fn random_edits_match_a_fresh_analysis() {
+    let (incremental, host, _, _) = random_edits(FIXTURE, SNIPPETS, 40, 30);
+    assert!(incremental > 0, "no analysis took the kernel path");
+    assert!(host > 0, "no analysis took the host path");
+}
+
+/// Edits that rename kernels, move definitions, change helpers, launches,
+/// module constants, imports and suppressions in a file whose definitions read each other.
+#[test]
+fn random_edits_across_linked_definitions_match_a_fresh_analysis() {
+    let (incremental, host, stubbed, host_stubbed) = random_edits(LINKED, LINKED_SNIPPETS, 60, 30);
+    eprintln!("linked: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs, {host_stubbed} with host stubs");
+    assert!(incremental > 0, "no analysis took the kernel path");
+    assert!(host > 0, "no analysis took the host path");
+    assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
+    assert!(host_stubbed > 0, "no host-path analysis read a host function as a stub");
+}
+
+/// Replaces the first `old` after `anchor` with `new` and analyses the
+/// edit; returns how the analysis was made, after checking it against a fresh analysis.
+fn edit_and_check(doc: &mut Doc, anchor: &str, old: &str, new: &str) -> Path {
+    let from = doc.text.find(anchor).expect("anchor");
+    let at = from + doc.text[from..].find(old).expect("old");
+    doc.edit(at, at + old.len(), new);
+    let path = doc.analyze().path();
+    let fresh = check(&doc.text, &parse(&doc.text, None), &Settings::default());
+    assert_eq!(doc.result, fresh, "after replacing {old:?} with {new:?} at {anchor:?}");
+    path
+}
+
+/// The cases the incremental path exists for take it, and stay exact:
+/// typing in a kernel (through a syntax error and out of it), then in
+/// another kernel while the first still has an error, and editing a helper
+/// kernel whose callers (a kernel, and a class whose method launches
+/// kernels in a time loop) must be checked again.
+#[test]
+fn typing_in_kernels_is_incremental_and_exact() {
+    let mut doc = Doc::new(LINKED);
+    let anchor = "def mm_kernel";
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, anchor, "tl.dot(a, b)", "tl.dot(a, b) +"));
+    assert!(doc.result.diagnostics.len() > 3);
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, anchor, "tl.dot(a, b) +", "tl.dot(a, b) + 1"));
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, anchor, "tl.dot(a, b) + 1", "tl.dot(a, b) +"));
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, "def step_kernel", "tl.tanh(acc)", "tl.tanh(acc * 2)"));
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, "def grid_barrier", "< target", "< target + 1"));
+    assert_eq!(
+        Path::Kernels,
+        edit_and_check(&mut doc, "def grid_barrier", "tl.atomic_add(bar_ptr, 1)", "tl.atomic_xchg(bar_ptr, 1)")
+    );
+    // Host code takes the host path; kernel names and imports are analysed afresh; all exactly.
+    assert_eq!(Path::Host, edit_and_check(&mut doc, "def run_step", "range(steps)", "range(h.size(0))"));
+    assert_eq!(Path::Host, edit_and_check(&mut doc, "def mm_kernel", "mm_kernel", "mm2_kernel"));
+    assert_eq!(Path::Fresh, edit_and_check(&mut doc, "import triton.language", "as tl", "as tk"));
+}
+
+/// A helper whose arange bound is a parameter, called from a kernel and
+/// through another helper: KL004 on the helper depends on what the callers pass.
+const HELPERS: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def _tile(ptr, LEN):
+    offs = tl.arange(0, LEN)
+    return tl.load(ptr + offs)
+
+
+@triton.jit
+def _through(ptr, LEN):
+    return _tile(ptr, LEN) * 2.0
+
+
+@triton.jit
+def caller(x_ptr, y_ptr, n, B: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, B), _tile(x_ptr, B))
+
+
+@triton.jit
+def other(x_ptr, y_ptr, n, B: tl.constexpr):
+    tl.store(y_ptr + tl.arange(0, B), _through(x_ptr, B))
+
+
+def run(x, y):
+    caller[(1,)](x, y, x.numel(), B=64)
+    other[(1,)](x, y, x.numel(), B=64)
+"#;
+
+const HELPER_SNIPPETS: &[&str] = &["n", "B", "64", "_tile(x_ptr, n)", "_through(ptr, 8)", "\n    ", "(", ""];
+
+/// Editing a caller re-checks the helpers it calls (directly and through
+/// another helper): KL004 on `_tile` appears and goes as the caller passes
+/// a runtime value or a constexpr, incrementally and exactly.
+#[test]
+fn editing_a_caller_rechecks_its_helpers() {
+    let kl004_count = |doc: &Doc| doc.result.diagnostics.iter().filter(|d| d.code == "KL004").count();
+    let mut doc = Doc::new(HELPERS);
+    assert_eq!(kl004_count(&doc), 0);
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, "def caller", "_tile(x_ptr, B)", "_tile(x_ptr, n)"));
+    assert_eq!(kl004_count(&doc), 1, "{:?}", doc.result.diagnostics);
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, "def caller", "_tile(x_ptr, n)", "_tile(x_ptr, B)"));
+    assert_eq!(kl004_count(&doc), 0);
+    // Through `_through`: `other` is two calls away from `_tile`'s arange.
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, "def other", "_through(x_ptr, B)", "_through(x_ptr, n)"));
+    assert_eq!(kl004_count(&doc), 1, "{:?}", doc.result.diagnostics);
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, "def other", "_through(x_ptr, n)", "_through(x_ptr, B)"));
+    assert_eq!(kl004_count(&doc), 0);
+}
+
+#[test]
+fn random_edits_of_helpers_and_callers_match_a_fresh_analysis() {
+    let (incremental, host, _, _) = random_edits(HELPERS, HELPER_SNIPPETS, 40, 30);
+    assert!(incremental > 0, "no analysis took the kernel path");
+    assert!(host > 0, "no analysis took the host path");
+}
+
+/// A KernelBench candidate: `ModelNew`, launching helpers, and the host
+/// code the hygiene rules (KL101-KL109) read, so that random edits of host
+/// code go through the analysis a candidate gets.
+const CANDIDATE: &str = r#"import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, x * tl.sigmoid(1.702 * x), mask=offs < n)
+
+
+@triton.jit
+def unused_kernel(x_ptr):
+    tl.store(x_ptr, 1.0)
+
+
+def run_gelu(x):
+    y = torch.empty_like(x)
+    n = x.numel()
+    try:
+        gelu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+    except Exception:
+        y = torch.nn.functional.gelu(x)
+    return y
+
+
+def run_steps(x, steps):
+    for t in range(steps):
+        x = run_gelu(x)
+        if x.sum().item() > 0:
+            break
+    return x
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cache = None
+
+    def forward(self, x):
+        x = x.half()
+        self.cache = run_steps(x, 4)
+        return self.cache
+"#;
+
+const CANDIDATE_SNIPPETS: &[&str] = &[
+    "torch.cuda.synchronize()\n    ",
+    "import os\n",
+    "from .kernels import step\n",
+    "time.perf_counter = lambda: 0.0\n",
+    "return torch.nn.functional.gelu(x)\n        ",
+    "s = torch.cuda.Stream()\n    ",
+    "unused_kernel[(1,)](x)\n    ",
+    "for i in range(4):\n        ",
+    "x = x.float()\n        ",
+    "try:\n        ",
+    "except Exception:\n        pass\n",
+    "run_gelu(x)",
+    "eval(\"1\")\n    ",
+    "os.environ[\"A\"] = \"1\"\n    ",
+    "time.perf_counter = None\n    ",
+    "gelu_kernel(x_ptr, y_ptr, n, BLOCK)\n    ",
+    "x = tl.load(x_ptr + offs)\n    ",
+    "self.cache",
+    ".item()",
+    "\n    ",
+    "(",
+    ":",
+    "",
+];
+
+/// Edits of a candidate (helpers, `forward`, imports, `try` statements,
+/// patches, and inside kernels what the hygiene rules also read there:
+/// `eval`, `os.environ`, timer patches, kernels calling kernels) match a
+/// fresh analysis.
+#[test]
+fn random_edits_of_a_candidates_host_code_match_a_fresh_analysis() {
+    let (incremental, host, stubbed, host_stubbed) = random_edits(CANDIDATE, CANDIDATE_SNIPPETS, 60, 30);
+    eprintln!("candidate: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs, {host_stubbed} with host stubs");
+    assert!(host > 0, "no analysis took the host path");
+    assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
+    assert!(host_stubbed > 0, "no host-path analysis read a host function as a stub");
+    // Edits inside kernels still take the incremental path in a candidate.
+    assert!(incremental > 0, "no analysis took the incremental path");
+}
+
+/// In a candidate, typing in a kernel stays on the kernel path, and what
+/// the hygiene rules read or report inside kernels is analysed again: an
+/// `eval` or a timer patch typed into a kernel, an import edited, a kernel
+/// that carries KL103 (nothing `forward` reaches launches). Those take
+/// the host path (an import, a fresh analysis).
+#[test]
+fn hygiene_inside_a_candidates_kernels_is_analysed_afresh() {
+    let with_imports = CANDIDATE.replacen("import torch\n", "import time\nimport torch\n", 1);
+    let mut doc = Doc::new(&with_imports);
+    let count = |doc: &Doc, code: &str| doc.result.diagnostics.iter().filter(|d| d.code == code).count();
+    let kernel = "def gelu_kernel";
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, kernel, "1.702 * x", "1.7 * x"));
+    assert_eq!(Path::Host, edit_and_check(&mut doc, kernel, "    x = tl.load", "    eval(\"1\")\n    x = tl.load"));
+    assert_eq!(count(&doc, "KL108"), 1, "{:?}", doc.result.diagnostics);
+    assert_eq!(Path::Host, edit_and_check(&mut doc, kernel, "    eval(\"1\")\n", ""));
+    assert_eq!(count(&doc, "KL108"), 0);
+    assert_eq!(
+        Path::Host,
+        edit_and_check(&mut doc, kernel, "    x = tl.load", "    time.perf_counter = None\n    x = tl.load")
+    );
+    assert_eq!(count(&doc, "KL107"), 1, "{:?}", doc.result.diagnostics);
+    assert_eq!(Path::Host, edit_and_check(&mut doc, kernel, "    time.perf_counter = None\n", ""));
+    assert_eq!(count(&doc, "KL107"), 0);
+    assert_eq!(Path::Fresh, edit_and_check(&mut doc, "import time", "import time", "import tim"));
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, kernel, "1.7 * x", "1.702 * x"));
+    // `forward` stops launching: KL103 on both kernels' names, which typing
+    // in a kernel must not drop.
+    assert_eq!(Path::Host, edit_and_check(&mut doc, "def forward", "run_steps(x, 4)", "x * 2"));
+    assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
+    assert_eq!(Path::Host, edit_and_check(&mut doc, kernel, "1.702 * x", "1.7 * x"));
+    assert_eq!(count(&doc, "KL103"), 2, "{:?}", doc.result.diagnostics);
+}
+
+/// On the host path KL107 and KL108 are asked of the changed statements
+/// only: a helper read as it was keeps its findings, moved with it (an
+/// edit above it adds a line), and a changed helper is asked again.
+#[test]
+fn host_edits_keep_the_hygiene_findings_of_unchanged_statements() {
+    let text = CANDIDATE.replacen("import torch\n", "import time\nimport torch\n", 1).replacen(
+        "    for t in range(steps):\n",
+        "    eval(\"1\")\n    time.perf_counter = None\n    for t in range(steps):\n",
+        1,
+    );
+    let mut doc = Doc::new(&text);
+    let count = |doc: &Doc, code: &str| doc.result.diagnostics.iter().filter(|d| d.code == code).count();
+    let line_of = |doc: &Doc, code: &str| {
+        doc.result.diagnostics.iter().find(|d| d.code == code).map(|d| doc.line_index().line_of(d.range.start))
+    };
+    assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 1), "{:?}", doc.result.diagnostics);
+    let (kl107_line, kl108_line) = (line_of(&doc, "KL107"), line_of(&doc, "KL108"));
+    let helper = "def run_gelu";
+    assert_eq!(Path::Host, edit_and_check(&mut doc, helper, "    n = x.numel()\n", "    n = x.numel()\n    m = n\n"));
+    assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 1));
+    assert_eq!(line_of(&doc, "KL107"), kl107_line.map(|l| l + 1));
+    assert_eq!(line_of(&doc, "KL108"), kl108_line.map(|l| l + 1));
+    assert_eq!(Path::Host, edit_and_check(&mut doc, "def run_steps", "    eval(\"1\")\n", ""));
+    assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 0));
+    assert_eq!(Path::Host, edit_and_check(&mut doc, "def forward", "x.half()", "x.half() + 0"));
+    assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (1, 0));
+    assert_eq!(Path::Host, edit_and_check(&mut doc, "def run_steps", "    time.perf_counter = None\n", ""));
+    assert_eq!((count(&doc, "KL107"), count(&doc, "KL108")), (0, 0));
+}
+
+/// KL001 at a launch site reads what the launched kernel stores and loads
+/// (whether the loop carries state) and its parameters: a kernel edit that
+/// changes those is analysed afresh, and KL001 follows.
+#[test]
+fn kl001_follows_what_the_launched_kernel_stores() {
+    let src = r#"import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def step(x_ptr, h_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    h = tl.load(h_ptr + offs)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, h + x)
+
+
+def run(x, h, T):
+    out = torch.empty_like(h)
+    for t in range(T):
+        step[(1,)](x[t], h, out, h.numel(), BLOCK=64)
+        h, out = out, h
+    return h
+"#;
+    let mut doc = Doc::new(src);
+    let kl001_count = |doc: &Doc| doc.result.diagnostics.iter().filter(|d| d.code == "KL001").count();
+    assert_eq!(kl001_count(&doc), 1, "{:?}", doc.result.diagnostics);
+    edit_and_check(&mut doc, "def step", "tl.store(out_ptr + offs, h + x)", "tl.store(x_ptr + offs, h + x)");
+    edit_and_check(&mut doc, "def step", "tl.store(x_ptr + offs, h + x)", "tl.store(out_ptr + offs, h + x)");
+    assert_eq!(kl001_count(&doc), 1);
+    edit_and_check(&mut doc, "def step", "    tl.store(out_ptr + offs, h + x)\n", "");
+    edit_and_check(
+        &mut doc,
+        "def step",
+        "    x = tl.load(x_ptr + offs)\n",
+        "    x = tl.load(x_ptr + offs)\n    tl.store(out_ptr + offs, h + x)\n",
+    );
+    assert_eq!(kl001_count(&doc), 1);
+    // No longer reading `h`: the loop carries no state, and KL001 goes.
+    assert_ne!(
+        Path::Kernels,
+        edit_and_check(&mut doc, "def step", "h = tl.load(h_ptr + offs)", "h = tl.load(x_ptr + offs)")
+    );
+    assert_eq!(kl001_count(&doc), 0, "{:?}", doc.result.diagnostics);
+    assert_ne!(
+        Path::Kernels,
+        edit_and_check(&mut doc, "def step", "h = tl.load(x_ptr + offs)", "h = tl.load(h_ptr + offs)")
+    );
+    assert_eq!(kl001_count(&doc), 1);
+    // The parameters renamed: the launch's arguments map to other names.
+    assert_ne!(Path::Kernels, edit_and_check(&mut doc, "def step", "x_ptr, h_ptr, out_ptr", "h_ptr, x_ptr, out_ptr"));
+    // Typing that leaves loads, stores and parameters alone stays incremental.
+    assert_eq!(Path::Kernels, edit_and_check(&mut doc, "def step", "h + x)", "h + x * 2)"));
+}
+
+/// The random-edit property over every rule's fixture (each a kernel
+/// file or a candidate that fires its rule), with edits that change what
+/// rules read across statements: pointers loaded and stored, parameters,
+/// constexpr annotations, launches, loops, syncs, imports.
+#[test]
+fn random_edits_of_every_rule_fixture_match_a_fresh_analysis() {
+    const GENERIC: &[&str] = &[
+        "tl.load(x_ptr + offs)",
+        "tl.store(out_ptr + offs, x)\n    ",
+        "_ptr",
+        ": tl.constexpr",
+        "BLOCK",
+        "for t in range(T):\n        ",
+        ".item()",
+        "import os\n",
+        "[(1,)](",
+        "\n    ",
+        "(",
+        "",
+    ];
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rules");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 20, "{} fixtures", paths.len());
+    let (mut incremental, mut host, mut stubbed, mut host_stubbed) = (0, 0, 0, 0);
+    for path in &paths {
+        let text = std::fs::read_to_string(path).expect("fixture");
+        let (kernels, host_path, with_stubs, with_host_stubs) = random_edits(&text, GENERIC, 6, 20);
+        incremental += kernels;
+        host += host_path;
+        stubbed += with_stubs;
+        host_stubbed += with_host_stubs;
+    }
+    eprintln!(
+            "rule fixtures: {incremental} kernel-path, {host} host-path analyses, {stubbed} with stubs, {host_stubbed} with host stubs"
+        );
+    assert!(stubbed > 0, "no host-path analysis read a kernel as a stub");
+    assert!(host_stubbed > 0, "no host-path analysis read a host function as a stub");
+    assert!(incremental > 0, "no analysis took the kernel path");
+    assert!(host > 0, "no analysis took the host path");
+}
+
+/// KL004's pad-and-mask fix is verified by parsing what it edits: the
+/// kernel's statement and its launch sites', not the whole file (which
+/// made the fix depend on every statement: a syntax error typed anywhere
+/// took it away, and a kernel the host path reads as a stub kept it). A
+/// syntax error typed in unrelated host code takes the host path, keeps
+/// both fixes, and equals a fresh analysis.
+#[test]
+fn a_syntax_error_in_host_code_leaves_the_fixes_of_other_kernels() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/rules/KL004.py")).unwrap();
+    let mut doc = Doc::new(&text);
+    let padded = |doc: &Doc| {
+        let pad = |d: &&crate::diagnostic::Diagnostic| d.fix.as_ref().is_some_and(|f| f.title.starts_with("Pad to"));
+        doc.result.diagnostics.iter().filter(pad).count()
+    };
+    assert_eq!(padded(&doc), 2);
+    for bad in ["n = x.numel() $", "n = = x.numel()", "n = x.numel()]"] {
+        assert_eq!(Path::Host, edit_and_check(&mut doc, "def launch(x)", "n = x.numel()", bad));
+        assert!(doc.result.diagnostics.iter().any(|d| d.code == "KL900"), "{bad}");
+        assert_eq!(padded(&doc), 2, "{bad}");
+        assert_eq!(Path::Host, edit_and_check(&mut doc, "def launch(x)", bad, "n = x.numel()"));
+        assert_eq!(padded(&doc), 2);
+    }
+}

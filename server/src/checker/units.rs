@@ -1,0 +1,347 @@
+//! What one top-level statement contributes, read off a model that walked
+//! it ([`facts`]): its kernels (the kernel rules run one kernel at a time, so
+//! each diagnostic belongs to its kernel), KL005's findings, whether it
+//! holds host code, what it launches, its classes and directives; on the host
+//! path also how its host code links to other statements (`host_links`) and
+//! what a host stub of it keeps (`host_stub_of`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tree_sitter::Node;
+
+use super::matching::*;
+use super::snapshot::*;
+use super::ClassSummary;
+use crate::config::Settings;
+use crate::diagnostic::Diagnostic;
+use crate::model::candidate;
+use crate::model::{kernel_host_view, range_of, FileModel, HostStub};
+use crate::rules::{self, Reach};
+use crate::text::TextRange;
+
+/// The statements `selected` (indexes into `nodes`, ascending) as `model`
+/// (which walked at least them) sees them, without host-rule diagnostics;
+/// and KL005 diagnostics that fall in no statement. With `link`, also how
+/// their host code links to other statements and what a host stub of each
+/// keeps (`Snapshot::linked`).
+pub(super) fn facts(
+    model: &FileModel,
+    nodes: &[Node],
+    selected: &[usize],
+    settings: &Settings,
+    link: bool,
+) -> (Vec<Fresh>, Vec<Diagnostic>) {
+    let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
+    let mut slot: HashMap<usize, usize> = HashMap::with_capacity(selected.len());
+    let mut units: Vec<Fresh> = selected
+        .iter()
+        .enumerate()
+        .map(|(s, &i)| {
+            slot.insert(i, s);
+            let facts = UnitFacts {
+                kind: nodes[i].kind_id(),
+                error_shape: nodes[i].has_error().then(|| shape(nodes[i])),
+                neutral: true,
+                kernels: Vec::new(),
+                helper_callees: Vec::new(),
+                launched: Vec::new(),
+                module_assigns: false,
+                diags: Vec::new(),
+                classes: Vec::new(),
+                directives: Vec::new(),
+                links: None,
+            };
+            (facts, Vec::new())
+        })
+        .collect();
+    let unit = |pos: usize| unit_of(&ranges, pos).and_then(|i| slot.get(&i).copied());
+    let mut loose = Vec::new();
+
+    // Kernels: the kernel rules one kernel at a time, so each diagnostic belongs to its kernel.
+    let mut produced = Vec::new();
+    for (ki, k) in model.kernels.iter().enumerate() {
+        let Some(u) = unit(k.node.start_byte()) else { continue };
+        let (facts, foreign) = &mut units[u];
+        facts.kernels.push(KernelFacts {
+            name: k.name.clone(),
+            header_range: k.header_range,
+            has_time_loop: !k.time_loops(model).is_empty(),
+            persistent_shape: k.time_loops(model).iter().any(|&t| k.is_recurrence(t, model)),
+            grid_stride: (0..k.loops.len()).any(|l| k.is_grid_stride(l, model.src)),
+            host_view: Arc::new(kernel_host_view(model, k, link)),
+        });
+        for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
+            if !facts.helper_callees.contains(&c.callee) {
+                facts.helper_callees.push(c.callee.clone());
+            }
+        }
+        model.set_focus(Some((ki, ki + 1)));
+        rules::run_reach(model, settings, Reach::Kernel, &mut produced);
+        let here = ranges[selected[u]];
+        for d in produced.drain(..) {
+            if positions(&d).all(|r| here.start <= r.start && r.end <= here.end) {
+                facts.diags.push(d);
+            } else {
+                foreign.push(d);
+            }
+        }
+    }
+    model.set_focus(None);
+    // KL005 reports on the attribute itself, inside its statement.
+    let mut attr_diags = Vec::new();
+    rules::run_reach(model, settings, Reach::TlAttr, &mut attr_diags);
+    for d in attr_diags {
+        match unit_of(&ranges, d.range.start) {
+            Some(i) => {
+                if let Some(&u) = slot.get(&i) {
+                    match home(&ranges, &d) {
+                        Some(_) => units[u].0.diags.push(d),
+                        None => units[u].1.push(d),
+                    }
+                }
+            }
+            None => loose.push(d),
+        }
+    }
+    // Host code.
+    let mut host = |pos: usize| {
+        if let Some(u) = unit(pos) {
+            units[u].0.neutral = false;
+        }
+    };
+    // Imports, wherever they are (also in a statement that does not parse):
+    // the kernel rules read the `triton` aliases, the hygiene rules every import.
+    for &i in selected {
+        if model.src.get(nodes[i].byte_range()).is_some_and(has_import_keyword) {
+            host(nodes[i].start_byte());
+        }
+    }
+    for f in &model.host_fns[1..] {
+        host(f.node.start_byte());
+    }
+    for c in &model.classes {
+        host(c.node.start_byte());
+    }
+    let module = &model.host_fns[0];
+    for n in module
+        .loops
+        .iter()
+        .map(|l| l.node)
+        .chain(module.calls.iter().map(|c| c.node))
+        .chain(module.syncs.iter().map(|s| s.node))
+        .chain(module.assigns.iter().map(|a| a.node))
+    {
+        host(n.start_byte());
+    }
+    for r in &model.launch_candidates {
+        host(r.start);
+    }
+    for a in &module.assigns {
+        if let Some(u) = unit(a.node.start_byte()) {
+            units[u].0.module_assigns = true;
+        }
+    }
+    for l in &model.launches {
+        if let Some(u) = unit(l.node.start_byte()) {
+            if !units[u].0.launched.contains(&l.kernel) {
+                units[u].0.launched.push(l.kernel.clone());
+            }
+        }
+    }
+    for c in &model.classes {
+        if let Some(u) = unit(c.node.start_byte()) {
+            units[u].0.classes.push(ClassSummary { name: c.name.clone(), range: c.name_range });
+        }
+    }
+    for (pos, d) in &model.directives {
+        if let Some(u) = unit(*pos) {
+            units[u].0.directives.push((*pos, d.clone()));
+        }
+    }
+    if link {
+        host_links(model, &mut units, &unit);
+        let candidate = candidate::is_candidate(model);
+        for (s, &i) in selected.iter().enumerate() {
+            if let Some(stub) = host_stub_of(model, nodes[i], &units[s].0, candidate) {
+                units[s].0.links.get_or_insert_with(Default::default).host_stub = Some(stub);
+            }
+        }
+    }
+    (units, loose)
+}
+
+/// What a call's callee key (`HCall::callee`) may reach, as a name a
+/// statement defines (`UnitFacts::defines`): `helper` and `.method` a
+/// function or method of that name, `Class.apply` and `Class()` the class.
+pub(super) fn call_token(callee: &str) -> String {
+    if let Some(class) = callee.strip_suffix(".apply").or_else(|| callee.strip_suffix("()")) {
+        return format!("class:{class}");
+    }
+    callee.trim_start_matches('.').to_string()
+}
+
+/// The host-code links of the statements `model` walked: the names each
+/// defines and calls, its launch sites and its time loops' estimates.
+pub(super) fn host_links(model: &FileModel, units: &mut [Fresh], unit: &impl Fn(usize) -> Option<usize>) {
+    let mut links: Vec<HostLinks> = vec![HostLinks::default(); units.len()];
+    let push = |list: &mut Vec<String>, token: String| {
+        if !list.contains(&token) {
+            list.push(token);
+        }
+    };
+    for (f, func) in model.host_fns.iter().enumerate() {
+        if f > 0 {
+            if let Some(u) = unit(func.node.start_byte()) {
+                push(&mut links[u].defines, func.name.clone());
+            }
+        }
+        for call in &func.calls {
+            let Some(u) = unit(call.node.start_byte()) else { continue };
+            let token = call_token(&call.callee);
+            if !call.loops.is_empty() {
+                push(&mut links[u].calls_in_loops_to, token.clone());
+            }
+            push(&mut links[u].calls_to, token);
+        }
+    }
+    for c in &model.classes {
+        if let Some(u) = unit(c.node.start_byte()) {
+            push(&mut links[u].defines, format!("class:{}", c.name));
+        }
+    }
+    // `name[grid](...)` calls: whether a launch site is a kernel's depends on
+    // the kernel names the file defines.
+    for r in &model.launch_candidates {
+        let Some(u) = unit(r.start) else { continue };
+        let name = model.src.get(r.start..r.end).and_then(|t| t.split('[').next()).unwrap_or_default().trim();
+        push(&mut links[u].calls_to, name.to_string());
+    }
+    for l in &model.launches {
+        if let Some(u) = unit(l.node.start_byte()) {
+            let sites = &mut links[u].launch_sites;
+            match sites.iter_mut().find(|(k, _)| *k == l.kernel) {
+                Some((_, n)) => *n += 1,
+                None => sites.push((l.kernel.clone(), 1)),
+            }
+        }
+    }
+    for tl in model.time_loop_launches() {
+        let func = &model.host_fns[tl.host_fn];
+        let Some(u) = unit(func.loops[tl.loop_index].node.start_byte()) else { continue };
+        let start = (tl.host_fn > 0).then(|| func.node.start_byte());
+        for (li, _) in &tl.launches {
+            links[u].estimates.push((start, model.launches[*li].kernel.clone(), tl.estimate.clone()));
+        }
+    }
+    for (u, mut l) in links.into_iter().enumerate() {
+        let empty = l.defines.is_empty()
+            && l.calls_to.is_empty()
+            && l.calls_in_loops_to.is_empty()
+            && l.launch_sites.is_empty()
+            && l.estimates.is_empty();
+        if !empty {
+            l.defines.shrink_to_fit();
+            l.calls_to.shrink_to_fit();
+            l.calls_in_loops_to.shrink_to_fit();
+            l.launch_sites.shrink_to_fit();
+            l.estimates.shrink_to_fit();
+            units[u].0.links = Some(Box::new(l));
+        }
+    }
+}
+
+/// The statement `node` as a host stub, if it can be one: a plain top-level
+/// `def` of host code (no decorator, no nested definition, no kernel, no
+/// class, no import, no syntax error, no module-level name assigned; not
+/// `get_inputs` or `get_init_inputs`, which KL106 reads the calls of), with
+/// what other functions read of it.
+pub(super) fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, candidate: bool) -> Option<Arc<HostStub>> {
+    if node.kind() != "function_definition"
+        || facts.error_shape.is_some()
+        || !facts.kernels.is_empty()
+        || !facts.classes.is_empty()
+        || facts.module_assigns
+        || model.src.get(node.byte_range()).is_none_or(has_import_keyword)
+    {
+        return None;
+    }
+    let range = range_of(node);
+    // Host functions are in document order (after the module scope): this
+    // one, and no other inside it.
+    let fns = &model.host_fns[1..];
+    let at = fns.partition_point(|h| h.node.start_byte() < range.start);
+    let func = fns.get(at).filter(|h| h.node == node)?;
+    let nested = fns.get(at + 1).is_some_and(|h| h.node.start_byte() < range.end);
+    if nested || matches!(func.name.as_str(), "get_inputs" | "get_init_inputs") {
+        return None;
+    }
+    let start = node.start_byte();
+    let rel = |at: usize| u32::try_from(at - start).ok();
+    // Only the calls that reach a function of this file: one that reaches
+    // none now (`range(...)`) could only reach a definition a later edit
+    // adds, and a stub that calls a name a changed statement defines is walked.
+    let f = model.host_fns.len() - fns.len() + at;
+    let calls = func
+        .calls
+        .iter()
+        .filter(|c| !model.callees(f, c).is_empty())
+        .map(|c| Some((rel(c.node.start_byte())?, rel(c.node.end_byte())?, c.callee.clone())))
+        .collect::<Option<Vec<_>>>()?;
+    // `candidate::reachable` reads the `X.apply` calls of a candidate's functions from the node index.
+    let apply_classes = if candidate {
+        crate::model::inside(&model.nodes().calls, node)
+            .filter_map(|n| n.child_by_field_name("function"))
+            .filter_map(|callee| model.text(callee).strip_suffix(".apply").map(str::to_string))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let candidates = &model.launch_candidates;
+    let first = candidates.partition_point(|r| r.start < range.start);
+    let params = crate::model::host_param_ranges(node)
+        .into_iter()
+        .map(|r| Some((rel(r.start)?, rel(r.end)?)))
+        .collect::<Option<Vec<_>>>()?;
+    if params.len() != func.params.len()
+        || model.src.get(func.name_range.start..func.name_range.end) != Some(&func.name)
+    {
+        return None;
+    }
+    Some(Arc::new(HostStub {
+        name_range: (rel(func.name_range.start)?, rel(func.name_range.end)?),
+        params: params.into(),
+        calls: calls.into(),
+        launches: !func.launches.is_empty(),
+        launch_candidates: candidates[first..]
+            .iter()
+            .take_while(|r| r.start < range.end)
+            .any(|r| range.contains_range(*r)),
+        apply_classes: apply_classes.into(),
+        calls_in_loops_to: facts.links().calls_in_loops_to.clone().into(),
+    }))
+}
+
+/// What the findings of a host stub read of a candidate besides the
+/// functions it reaches: the `torch.nn` modules `ModelNew` holds (KL101),
+/// whether the task is half precision (KL106), and whether a method of
+/// `ModelNew` stores into `self` (then KL104 reads every function `forward`
+/// reaches, and host stubs are not used).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct HostContext {
+    pub(super) modules: Vec<(String, String)>,
+    pub(super) half: bool,
+    pub(super) stores: bool,
+}
+
+pub(super) fn host_context(model: &FileModel) -> HostContext {
+    if !candidate::is_candidate(model) {
+        return HostContext::default();
+    }
+    let imports = candidate::imports(model);
+    HostContext {
+        modules: candidate::torch_modules(model, &imports, "ModelNew"),
+        half: candidate::task_is_half(model, &imports),
+        stores: !candidate::self_stores(model).is_empty(),
+    }
+}
