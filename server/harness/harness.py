@@ -396,12 +396,14 @@ def check_interpreter_size(ref_mod, new_mod, dtype, where):
 
 # Moving data, not computing the task: factories, copies, casts, fills. Views
 # are told by the operator itself (`is_view`).
-WATCH_MOVES = frozenset({
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
-    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor", "arange", "fill_", "zero_",
-    "copy_", "clone", "_to_copy", "to", "detach", "alias", "lift_fresh", "lift_fresh_copy", "contiguous",
-    "resize_", "set_", "_local_scalar_dense", "cat", "stack", "_unsafe_view", "as_strided_", "rand", "randn",
-    "randint", "normal_", "uniform_", "_assert_async", "_assert_scalar",
+# Allocations: not yet a computation, whatever their dtype.
+ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+                         "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
+                         "scalar_tensor", "arange"})
+WATCH_MOVES = ALLOCATIONS | frozenset({
+    "fill_", "zero_", "copy_", "clone", "_to_copy", "to", "detach", "alias", "lift_fresh", "lift_fresh_copy",
+    "contiguous", "resize_", "set_", "_local_scalar_dense", "cat", "stack", "_unsafe_view", "as_strided_", "rand",
+    "randn", "randint", "normal_", "uniform_", "_assert_async", "_assert_scalar",
 })
 # Operators that contract (matrix products, convolutions, attention): one
 # family, compared by FLOPs, since `addmm`, `mm`, `bmm` and `einsum` are the
@@ -411,9 +413,6 @@ CONTRACTIONS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "
                           "convolution_backward", "cudnn_convolution", "_scaled_dot_product_efficient_attention",
                           "_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
                           "_efficient_attention_forward", "_flash_attention_forward", "tensordot"})
-ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
-                         "zeros_like", "new_zeros", "ones", "ones_like", "new_ones", "full", "full_like", "new_full",
-                         "scalar_tensor", "arange"})
 # The share of the reference's own work that, redone by PyTorch operators in
 # ModelNew.forward, makes the result PyTorch's, not the kernel's.
 TORCH_SHARE = 0.75
@@ -552,6 +551,15 @@ def user_silenced(path, line, code):
     return bool(m) and (m.group(1) is None or code in [c.strip().upper() for c in m.group(1).split(",")])
 
 
+def never_launched(names, where):
+    """KL103 at run time: the watched forward launched none of the file's kernels."""
+    return BenchFailure(
+        "kernel-never-launched",
+        f"ModelNew.forward launched no Triton kernel (the file defines {', '.join(names)}): the result comes from "
+        f"something else, and a speedup would not be the kernel's. KernelBench's Triton track does not count it.",
+        *where)
+
+
 def watch_forward(ref, new, inputs, recorder, candidate, dtype, where, names, strict=False, tol=None):
     """Runs the reference's and the candidate's forward once more (never timed)
     and judges what ran, not how the code reads: PyTorch redoing most of the
@@ -582,12 +590,7 @@ def watch_forward(ref, new, inputs, recorder, candidate, dtype, where, names, st
         time.sleep(0.05)
         late = len(recorder.places) - late
     if names and not launches:
-        # Watched, not guessed: the forward launched none of the file's kernels.
-        raise BenchFailure(
-            "kernel-never-launched",
-            f"ModelNew.forward launched no Triton kernel (the file defines {', '.join(names)}): the result "
-            f"comes from something else, and a speedup would not be the kernel's. KernelBench's Triton track "
-            f"does not count it.", *where)
+        raise never_launched(names, where)
     total = sum(ref_watch.work.values())
     redone = {op: min(w, new_watch.work.get(op, 0.0)) for op, w in ref_watch.work.items()}
     share = sum(redone.values()) / total if total > 0 else 0.0
@@ -1581,14 +1584,10 @@ def run_benchmark(args, mode):
         with torch.no_grad():
             result["triton_launches_per_forward"] = recorder.record(lambda: new(*inputs))
         result["launches_per_forward"] = result["triton_launches_per_forward"]
-        names = ", ".join(kernel_names(new_mod))
+        names = kernel_names(new_mod)
         if names and not result["triton_launches_per_forward"]:
-            # Watched, not guessed: the forward that would be timed launched none of the file's kernels.
-            raise BenchFailure(
-                "kernel-never-launched",
-                f"ModelNew.forward launched no Triton kernel (the file defines {names}): the result comes "
-                f"from something else, and a speedup would not be the kernel's. KernelBench's Triton track "
-                f"does not count it.", *where)
+            # The timed inputs' forward too: a candidate may stop launching after some calls.
+            raise never_launched(names, where)
         result["launch_count_source"] = "triton-hook"
         result["kernels"] = kernel_stats(recorder)
         phase("launches")
