@@ -134,6 +134,15 @@ def k(x_ptr, n, BLOCK: tl.constexpr):
         self.assertEqual(r["error"]["function"], "helper", r)
         self.assertEqual(r["error"]["line"], 6, r)
 
+    def test_an_error_inside_triton_s_own_jit_functions_is_placed_at_the_user_s_call(self):
+        # `tl.max` is a jit function of Triton's standard library: its body's lines are not the file's.
+        src = body(["offs = tl.arange(0, BLOCK)", "x = tl.load(x_ptr + offs)", "y = tl.max(x, 0.0)",
+                    "tl.store(x_ptr + offs, y)"])
+        r = self.w.compile(src)
+        self.assertEqual(r["status"], "error", r)
+        self.assertEqual((r["error"]["line"], r["error"]["column"], r["error"]["function"]), (8, 9, "k"), r)
+        self.assertIn("create_reduce", r["error"]["message"])
+
     def test_blanked_lines_keep_lines_and_columns_of_the_file(self):
         src = "\n" * 40 + body(["offs = tl.arange(0, BLOCK)", "for i in range(3):", "    break"])
         r = self.w.compile(src)
