@@ -181,7 +181,7 @@ impl Compiler {
         for (i, job) in jobs.into_iter().enumerate() {
             let mut request = job.request.clone();
             request["target"] = json!({"backend": "cuda", "arch": target.arch, "warp_size": 32});
-            let key = cache_key(&request, &hello.triton);
+            let key = cache_key(&request, &hello.triton, worker::SCRIPT);
             match self.cached(&key, job.cache_dir.as_deref()) {
                 Some(reply) => {
                     outcomes[i] =
@@ -249,14 +249,16 @@ impl Compiler {
     }
 }
 
-fn cache_key(request: &Value, triton: &str) -> String {
+fn cache_key(request: &Value, triton: &str, worker_script: &str) -> String {
     let mut r = request.clone();
     if let Some(o) = r.as_object_mut() {
         o.remove("id");
         // The file's path names where the bundle came from, not what it compiles.
         o.remove("filename");
     }
-    let text = json!({"schema": CACHE_SCHEMA, "triton": triton, "request": r}).to_string();
+    // The worker's own text too: a kernel-lsp that places errors differently must not read the old answers.
+    let worker = crate::bench::sha256::hex(worker_script.as_bytes());
+    let text = json!({"schema": CACHE_SCHEMA, "triton": triton, "worker": worker, "request": r}).to_string();
     crate::bench::sha256::hex(text.as_bytes())
 }
 
@@ -566,6 +568,15 @@ mod tests {
             related: related.map(|r| Related { range: r, message: String::new() }).into_iter().collect(),
             fix: None,
         }
+    }
+
+    #[test]
+    fn the_cache_key_changes_with_the_worker_and_not_with_the_file_s_path() {
+        let req = json!({"type": "compile", "id": 1, "filename": "/a.py", "source": "x", "kernel": "k"});
+        let moved = json!({"type": "compile", "id": 2, "filename": "/b.py", "source": "x", "kernel": "k"});
+        assert_eq!(cache_key(&req, "3.9.0", "worker v1"), cache_key(&moved, "3.9.0", "worker v1"));
+        assert_ne!(cache_key(&req, "3.9.0", "worker v1"), cache_key(&req, "3.9.0", "worker v2"));
+        assert_ne!(cache_key(&req, "3.9.0", "worker v1"), cache_key(&req, "3.6.0", "worker v1"));
     }
 
     #[test]

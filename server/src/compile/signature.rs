@@ -521,7 +521,10 @@ fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth:
         "identifier" => {
             for scope in [f, 0] {
                 let h = &model.host_fns[scope];
-                if let Some(a) = h.assigns.iter().rfind(|a| a.target == text && !a.augmented) {
+                // The last assignment finished before this use: in `x = x.contiguous()` the `x`
+                // on the right is the one from before (a parameter, an earlier assignment).
+                let before = |a: &&crate::model::Assign| scope != f || a.node.end_byte() <= node.start_byte();
+                if let Some(a) = h.assigns.iter().filter(before).rfind(|a| a.target == text && !a.augmented) {
                     let value = a.value;
                     // `B, N = x.shape` gives each name the whole value.
                     if model.text(value).trim_end().ends_with(".shape") || model.text(value).ends_with(".size()") {
@@ -669,6 +672,38 @@ def run(x):
         assert_eq!(v.num_warps, Some(8));
         assert_eq!(v.assumed, vec!["`mystery`: an i32 scalar, assumed".to_string()]);
         assert_eq!(v.divisible, vec!["x_ptr".to_string(), "y_ptr".to_string()]);
+    }
+
+    #[test]
+    fn a_name_reassigned_from_itself_is_followed_to_the_forward_s_input() {
+        // `x = x.contiguous()` in a wrapper the forward calls: the `x` on the right is the parameter.
+        let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+def wrapper(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    k[(1,)](x, y, x.numel(), BLOCK=128)
+    return y
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return wrapper(x)
+
+def get_inputs():
+    return [torch.randn(64, 64, dtype=torch.float16)]
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature["x_ptr"], "*fp16");
+        assert_eq!(v.signature["y_ptr"], "*fp16");
+        assert!(v.assumed.is_empty(), "{:?}", v.assumed);
     }
 
     #[test]
