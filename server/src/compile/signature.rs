@@ -539,10 +539,22 @@ fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth:
             None
         }
         "attribute" => {
-            // `self.weight` of the candidate's model: a parameter, cast to the task's precision by the harness.
+            // `self.weight` of the candidate's model: a parameter, cast to the task's precision by the
+            // harness; `self.scale = scale` in `__init__` is whatever the task passed: not known.
             let object = field!(node, "object").map(|o| model.text(o));
-            let in_model = model.host_fns[f].class.as_deref().is_some_and(|c| c == "ModelNew" || c == "Model");
-            (object == Some("self") && in_model).then(|| Ty::Ptr(precision_dtype(settings, model)))
+            let class = model.host_fns[f].class.as_deref().filter(|c| *c == "ModelNew" || *c == "Model");
+            if object != Some("self") {
+                return None;
+            }
+            let init = model.host_fns.iter().position(|h| h.name == "__init__" && h.class.as_deref() == class)?;
+            let a = model.host_fns[init].assigns.iter().rfind(|a| a.target == text && !a.augmented)?;
+            let value = model.text(a.value).trim_start();
+            let tensor = ["nn.Parameter(", "torch.nn.Parameter(", "torch.", "nn."].iter().any(|p| value.starts_with(p));
+            if tensor {
+                Some(Ty::Ptr(precision_dtype(settings, model)))
+            } else {
+                classify(model, settings, init, a.value, depth + 1).filter(|t| !matches!(t, Ty::Ptr(_)))
+            }
         }
         "call" => call_type(model, settings, f, node, depth),
         _ => None,
@@ -553,6 +565,12 @@ fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth:
 /// tensors; a helper's is what its callers in this file pass.
 fn parameter(model: &FileModel, settings: &Settings, f: usize, name: &str, depth: usize) -> Option<Ty> {
     let h = &model.host_fns[f];
+    match annotation(model, h.node, name).as_deref() {
+        Some("float") => return Some(Ty::Float),
+        Some("int") => return Some(Ty::Int(None)),
+        Some("bool") => return Some(Ty::Bool),
+        _ => {}
+    }
     if h.name == "forward" && h.class.is_some() {
         return Some(Ty::Ptr(precision_dtype(settings, model)));
     }
@@ -574,6 +592,17 @@ fn parameter(model: &FileModel, settings: &Settings, f: usize, name: &str, depth
         }
     }
     None
+}
+
+/// The annotation of parameter `name` of the function defined at `def`: `s: float` says what it is.
+fn annotation(model: &FileModel, def: Node, name: &str) -> Option<String> {
+    let params = field!(def, "parameters")?;
+    let mut cursor = params.walk();
+    let found = params.named_children(&mut cursor).find(|p| {
+        matches!(p.kind(), "typed_parameter" | "typed_default_parameter")
+            && (field!(*p, "name").or_else(|| p.named_child(0))).is_some_and(|n| model.text(n) == name)
+    })?;
+    field!(found, "type").map(|t| model.text(t).trim().to_string())
 }
 
 fn call_type(model: &FileModel, settings: &Settings, f: usize, node: Node, depth: usize) -> Option<Ty> {
@@ -704,6 +733,40 @@ def get_inputs():
         assert_eq!(v.signature["x_ptr"], "*fp16");
         assert_eq!(v.signature["y_ptr"], "*fp16");
         assert!(v.assumed.is_empty(), "{:?}", v.assumed);
+    }
+
+    #[test]
+    fn a_scalar_of_the_task_is_not_taken_for_a_tensor() {
+        // `s: float` says it; `self.scale = scale` is what the task passed, not a parameter tensor.
+        let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, w_ptr, y_ptr, s, t, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * s * t + tl.load(w_ptr + offs))
+
+def wrapper(x: torch.Tensor, w, s: float, t):
+    y = torch.empty_like(x)
+    k[(1,)](x, w, y, s, t, BLOCK=128)
+    return y
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, n, scale):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(n))
+        self.scale = scale
+
+    def forward(self, x, s):
+        return wrapper(x, self.weight, s, self.scale)
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature["x_ptr"], "*fp32");
+        assert_eq!(v.signature["w_ptr"], "*fp32");
+        assert_eq!(v.signature["s"], "fp32");
+        assert!(v.assumed.iter().any(|a| a.starts_with("`t`")), "{:?}", v.assumed);
     }
 
     #[test]
