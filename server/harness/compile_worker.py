@@ -236,7 +236,7 @@ USAGE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 def cubin_usage(cubin, name):
     """Registers per thread, stack, static shared and local memory, as `cuobjdump -res-usage` reads the cubin.
-    n_spills is what Triton's driver reports: local bytes per thread / 4."""
+    n_spills is what Triton's driver reports, local bytes per thread / 4, where the kernel has no stack frame."""
     try:
         from triton import knobs
 
@@ -256,7 +256,10 @@ def cubin_usage(cubin, name):
     if not m:
         return {}
     regs, stack, static_shared, local = (int(g) for g in m.groups())
-    return {"n_regs": regs, "n_spills": local // 4, "local": local, "stack": stack, "static_shared": static_shared}
+    # The driver's figure (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES / 4) counts spills kept in the stack
+    # frame, which the cubin does not break down: with a frame, the spills are not known here.
+    spills = local // 4 if stack == 0 else None
+    return {"n_regs": regs, "n_spills": spills, "local": local, "stack": stack, "static_shared": static_shared}
 
 
 # ---------------------------------------------------------------- serve

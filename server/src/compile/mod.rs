@@ -290,13 +290,11 @@ impl Resources {
     pub fn summary(&self) -> String {
         let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
         let limit = self.shared_limit.map(|l| format!(" / {l}")).unwrap_or_default();
-        format!(
-            "{} registers, {} spills, {}{limit} B shared, {} B local",
-            n(self.n_regs),
-            n(self.n_spills),
-            n(self.shared),
-            n(self.local)
-        )
+        let spills = match (self.n_spills, self.stack) {
+            (None, Some(frame)) if frame > 0 => format!("? spills (a {frame} B stack frame)"),
+            (spills, _) => format!("{} spills", n(spills)),
+        };
+        format!("{} registers, {spills}, {}{limit} B shared, {} B local", n(self.n_regs), n(self.shared), n(self.local))
     }
 }
 

@@ -273,7 +273,12 @@ pub fn inlay_hints(
         let label = format!(
             "{}: {regs} regs, {} spills, {} B shared{configs}",
             first.target,
-            max(|r| r.n_spills).unwrap_or(0),
+            // A kernel with a stack frame: its spills are not known without the driver.
+            if mine.iter().all(|r| r.n_spills.is_some()) {
+                max(|r| r.n_spills).unwrap_or(0).to_string()
+            } else {
+                "?".to_string()
+            },
             max(|r| r.shared).unwrap_or(0)
         );
         let line = doc.line_index().line_of(name.start);
