@@ -108,6 +108,9 @@ pub struct Outcome {
     /// The worker's reply, or why there is none (the worker died twice, timed out).
     pub reply: Result<Value, String>,
     pub cached: bool,
+    /// A compile error of a variant with assumptions that the compiler gave again, at the same
+    /// place with the same message, with every assumption made otherwise: it is not theirs.
+    pub not_from_assumptions: bool,
 }
 
 /// A pool of workers in one interpreter, and their cache.
@@ -174,6 +177,42 @@ impl Compiler {
 
     /// Compiles `jobs` over the workers, each result from the cache where it is there.
     pub async fn run(self: &Arc<Self>, jobs: Vec<Job>) -> Result<Vec<Outcome>, String> {
+        let mut outcomes = self.run_once(jobs).await?;
+        // A compile error under assumed types or values: compiled again with them made otherwise.
+        let again: Vec<(usize, Job)> = outcomes
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.reply.as_ref().is_ok_and(|r| r["status"] == "error"))
+            .flat_map(|(i, o)| {
+                o.job.variant.other_assumptions().into_iter().map(move |v| {
+                    let mut job = o.job.clone();
+                    job.request["signature"] = json!(v.signature);
+                    job.request["constexprs"] = json!(v.constexprs);
+                    job.variant = v;
+                    (i, job)
+                })
+            })
+            .collect();
+        if again.is_empty() {
+            return Ok(outcomes);
+        }
+        let (index, jobs): (Vec<usize>, Vec<Job>) = again.into_iter().unzip();
+        let others = self.run_once(jobs).await?;
+        let place = |r: &Result<Value, String>| {
+            r.as_ref().ok().filter(|r| r["status"] == "error").map(|r| {
+                let e = &r["error"];
+                (e["line"].clone(), e["column"].clone(), e["message"].clone())
+            })
+        };
+        for i in index.iter().copied().collect::<std::collections::BTreeSet<usize>>() {
+            let first = place(&outcomes[i].reply);
+            outcomes[i].not_from_assumptions =
+                index.iter().zip(&others).filter(|(j, _)| **j == i).all(|(_, o)| place(&o.reply) == first);
+        }
+        Ok(outcomes)
+    }
+
+    async fn run_once(self: &Arc<Self>, jobs: Vec<Job>) -> Result<Vec<Outcome>, String> {
         let hello = self.hello().await?;
         let target = self.target(&hello);
         let mut outcomes: Vec<Option<Outcome>> = vec![None; jobs.len()];
@@ -185,7 +224,14 @@ impl Compiler {
             match self.cached(&key, job.cache_dir.as_deref()) {
                 Some(reply) => {
                     outcomes[i] =
-                        Some(Outcome { job, target, triton: hello.triton.clone(), reply: Ok(reply), cached: true })
+                        Some(Outcome {
+                            job,
+                            target,
+                            triton: hello.triton.clone(),
+                            reply: Ok(reply),
+                            cached: true,
+                            not_from_assumptions: false,
+                        })
                 }
                 None => todo.push((i, job, request, key)),
             }
@@ -203,7 +249,10 @@ impl Compiler {
                     if let Ok(r) = &reply {
                         me.store(&key, r, job.cache_dir.as_deref());
                     }
-                    done.push((i, Outcome { job, target, triton: triton.clone(), reply, cached: false }));
+                    done.push((
+                        i,
+                        Outcome { job, target, triton: triton.clone(), reply, cached: false, not_from_assumptions: false },
+                    ));
                 }
                 done
             });
@@ -393,6 +442,10 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
                     ("error", None) if v.assumed.is_empty() => {
                         (Severity::Error, format!("{message} ({where_}, {})", v.label))
                     }
+                    ("error", None) if o.not_from_assumptions => (
+                        Severity::Error,
+                        format!("{message} ({where_}, {}; the same with other types and values assumed)", v.label),
+                    ),
                     ("error", None) => {
                         (Severity::Warning, format!("{message} ({where_}, {}){}", v.label, assumptions(v)))
                     }

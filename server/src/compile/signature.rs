@@ -33,6 +33,52 @@ pub struct Variant {
     pub assumed: Vec<String>,
     /// A constexpr value was assumed: what the compiler accepted says nothing of the file's own values.
     pub constexprs_assumed: bool,
+    /// The same assumptions, by parameter, so that they can be changed (`other_assumptions`).
+    pub guesses: Vec<Guess>,
+}
+
+/// One parameter whose type or value was assumed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Guess {
+    Pointer(String),
+    Scalar(String),
+    Constexpr(String),
+}
+
+impl Variant {
+    /// The same variant with the assumptions made otherwise, twice: fp16 pointers and i64
+    /// scalars, then i32 pointers and i32 scalars, other constexpr values in both. An error the
+    /// compiler gives in all three does not come from them. Unknown scalars stay integers (sizes,
+    /// strides, counts: what a kernel takes them for; a float there fails differently anyway).
+    pub fn other_assumptions(&self) -> Vec<Variant> {
+        if self.guesses.is_empty() {
+            return Vec::new();
+        }
+        [("*fp16", "i64"), ("*i32", "i32")]
+            .iter()
+            .map(|(pointer, scalar)| {
+                let mut v = self.clone();
+                for g in &self.guesses {
+                    match g {
+                        Guess::Pointer(n) => {
+                            v.signature.insert(n.clone(), (*pointer).into());
+                        }
+                        Guess::Scalar(n) => {
+                            v.signature.insert(n.clone(), (*scalar).into());
+                        }
+                        Guess::Constexpr(n) => {
+                            let other = match self.constexprs.get(n).and_then(Value::as_i64) {
+                                Some(1) | None => 32,
+                                Some(x) => x * 2,
+                            };
+                            v.constexprs.insert(n.clone(), json!(other));
+                        }
+                    }
+                }
+                v
+            })
+            .collect()
+    }
 }
 
 /// The variants of one kernel; `omitted` says how many configurations the bound left out.
@@ -187,6 +233,7 @@ fn from_launch<'a>(
         num_stages: None,
         assumed: Vec::new(),
         constexprs_assumed: false,
+        guesses: Vec::new(),
     };
     let splat: Vec<(String, Node)> = site.map(|l| splat_entries(model, l)).unwrap_or_default();
     if let Some(l) = site {
@@ -218,6 +265,7 @@ fn from_launch<'a>(
                     let guess = assumed_constexpr(&p.name);
                     let why = if heuristics.contains(&p.name) { "set by `triton.heuristics`" } else { "not known" };
                     v.assumed.push(format!("`{}`: {why}, assumed {guess}", p.name));
+                    v.guesses.push(Guess::Constexpr(p.name.clone()));
                     v.constexprs_assumed = true;
                     v.constexprs.insert(p.name.clone(), json!(guess));
                 }
@@ -265,10 +313,12 @@ fn from_launch<'a>(
                 v.signature.insert(p.name.clone(), "*fp32".into());
                 v.divisible.push(p.name.clone());
                 v.assumed.push(format!("`{}`: a pointer to fp32, assumed", p.name));
+                v.guesses.push(Guess::Pointer(p.name.clone()));
             }
             None => {
                 v.signature.insert(p.name.clone(), "i32".into());
                 v.assumed.push(format!("`{}`: an i32 scalar, assumed", p.name));
+                v.guesses.push(Guess::Scalar(p.name.clone()));
             }
         }
     }
@@ -767,6 +817,33 @@ class ModelNew(torch.nn.Module):
         assert_eq!(v.signature["w_ptr"], "*fp32");
         assert_eq!(v.signature["s"], "fp32");
         assert!(v.assumed.iter().any(|a| a.starts_with("`t`")), "{:?}", v.assumed);
+    }
+
+    #[test]
+    fn other_assumptions_change_every_guess_and_nothing_else() {
+        let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + n)
+
+def run(x, n):
+    k[(1,)](x, n, FLAG=3)
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!((v.signature["x_ptr"].as_str(), v.signature["n"].as_str()), ("*fp32", "i32"));
+        assert_eq!((v.constexprs["BLOCK"].clone(), v.constexprs["FLAG"].clone()), (json!(64), json!(3)));
+        let others = v.other_assumptions();
+        let sigs: Vec<(&str, &str)> =
+            others.iter().map(|o| (o.signature["x_ptr"].as_str(), o.signature["n"].as_str())).collect();
+        assert_eq!(sigs, [("*fp16", "i64"), ("*i32", "i32")]);
+        for o in &others {
+            assert_eq!((o.constexprs["BLOCK"].clone(), o.constexprs["FLAG"].clone()), (json!(128), json!(3)));
+            assert_eq!(o.assumed, v.assumed, "the words stay those of the first guess");
+        }
     }
 
     #[test]
