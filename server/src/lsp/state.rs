@@ -94,6 +94,9 @@ pub struct State {
     pub rewrites: std::collections::HashSet<Uri>,
     /// The last compilation of each document (`lsp::compile`).
     pub compile: HashMap<Uri, super::compile::Compiled>,
+    /// The compile worker could not run (no Python, no Triton, no sandbox): nothing will
+    /// confirm a KL900, so tree-sitter's word stands.
+    pub compile_unavailable: bool,
 }
 
 /// How many documents keep their tree-sitter tree for incremental reparsing.
@@ -112,6 +115,7 @@ impl Default for State {
             recent: Vec::new(),
             rewrites: Default::default(),
             compile: HashMap::new(),
+            compile_unavailable: false,
         }
     }
 }
@@ -160,13 +164,18 @@ impl State {
             return Vec::new();
         };
         let bench = self.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
+        let unconfirmed = super::compile::kl900_unconfirmed(self, uri);
         doc.result
             .diagnostics
             .iter()
             .filter(|d| super::compile::keeps(self, uri, d))
-            .chain(bench)
-            .chain(super::compile::diagnostics(self, uri))
-            .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding))
+            .map(|d| match d.code == crate::model::syntax::CODE && unconfirmed {
+                true => std::borrow::Cow::Owned(super::compile::tentative(d)),
+                false => std::borrow::Cow::Borrowed(d),
+            })
+            .chain(bench.iter().map(std::borrow::Cow::Borrowed))
+            .chain(super::compile::diagnostics(self, uri).iter().map(std::borrow::Cow::Borrowed))
+            .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), &d, self.encoding))
             .collect()
     }
 
