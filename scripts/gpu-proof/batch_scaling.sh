@@ -7,7 +7,7 @@
 set -uo pipefail
 KLSP=${KERNEL_LSP:-target/release/kernel-lsp}
 PY=${PYTHON:-python3}
-FIX=$PWD/tests/fixtures/batch
+FIX=${FIXTURES:-$PWD/tests/fixtures/batch}
 W=$(mktemp -d)
 cp "$FIX/reference.py" "$W/"
 sed -i 's/^N = 1000$/N = 1 << 24/' "$W/reference.py"
@@ -20,11 +20,10 @@ done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 "$PY" -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 run() {  # $1 = CUDA_VISIBLE_DEVICES, $2 = output name
-  local t0 t1
-  t0=$(date +%s.%N)
+  local t0
+  t0=$(date +%s)
   CUDA_VISIBLE_DEVICES=$1 "$KLSP" bench --batch "$W" --out "$W/$2.jsonl" --python "$PY" --timeout 300 --format json > "$W/$2.summary.json"
-  t1=$(date +%s.%N)
-  echo "$2: CUDA_VISIBLE_DEVICES=$1 $(echo "$t1 - $t0" | bc) s"
+  echo "$2: CUDA_VISIBLE_DEVICES=$1 $(( $(date +%s) - t0 )) s"
   cat "$W/$2.summary.json"
 }
 run 0 one_gpu

@@ -17,29 +17,28 @@ import json
 import os
 import subprocess
 import sys
-import threading
-
-_SERVERS = {}
-_LOCK = threading.Lock()
 
 
 def _server(command):
-    """The `--batch-serve` process of this Ray worker for the GPU it was given."""
+    """The `--batch-serve` process of this Ray worker for the GPU it was given,
+    kept on `sys` (a task function is pickled with its globals, `sys` is not)."""
+    if not hasattr(sys, "_kernel_lsp_servers"):
+        sys._kernel_lsp_servers = {}
+    servers = sys._kernel_lsp_servers
     key = (tuple(command), os.environ.get("CUDA_VISIBLE_DEVICES", ""))
-    proc = _SERVERS.get(key)
+    proc = servers.get(key)
     if proc is None or proc.poll() is not None:
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        _SERVERS[key] = proc
+        servers[key] = proc
     return proc
 
 
 def judge(job, command):
     """One pair through the host's kernel-lsp; an exception makes Ray retry the task."""
-    with _LOCK:
-        proc = _server(command)
-        proc.stdin.write(json.dumps(job) + "\n")
-        proc.stdin.flush()
-        line = proc.stdout.readline()
+    proc = _server(command)
+    proc.stdin.write(json.dumps(job) + "\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
     if not line:
         raise RuntimeError(f"kernel-lsp --batch-serve ended without a verdict for {job['id']}")
     answer = json.loads(line)

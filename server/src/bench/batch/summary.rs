@@ -40,8 +40,10 @@ fn figures(correct: Vec<&Value>, lines: &[Value]) -> Value {
     let n = lines.len();
     let compiled = lines.iter().filter(|l| compiled(l)).count();
     let timed: Vec<f64> = correct.iter().filter_map(|l| speedup(l)).collect();
-    // On the interpreter nothing is timed: fast_p above 0 is not measured, not zero.
-    let all_timed = timed.len() == correct.len() && !lines.iter().any(|l| l["mode"] == "cpu-interpreter");
+    // On the interpreter nothing is timed: fast_p above 0 is not measured, not
+    // zero. On a GPU a correct run without a speedup (stopped by a finding
+    // before timing) is not faster than anything.
+    let all_timed = !lines.iter().any(|l| l["mode"] == "cpu-interpreter");
     let mut fast = serde_json::Map::new();
     for p in THRESHOLDS {
         let score = if p == 0.0 {
@@ -152,6 +154,13 @@ mod tests {
         assert_eq!(s["flagged"], 1);
         assert_eq!(s["unflagged"]["correct"], 1);
         assert_eq!(s["unflagged"]["fast_p"]["1"], 0.0);
+    }
+
+    #[test]
+    fn a_correct_gpu_run_stopped_before_timing_is_not_faster() {
+        let s = summarize(&[line(Some(true), None, true), line(Some(true), Some(2.0), true)]);
+        assert_eq!(s["fast_p"]["1"], 0.5);
+        assert_eq!(s["geometric_mean_speedup"], 2.0);
     }
 
     #[test]
