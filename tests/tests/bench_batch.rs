@@ -26,7 +26,19 @@ fn python() -> String {
 /// Whether bwrap can start a sandbox here; otherwise the project says `llm.sandbox = "none"`.
 fn bwrap_works() -> bool {
     Command::new("bwrap")
-        .args(["--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"])
+        .args([
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-net",
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "true",
+        ])
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
@@ -154,7 +166,11 @@ fn every_pair_is_judged_once_though_a_worker_is_killed_mid_batch_and_a_rerun_res
     let start = Instant::now();
     let again = batch_command(&dir, &["--workers", "2"]).output().unwrap();
     let summary: Value = serde_json::from_slice(&again.stdout).unwrap();
-    assert!(String::from_utf8_lossy(&again.stderr).contains("6 already judged"), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("6 already judged"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     assert_eq!(results(&dir).len(), 6, "nothing appended");
     assert_eq!(summary["correct"], 3);
     assert!(start.elapsed() < Duration::from_secs(30), "no worker started: {:?}", start.elapsed());

@@ -88,7 +88,12 @@ fn prepare_sandbox(settings: &Settings, python: &str) -> Result<Arc<Sandbox>, St
 fn run(args: &BenchArgs, input: &Path) -> Result<i32, String> {
     let started = Instant::now();
     let settings = settings_for(args, input)?;
-    let probe = BenchRequest { python: args.python.clone(), settings: settings.clone(), candidate: input.join("x.py"), ..Default::default() };
+    let probe = BenchRequest {
+        python: args.python.clone(),
+        settings: settings.clone(),
+        candidate: input.join("x.py"),
+        ..Default::default()
+    };
     let python = super::resolve_python(&probe);
     let gpus = pool::visible_gpus();
     let address = args.ray.as_deref().filter(|a| !a.is_empty());
@@ -252,7 +257,8 @@ fn cannot_run(job: &Job) -> Option<BenchResult> {
     if let Some(d) = crate::model::syntax::errors(text, &tree).first() {
         let index = crate::text::LineIndex::new(text);
         let (line, col) = index.position(text, d.range.start, crate::text::ColumnUnit::Char);
-        let mut r = BenchResult::failed("exception", format!("SyntaxError: {}", d.message), Some(file), Some(line as u32 + 1));
+        let mut r =
+            BenchResult::failed("exception", format!("SyntaxError: {}", d.message), Some(file), Some(line as u32 + 1));
         if let Some(e) = r.error.as_mut() {
             e.column = Some(col as u32 + 1);
         }
@@ -339,9 +345,13 @@ pub(crate) async fn judge(worker: &mut Worker, cfg: &WorkerConfig, job: &Job) ->
 
 /// Writes the job's files into the sandbox's folder and builds the run's plan.
 fn stage(cfg: &WorkerConfig, job: &Job) -> Result<(super::process::Plan, Vec<(String, String)>), String> {
-    let name = |p: &str| Path::new(p).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or("candidate.py".into());
+    let name =
+        |p: &str| Path::new(p).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or("candidate.py".into());
     let dir = &job.hash[..16];
-    let cand = cfg.sandbox.write(&format!("{dir}/{}", name(&job.candidate)), &job.candidate_text).map_err(|e| e.to_string())?;
+    let cand = cfg
+        .sandbox
+        .write(&format!("{dir}/{}", name(&job.candidate)), &job.candidate_text)
+        .map_err(|e| e.to_string())?;
     let mut argv = vec!["--candidate".to_string(), cand.display().to_string()];
     let mut staged = vec![(cand.display().to_string(), job.candidate.clone())];
     if let (Some(r), Some(text)) = (&job.reference, &job.reference_text) {

@@ -83,7 +83,11 @@ fn kernelbench_name(file: &Path) -> Option<(u32, u32, u32)> {
 }
 
 /// Each generated kernel with its task: `TASKS/levelL/P_*.py` (or `TASKS/P_*.py`).
-fn kernelbench_pairs(input: &Path, tasks: &Path, generated: Vec<(PathBuf, (u32, u32, u32))>) -> Result<Vec<Pair>, String> {
+fn kernelbench_pairs(
+    input: &Path,
+    tasks: &Path,
+    generated: Vec<(PathBuf, (u32, u32, u32))>,
+) -> Result<Vec<Pair>, String> {
     let mut pairs = Vec::new();
     for (file, (level, problem, sample)) in generated {
         let dirs = [tasks.join(format!("level{level}")), tasks.to_path_buf()];
@@ -154,7 +158,10 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![("level_1_problem_19_sample_0", "19_ReLU.py".to_string()), ("level_1_problem_1_sample_1", "1_Square.py".to_string())]
+            vec![
+                ("level_1_problem_19_sample_0", "19_ReLU.py".to_string()),
+                ("level_1_problem_1_sample_1", "1_Square.py".to_string())
+            ]
         );
         std::fs::write(dir.join("level_1_problem_7_sample_0_kernel.py"), "class ModelNew: pass\n").unwrap();
         let e = read(&dir, None, &Settings::default()).unwrap_err();

@@ -176,7 +176,12 @@ impl Drop for Worker {
 /// driver's list under `/proc/driver/nvidia/gpus` (no CUDA, no Python asked).
 pub(crate) fn visible_gpus() -> Vec<String> {
     if let Ok(v) = std::env::var("CUDA_VISIBLE_DEVICES") {
-        return v.split(',').map(str::trim).filter(|s| !s.is_empty() && !s.starts_with('-')).map(str::to_string).collect();
+        return v
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty() && !s.starts_with('-'))
+            .map(str::to_string)
+            .collect();
     }
     let n = std::fs::read_dir("/proc/driver/nvidia/gpus").map(|d| d.flatten().count()).unwrap_or(0);
     (0..n).map(|i| i.to_string()).collect()

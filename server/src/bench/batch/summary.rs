@@ -97,7 +97,12 @@ pub(crate) fn render(summary: &Value) -> String {
         let u = &summary["unflagged"];
         let fast: Vec<String> = THRESHOLDS
             .iter()
-            .map(|p| format!("fast_{p} {}", u["fast_p"][format!("{p}")].as_f64().map(|f| format!("{f:.3}")).unwrap_or("-".into())))
+            .map(|p| {
+                format!(
+                    "fast_{p} {}",
+                    u["fast_p"][format!("{p}")].as_f64().map(|f| format!("{f:.3}")).unwrap_or("-".into())
+                )
+            })
             .collect();
         out.push_str(&format!(
             "flagged    {flagged} of the correct ones (a hack caught while watching: KernelBench counts them); without them: correct {}, {}\n",
