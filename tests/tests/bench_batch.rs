@@ -62,9 +62,10 @@ const ALL: &[&str] =
 
 fn batch_command(dir: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(common::server_binary());
-    cmd.args(["bench", "--batch", ".", "--timeout", "120", "--python", &python(), "--format", "json"])
-        .args(extra)
-        .current_dir(dir);
+    cmd.args(["bench", "--batch", ".", "--python", &python(), "--format", "json"]).args(extra).current_dir(dir);
+    if !extra.contains(&"--timeout") {
+        cmd.args(["--timeout", "120"]);
+    }
     cmd
 }
 
@@ -184,6 +185,20 @@ fn every_pair_is_judged_once_though_a_worker_is_killed_mid_batch_and_a_rerun_res
     assert_eq!(lines[6]["correct"], true);
     assert_eq!(summary["pairs"], 6, "the summary is of the current pairs");
     assert_eq!(summary["correct"], 4, "{summary}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_candidate_that_hangs_is_judged_timeout_and_its_worker_replaced() {
+    let dir = project("hang", &["reference.py", "hang_new.py", "good_new.py"]);
+    // One worker, the hanging pair first (pairs run in name order): the good one needs the fresh worker.
+    std::fs::rename(dir.join("hang_new.py"), dir.join("a_hang_new.py")).unwrap();
+    let out = batch_command(&dir, &["--workers", "1", "--timeout", "20"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let got = by_id(&results(&dir));
+    assert_eq!(got.len(), 2, "{stderr}");
+    assert_eq!(kind(&got["a_hang_new.py"]), "timeout", "{}", got["a_hang_new.py"]);
+    assert_eq!(got["good_new.py"]["correct"], true, "{}", got["good_new.py"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
