@@ -222,3 +222,22 @@ fn ray_in_local_mode_judges_pairs_as_the_pool_does() {
     assert_eq!(summary["correct"], 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_candidate_the_compiler_refuses_is_judged_before_any_worker_runs_it() {
+    // The CPU interpreter would run `break` as Python and call the candidate correct; the
+    // user's Triton compiles it first (no GPU needed) and that is its verdict.
+    let dir = project("compile", &["reference.py", "good_new.py", "break_new.py"]);
+    let out = batch_command(&dir, &["--cpu"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines = by_id(&results(&dir));
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let broken = lines.iter().find(|(id, _)| id.contains("break_new")).map(|(_, l)| l).expect("break_new judged");
+    assert_eq!(broken["error"]["kind"], "compile-error", "{broken:#}");
+    assert_eq!(broken["static_check"], "compile", "{broken:#}");
+    assert_eq!(broken["error"]["line"], 13, "{broken:#}");
+    assert!(broken["error"]["message"].as_str().unwrap().contains("Break"), "{broken:#}");
+    let good = lines.iter().find(|(id, _)| id.contains("good_new")).map(|(_, l)| l).expect("good_new judged");
+    assert_eq!(good["correct"], true, "{good:#}");
+}

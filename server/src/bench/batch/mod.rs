@@ -12,6 +12,7 @@
 //! Every pair is LLM-written code as far as this module knows: it runs only
 //! in the sandbox (`Sandbox::command`), from copies in the sandbox's folder.
 
+mod compiled;
 mod pairs;
 mod pool;
 mod ray;
@@ -126,7 +127,19 @@ fn run(args: &BenchArgs, input: &Path) -> Result<i32, String> {
     );
     let mut out = Output::open(&out_path, pending.len(), skipped)?;
     let (rejected, runnable) = static_checks(pending);
-    for (job, result) in rejected {
+    // Syntax errors confirmed by CPython, sure compile errors: verdicts without a GPU.
+    let (syntax, mut held) = rejected.into_iter().partition::<Vec<_>, _>(|(_, r)| {
+        r.extra.get("static_check").and_then(|v| v.as_str()) == Some("syntax")
+    });
+    let (compiled, runnable, why) = match batch.settings.compile.enabled {
+        true => compiled::check(&batch.python, &batch.settings, syntax, runnable),
+        false => (syntax, runnable, Some("compile.enabled is off".to_string())),
+    };
+    if let Some(why) = why {
+        eprintln!("batch: no compile stage ({why}); the workers judge every candidate that parses");
+    }
+    held.extend(compiled);
+    for (job, result) in held {
         out.write(&job, result, None)?;
     }
     if !runnable.is_empty() {
