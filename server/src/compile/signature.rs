@@ -262,7 +262,14 @@ fn from_launch<'a>(
                     v.constexprs.insert(p.name.clone(), val);
                 }
                 None => {
-                    let guess = assumed_constexpr(&p.name);
+                    // `triton.next_power_of_2(H)`: a power of two, and a block dimension (tl.dot wants 16+).
+                    let pow2 = passed.is_some_and(|n| {
+                        let name = model.text(n).trim();
+                        let assigned = model.host_fns[f].assigns.iter().rfind(|a| a.target == name);
+                        model.text(n).contains("next_power_of_2")
+                            || assigned.is_some_and(|a| model.text(a.value).contains("next_power_of_2"))
+                    });
+                    let guess = if pow2 { 64 } else { assumed_constexpr(&p.name) };
                     let why = if heuristics.contains(&p.name) { "set by `triton.heuristics`" } else { "not known" };
                     v.assumed.push(format!("`{}`: {why}, assumed {guess}", p.name));
                     v.guesses.push(Guess::Constexpr(p.name.clone()));
