@@ -144,7 +144,7 @@ fn persistent_rewrite_that_passes_is_offered_with_its_diff() {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("JSON line")["stage"].as_str().unwrap_or("").to_string())
         .collect();
-    assert_eq!(stages, ["sandbox", "baseline", "llm", "extract", "gate", "bench", "rank", "pick"]);
+    assert_eq!(stages, ["sandbox", "baseline", "llm", "extract", "gate", "compile", "bench", "rank", "pick"]);
 
     let table = Command::new(binary()).args(["timeline", FILE]).current_dir(&dir).output().expect("timeline runs");
     let table = String::from_utf8_lossy(&table.stdout);
@@ -228,9 +228,38 @@ fn answer_using_tl_tanh_fails_to_compile_then_a_spliced_repair_passes() {
     assert!(!new_text.contains("tl.tanh") && new_text.contains("2.0 * tl.sigmoid(2.0 * (x_n + r * gh_n)) - 1.0"));
     assert!(new_text.contains("class ModelNew"), "the repaired kernel was spliced into the whole candidate");
     assert_eq!(o["candidates"][0]["attempts"], 2);
-    let first_bench =
-        o["timeline"].as_array().unwrap().iter().find(|r| r["stage"] == "bench").expect("bench row").clone();
+    // The compiler could not be sure (its first error there may come from an assumed type):
+    // the answer went on to the benchmark, which found it.
+    let rows = o["timeline"].as_array().unwrap();
+    let compile = rows.iter().find(|r| r["stage"] == "compile").expect("compile row").clone();
+    assert_eq!((compile["score"].as_str(), compile["attempt"].as_u64()), (Some("pass"), Some(0)), "{compile}");
+    let first_bench = rows.iter().find(|r| r["stage"] == "bench").expect("bench row").clone();
     assert!(first_bench["problem"].as_str().unwrap().starts_with("compile-error: AttributeError"), "{first_bench}");
+    assert_eq!(std::fs::read_to_string(dir.join(FILE)).unwrap(), original());
+    no_temp_files_left(&dir);
+}
+
+#[test]
+fn an_answer_the_cpu_interpreter_accepts_but_the_compiler_rejects_is_repaired_before_it_is_offered() {
+    // `break` runs as Python under the interpreter (the benchmark would call it correct);
+    // Triton's compiler rejects it, and its message goes back to the LLM.
+    let llm = MockLlm::start(vec![
+        Reply::Answer(fixture("answer_break.md")),
+        Reply::Answer(fixture("answer_persistent.md")),
+    ]);
+    let dir = project("break", &llm, "");
+    let out =
+        rewrite(&dir, &["--action", "persistent", "--candidates", "1", "--repairs", "1", "--format", "json"], &[]);
+    let o = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{o:#}\n{}", stderr(&out));
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "one repair");
+    let repair = requests[1].last_message();
+    assert!(repair.contains("Triton's compiler rejects it"), "{repair}");
+    assert!(repair.contains("unsupported AST node type: Break"), "the compiler's message: {repair}");
+    assert!(repair.contains("        break"), "the failing source line: {repair}");
+    let new_text = o["new_text"].as_str().expect("a winner");
+    assert!(!new_text.contains("break"), "the offered answer is the one that compiles");
     assert_eq!(std::fs::read_to_string(dir.join(FILE)).unwrap(), original());
     no_temp_files_left(&dir);
 }

@@ -15,7 +15,11 @@ use super::{
 };
 use crate::bench::{self, BenchRequest, BenchResult};
 
+mod compiled;
+mod first;
 mod ranking;
+use compiled::compile_stage;
+use first::first_prompt;
 use ranking::pick;
 
 /// Everything the candidates share, resolved once.
@@ -37,6 +41,9 @@ struct Ctx {
     /// Where the answers' code runs (see `bench::sandbox`): every harness run
     /// of this pipeline is built by `Ctx::request`, which sets it.
     sandbox: Arc<super::sandbox::Sandbox>,
+    /// The interpreter whose Triton compiles each answer, and its compiler once prepared.
+    compile_python: String,
+    compiler: tokio::sync::OnceCell<Result<Arc<crate::compile::Compiler>, String>>,
 }
 
 /// Runs the pipeline; `on_stage` hears every stage start and end. Drop the
@@ -76,6 +83,12 @@ pub async fn rewrite(
         reference,
         bench_lock: tokio::sync::Mutex::new(()),
         sandbox: Arc::new(sandbox_for(&req)?),
+        compile_python: bench::resolve_python(&BenchRequest {
+            python: req.python.clone(),
+            settings: req.settings.clone(),
+            ..Default::default()
+        }),
+        compiler: tokio::sync::OnceCell::new(),
         req,
     };
     let mut records = Vec::new();
@@ -103,7 +116,13 @@ pub async fn rewrite(
         save_timeline(&ctx, &records);
         return Err(LlmError::Bench(format!("{}: {}", e.kind, ctx.clean(&e.message))));
     }
-    ctx.first_prompt = first_prompt(&ctx, &baseline, prompts_dir.as_deref())?;
+    // A repair also reads what the compiler says of the current file: on the CPU interpreter
+    // the baseline runs kernels as Python and does not see what only the compiler rejects.
+    let compile_errors = match ctx.req.action {
+        Action::Repair => ctx.compile_verdict(&ctx.text).await.map(|v| v.errors).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    ctx.first_prompt = first_prompt(&ctx, &baseline, &compile_errors, prompts_dir.as_deref())?;
 
     let ctx = Arc::new(ctx);
     let count = ctx.req.candidates.unwrap_or(ctx.req.settings.llm.candidates).max(1);
@@ -194,60 +213,6 @@ fn unix_now() -> u64 {
 /// Kinds of benchmark failure that say the set-up is broken, not the code.
 fn is_environment_failure(kind: &str) -> bool {
     matches!(kind, "missing-dependency" | "harness" | "no-reference" | "reference-error")
-}
-
-fn first_prompt(ctx: &Ctx, baseline: &BenchResult, dir: Option<&Path>) -> Result<String, LlmError> {
-    let reference_src = match &ctx.reference {
-        Some(p) => std::fs::read_to_string(p).unwrap_or_else(|e| format!("# cannot read {}: {e}", p.display())),
-        None => "# `class Model` is defined in the file itself (see below)".to_string(),
-    };
-    let diagnostics = diagnostics_text(&ctx.text, &ctx.req.settings, None);
-    let name = ctx.file.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-    let template = match ctx.req.action {
-        Action::Persistent => prompts::PERSISTENT,
-        Action::Grid2d => prompts::GRID_2D,
-        Action::BlockSize => prompts::BLOCK_SIZE,
-        Action::Repair => {
-            let Some(error) = &baseline.error else {
-                return Err(LlmError::Setup(format!(
-                    "nothing to repair: {name} runs and matches its reference ({})",
-                    baseline.mode
-                )));
-            };
-            let template = repair_template(&error.kind);
-            let head = prompts::render(
-                &prompts::load(template, dir)?,
-                &[
-                    ("stage", &format!("the benchmark reports {}", error.kind)),
-                    ("error", &ctx.error_text(baseline, &ctx.text)),
-                    ("gpu", &ctx.gpu),
-                    ("smem_limit", &ctx.smem),
-                ],
-            );
-            return Ok(format!(
-                "{head}\n\n## What the checker reports\n\n{diagnostics}\n\n## The reference module (`Model`)\n\n```python\n{reference_src}\n```\n\n## The current file (`{name}`)\n\n```python\n{}\n```\n",
-                ctx.text
-            ));
-        }
-    };
-    let example = match ctx.req.action {
-        Action::Persistent => {
-            prompts::example_section(prompts::example_for(&format!("{reference_src}\n{}", ctx.text)), dir)?
-        }
-        _ => String::new(),
-    };
-    Ok(prompts::render(
-        &prompts::load(template, dir)?,
-        &[
-            ("example", &example),
-            ("file_name", &name),
-            ("file", &ctx.text),
-            ("reference", &reference_src),
-            ("diagnostics", &diagnostics),
-            ("gpu", &ctx.gpu),
-            ("smem_limit", &ctx.smem),
-        ],
-    ))
 }
 
 /// What the harness saw the candidate do that makes its speedup not count
@@ -439,6 +404,9 @@ async fn evaluate(
         finished: true,
         record: ctx.record("gate", Some(index), Some(attempt), "pass".into(), ms, "", None),
     });
+    if let Some(problem) = compile_stage(ctx, index, attempt, &text, tx).await {
+        return Ok(Some(problem));
+    }
 
     let result = ctx.bench("bench", Some(index), Some(attempt), &text, tx).await?;
     out.bench = Some(result.clone());
