@@ -88,23 +88,43 @@ pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String
     Some((find("M")?, find("N")?, find("K")?))
 }
 
-/// Bytes per operand element: 1 for fp8, 2 for fp16/bf16 (named in the
-/// kernel, or in every host function that launches it), else 4.
+/// Bytes per operand element: 1 for fp8 and int8, 2 for fp16/bf16, 4 for
+/// fp32 (named in the kernel, or in every host function that launches it),
+/// else 4, assumed.
 pub fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
+    elem_width(k, model).0
+}
+
+/// The width a dtype names, the narrowest first: 1, 2 or 4.
+fn named_width(t: &str) -> Option<i64> {
+    if t.contains("float8") || t.contains("int8") || t.contains("fp8") {
+        return Some(1);
+    }
+    if t.contains("float16") || t.contains("bfloat16") || t.contains("fp16") || t.contains(".half()") {
+        return Some(2);
+    }
+    if t.contains("float32") || t.contains(".float()") || t.contains("tf32") {
+        return Some(4);
+    }
+    None
+}
+
+/// [`elem_bytes`], and whether the file shows it: the kernel names an
+/// operand dtype (fp8, int8, fp16, bf16; fp32 does not count there, as the
+/// accumulator is fp32 whatever the operands), or every host function that
+/// launches it does (fp32 included). `false`: 4 bytes is an assumption.
+pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
     let text = model.text(k.node);
-    if text.contains("float8") {
-        return 1;
+    match named_width(text) {
+        Some(w) if w < 4 => return (w, true),
+        _ => {}
     }
-    if text.contains("float16") || text.contains("bfloat16") || text.contains("fp16") {
-        return 2;
+    let widths: Vec<Option<i64>> =
+        model.launches_of_kernel(k).map(|l| l.host_fn).map(|f| (f > 0).then_some(()).and_then(|_| named_width(model.text(model.host_fns[f].node)))).collect();
+    match widths.first() {
+        Some(Some(w)) if widths.iter().all(|x| *x == Some(*w)) => (*w, true),
+        _ => (4, false),
     }
-    let half = |t: &str| t.contains("float16") || t.contains("bfloat16") || t.contains(".half()");
-    let launchers = model.launches_of_kernel(k).map(|l| l.host_fn);
-    let mut launchers = launchers.peekable();
-    if launchers.peek().is_some() && launchers.all(|f| f > 0 && half(model.text(model.host_fns[f].node))) {
-        return 2;
-    }
-    4
 }
 
 /// One place a configuration is written, with the nodes holding each value.

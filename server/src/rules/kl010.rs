@@ -36,7 +36,9 @@ function named `test*` or `bench*`, a method of a `Test*` class, anything
 under `if __name__ == "__main__":`, loops at module level, which are a
 script's), and a call on a value that is on the CPU already
 (`torch.tensor(lengths).cumsum(0).tolist()`: a tensor built without
-`device=`, or what `.cpu()` returned).
+`device=`, what `.cpu()` or `.to("cpu")` returned, a NumPy array, or an
+element or slice of one of those, `lens[i].item()`): the device follows the
+data, whatever the name.
 
 ## Why is this bad?
 Each one stops the CPU until every queued kernel has finished, so the GPU
@@ -404,6 +406,10 @@ const SAME_DEVICE: &[&str] = &[
     "abs",
     "tolist",
     "numpy",
+    "detach",
+    "squeeze",
+    "unsqueeze",
+    "t",
 ];
 
 /// `sync` (a `.item()`, `.tolist()`, `.numpy()` or `.cpu()` call) reads a value
@@ -422,6 +428,8 @@ fn on_cpu(model: &FileModel, func: &HostFn, value: Node, depth: usize) -> bool {
     }
     match value.kind() {
         "parenthesized_expression" => value.named_child(0).is_some_and(|v| on_cpu(model, func, v, depth + 1)),
+        // An element or slice of host data is host data.
+        "subscript" => field!(value, "value").is_some_and(|v| on_cpu(model, func, v, depth + 1)),
         "identifier" => {
             // Every binding of the name in this function is a CPU value (and there is one).
             let name = model.text(value);
@@ -445,6 +453,14 @@ fn on_cpu(model: &FileModel, func: &HostFn, value: Node, depth: usize) -> bool {
                         return false;
                     };
                     let (object_text, attr) = (model.text(object), model.text(attr));
+                    // NumPy computes on the host: its arrays never wait for the GPU.
+                    if matches!(object_text, "np" | "numpy") || object_text.starts_with("np.") {
+                        return true;
+                    }
+                    // `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`.
+                    if attr == "to" && args.is_some_and(|a| model.text(a).contains("\"cpu\"") || model.text(a).contains("'cpu'")) {
+                        return true;
+                    }
                     if object_text == "torch" {
                         if FACTORIES.contains(&attr) {
                             return !has_device;
