@@ -112,7 +112,8 @@ fn named_width(t: &str) -> Option<i64> {
 /// [`elem_bytes`], and whether the file shows it: the kernel names an
 /// operand dtype (fp8, int8, fp16, bf16; fp32 does not count there, as the
 /// accumulator is fp32 whatever the operands), or every host function that
-/// launches it does (fp32 included). `false`: 4 bytes is an assumption.
+/// launches it does (fp32 included), or the file's host code names one
+/// width only. `false`: 4 bytes is an assumption.
 pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
     let text = model.text(k.node);
     match named_width(text) {
@@ -121,8 +122,34 @@ pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
     }
     let widths: Vec<Option<i64>> =
         model.launches_of_kernel(k).map(|l| l.host_fn).map(|f| (f > 0).then_some(()).and_then(|_| named_width(model.text(model.host_fns[f].node)))).collect();
-    match widths.first() {
-        Some(Some(w)) if widths.iter().all(|x| *x == Some(*w)) => (*w, true),
+    if let Some(Some(w)) = widths.first() {
+        if widths.iter().all(|x| *x == Some(*w)) {
+            return (*w, true);
+        }
+    }
+    // The host code of the file (kernels left out: their fp32 is the
+    // accumulator's) names one width only: `torch.randn(...)` inputs are fp32.
+    let mut host = String::new();
+    let mut at = 0;
+    for kernel in &model.kernels {
+        let (start, end) = (kernel.node.start_byte(), kernel.node.end_byte());
+        if start >= at {
+            host.push_str(model.src.get(at..start).unwrap_or(""));
+            at = end;
+        }
+    }
+    host.push_str(model.src.get(at..).unwrap_or(""));
+    let fp32_default = host.contains("torch.randn(") || host.contains("torch.rand(");
+    let families: Vec<i64> = [
+        (1, host.contains("float8") || host.contains("int8") || host.contains("fp8")),
+        (2, host.contains("float16") || host.contains("bfloat16") || host.contains(".half()")),
+        (4, host.contains("float32") || host.contains(".float()") || fp32_default),
+    ]
+    .into_iter()
+    .filter_map(|(w, named)| named.then_some(w))
+    .collect();
+    match families.as_slice() {
+        [w] => (*w, true),
         _ => (4, false),
     }
 }

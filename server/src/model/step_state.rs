@@ -43,16 +43,23 @@ impl<'a> FileModel<'a> {
         let lp = &func.loops[l];
         let mut out = HashSet::new();
         if let Some(var) = &lp.var {
+            // The step's own counter is a number, never memory.
+            out.insert(var.clone());
             let mut uses: Vec<(String, bool)> = Vec::new();
             super::visit_nodes(lp.body, &mut |n| {
                 if n.kind() != "identifier" {
                     return;
                 }
                 let own_slice = n.parent().is_some_and(|p| {
-                    p.kind() == "subscript"
+                    (p.kind() == "subscript"
                         && field!(p, "value") == Some(n)
                         && field!(p, "subscript").is_some_and(|i| self.text(i).trim() == var)
-                        && p.named_child_count() == 2
+                        && p.named_child_count() == 2)
+                        // a test of the list itself (`xs[i] if xs else y`, `len(xs)`) reads no memory
+                        || matches!(p.kind(), "not_operator" | "boolean_operator")
+                        || (p.kind() == "conditional_expression" && p.named_child(1) == Some(n))
+                        || (p.kind() == "argument_list"
+                            && p.parent().and_then(|c| field!(c, "function")).is_some_and(|f| self.text(f) == "len"))
                 });
                 uses.push((self.text(n).to_string(), own_slice));
             });
@@ -74,11 +81,47 @@ impl<'a> FileModel<'a> {
                 .iter()
                 .filter(|b| b.target == a.target && !b.loops.contains(&l))
                 .all(|b| allocates(self.text(b.value).trim()));
-            if all_allocations && !mentions(rest, &a.target) {
+            if all_allocations && !read_in(rest, &a.target) {
                 out.insert(a.target.clone());
             }
         }
         out
+    }
+
+    /// A whole-tensor operation (`torch.sort(keys)`) that a step of loop `l`
+    /// runs between its launches, directly or in a helper of the file it
+    /// calls: the text of the call, for the message.
+    pub fn whole_tensor_step(&self, f: usize, l: usize) -> Option<String> {
+        let func = &self.host_fns[f];
+        let find = |body: Node| -> Option<String> {
+            let mut hit = None;
+            any_node(body, |n| {
+                if n.kind() != "call" {
+                    return false;
+                }
+                let Some(attr) = field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
+                else {
+                    return false;
+                };
+                if WHOLE_TENSOR_OPS.contains(&self.text(attr)) {
+                    hit = Some(self.text(n).lines().next().unwrap_or("").trim().to_string());
+                    return true;
+                }
+                false
+            });
+            hit
+        };
+        if let Some(h) = find(func.loops[l].body) {
+            return Some(h);
+        }
+        for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
+            for callee in self.callees(f, call) {
+                if let Some(h) = field!(self.host_fns[callee].node, "body").and_then(find) {
+                    return Some(h);
+                }
+            }
+        }
+        None
     }
 
     /// What shows that loop `l` of host function `f` steps through time with
@@ -144,10 +187,28 @@ impl<'a> FileModel<'a> {
     }
 }
 
-/// Whether `name` occurs as a word in `text`.
-fn mentions(text: &str, name: &str) -> bool {
-    text.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name)
+/// Whether `text` (the code after a loop) reads `name` before it binds it
+/// anew (`name = ...` first: a new buffer, another branch's).
+fn read_in(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(i) = text[from..].find(name).map(|i| from + i) {
+        let end = i + name.len();
+        let whole = !text[..i].ends_with(word) && !text[end..].starts_with(word);
+        if whole {
+            let after = text[end..].trim_start_matches([' ', '\t']);
+            return !(after.starts_with('=') && !after.starts_with("=="));
+        }
+        from = end;
+    }
+    false
 }
+
+/// Host operations that need all of a tensor at once: a sort, a scan, a
+/// global selection. A loop step that runs one between its launches needs
+/// every block of the launch before it, a barrier across the whole grid.
+const WHOLE_TENSOR_OPS: &[&str] =
+    &["sort", "argsort", "topk", "unique", "unique_consecutive", "searchsorted", "nonzero", "cumsum", "kthvalue"];
 
 /// A loop bound whose name counts time steps: `seq_len`, `T`, `num_steps`,
 /// `timesteps` (a layer count, a chunk count or a matrix size does not).

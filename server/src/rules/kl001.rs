@@ -55,7 +55,9 @@ step kernel: a step input (`x[t]`), a bound that counts steps (`seq_len`,
 `self.num_steps`), a walk over a tensor's axis, or a fixed grid of a few
 programs. Without any, the loop may be a factorization's panels or a
 reduction over the whole grid per step, where the launch boundary is the
-barrier the algorithm needs: it is reported as a hint that says so.
+barrier the algorithm needs: it is reported as a hint that says so. So is a
+loop whose step also runs an operation that needs all of a tensor at once
+(`torch.sort`, `cumsum`, `topk`, directly or in a helper of the file).
 
 ## Why is this bad?
 Every launch costs a few microseconds of CPU and a round of GPU scheduling,
@@ -91,15 +93,28 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         }
         let names = kernels.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
         let launch_ids: Vec<usize> = tl.launches.iter().map(|(li, _)| *li).collect();
-        let mut d = match model.time_step_evidence(tl.host_fn, tl.loop_index, &launch_ids) {
-            Some(evidence) => RULE.diagnostic(
+        let whole = model.whole_tensor_step(tl.host_fn, tl.loop_index);
+        let evidence = model.time_step_evidence(tl.host_fn, tl.loop_index, &launch_ids);
+        let mut d = match (evidence, whole) {
+            (_, Some(op)) => {
+                let mut d = RULE.diagnostic(
+                    lp.header_range,
+                    format!(
+                        "{names} launched once per step of a loop that passes state from launch to launch ({}), but each step also runs `{op}`, which needs all of a tensor at once: the launch boundary is the barrier across the whole grid that the step needs, and one persistent kernel would have to rebuild it",
+                        tl.estimate
+                    ),
+                );
+                d.severity = Severity::Hint;
+                d
+            }
+            (Some(evidence), None) => RULE.diagnostic(
                 lp.header_range,
                 format!(
                     "{names} launched inside a Python time loop: {}. Move the time loop into the kernel (persistent kernel, one launch per layer). Found: {evidence}, and a launch reads what the previous step's launch wrote",
                     tl.estimate
                 ),
             ),
-            None => {
+            (None, None) => {
                 let mut d = RULE.diagnostic(
                     lp.header_range,
                     format!(
