@@ -139,7 +139,8 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 /// writes into a subscript (`logits[i, n:] = ...`).
 fn queues_work(model: &FileModel, f: usize, l: usize) -> bool {
     let func = &model.host_fns[f];
-    if !model.launches_in_loop(f, l).is_empty() || func.calls.iter().any(|c| c.loops.contains(&l)) {
+    let helper_call = func.calls.iter().any(|c| c.loops.contains(&l) && !model.callees(f, c).is_empty());
+    if !model.launches_in_loop(f, l).is_empty() || helper_call {
         return true;
     }
     crate::model::any_node(func.loops[l].body, |n| match n.kind() {
