@@ -10,8 +10,9 @@ findings by rule (KL001-KL010 and KL900), findings at warning level or above,
 hints and information apart, and warning-or-above findings per 100 kernels.
 `--list` also prints every finding (name file:line code severity message),
 for judging them by hand. Vendor back ends (paths with `_ascend`,
-`_cambricon`, `backends/` and the like), tests and benchmarks are skipped: the
-question is what experts write for NVIDIA GPUs. The binary is the release
+`_cambricon`, `backends/`, any `backend/_NAME/` but `_nvidia`, and the like),
+tests and benchmarks are skipped: the question is what experts write for
+NVIDIA GPUs. The binary is the release
 build when there is one, else the debug build.
 """
 
@@ -32,13 +33,23 @@ CODES = [f"KL{n:03d}" for n in range(1, 11)] + ["KL900"]
 LOUD = ("error", "warning")
 
 
+def vendor_backend(rel):
+    """A back end for another vendor's chip: `runtime/backend/_thead/...`
+    (any `backend/_NAME/` but NVIDIA's)."""
+    parts = ("/" + rel).split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part in ("backend", "backends") and parts[i + 1].startswith("_") and parts[i + 1] != "_nvidia":
+            return True
+    return False
+
+
 def kernel_files(root):
     for dirpath, dirs, names in os.walk(root):
         dirs.sort()
         for name in sorted(names):
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, root)
-            if not name.endswith(".py") or any(m in "/" + rel for m in VENDOR_MARKERS):
+            if not name.endswith(".py") or any(m in "/" + rel for m in VENDOR_MARKERS) or vendor_backend(rel):
                 continue
             try:
                 text = open(path, encoding="utf-8", errors="replace").read()

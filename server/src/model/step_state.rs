@@ -127,8 +127,8 @@ impl<'a> FileModel<'a> {
     /// What shows that loop `l` of host function `f` steps through time with
     /// a small step kernel, in words for the message, or `None`:
     /// - each step reads an element of a sequence: the loop's variable
-    ///   indexes a tensor (`x[t]`, `states[t - 1]`; a slice `x[lo:hi]` is a
-    ///   chunk, not a step), or the loop walks a tensor's axis
+    ///   indexes a tensor it reads (`x[t]`, `states[t - 1]`; a slice
+    ///   `x[lo:hi]` or a chunk `w[i // C]` is not a step), or the loop walks a tensor's axis
     ///   (`enumerate(x.transpose(0, 1))`);
     /// - its bound names time steps (`self.seq_len`, `num_steps`);
     /// - a launch in it has a fixed grid of a few programs (`(1,)`).
@@ -145,14 +145,13 @@ impl<'a> FileModel<'a> {
                 if self.text(value).starts_with("self.") || value.kind() != "identifier" {
                     return false;
                 }
-                let mut c = n.walk();
-                let element = n.children_by_field_name("subscript", &mut c).any(|i| {
-                    i.kind() != "slice" && {
-                        let mut ids = Vec::new();
-                        super::collect_identifiers(i, self.src, &mut ids);
-                        ids.iter().any(|id| id == var)
-                    }
+                // Read, not written: `ws[i].copy_(...)` and `out[t] = ...` are outputs.
+                let written = n.parent().is_some_and(|p| {
+                    (p.kind() == "attribute" && field!(p, "object") == Some(n))
+                        || (matches!(p.kind(), "assignment" | "augmented_assignment") && field!(p, "left") == Some(n))
                 });
+                let mut c = n.walk();
+                let element = !written && n.children_by_field_name("subscript", &mut c).any(|i| step_index(self, i, var));
                 if element {
                     found = Some(n);
                 }
@@ -209,6 +208,23 @@ fn read_in(text: &str, name: &str) -> bool {
 /// every block of the launch before it, a barrier across the whole grid.
 const WHOLE_TENSOR_OPS: &[&str] =
     &["sort", "argsort", "topk", "unique", "unique_consecutive", "searchsorted", "nonzero", "cumsum", "kthvalue"];
+
+/// An index that picks the element of one time step: the loop's variable,
+/// or it plus or minus a literal (`t`, `t - 1`); a chunk's (`i // C`) or an
+/// offset's (`base + i`) is not one.
+fn step_index(model: &FileModel, i: Node, var: &str) -> bool {
+    match i.kind() {
+        "identifier" => model.text(i) == var,
+        "binary_operator" => {
+            let op = field!(i, "operator").map(|o| model.text(o)).unwrap_or("");
+            matches!(op, "+" | "-")
+                && field!(i, "left").is_some_and(|l| l.kind() == "identifier" && model.text(l) == var)
+                && field!(i, "right").is_some_and(|r| r.kind() == "integer")
+        }
+        "parenthesized_expression" => i.named_child(0).is_some_and(|c| step_index(model, c, var)),
+        _ => false,
+    }
+}
 
 /// A loop bound whose name counts time steps: `seq_len`, `T`, `num_steps`,
 /// `timesteps` (a layer count, a chunk count or a matrix size does not).
