@@ -202,21 +202,26 @@ def pick(table_ptr, idx_ptr, out_ptr, BLOCK: tl.constexpr):
 }
 
 /// A file that never imports Triton has no kernels and no `tl.X`: a
-/// comprehension variable named `tl` is a Python value, and a decorator
-/// spelled `@triton.jit` names nothing Triton.
+/// comprehension variable named `tl` is a Python value, and a bare `@jit`
+/// is someone else's. A fragment that names `@triton.jit` is Triton code
+/// whose import is missing, and is checked.
 #[test]
 fn a_file_that_never_imports_triton_gets_no_kernel_rules() {
     let plain = r#"def labels(rows):
     return [tl.upper() for tl in rows]
 
 
-@triton.jit
+@jit
 def scale(x_ptr, n):
     y = tl.tanh(x_ptr)
 "#;
     let result = check_text(plain, &Settings::default());
     assert!(result.kernels.is_empty(), "{:?}", result.kernels);
     assert!(result.diagnostics.is_empty(), "{}", render(plain, &result.diagnostics));
+    let fragment = plain.replace("@jit", "@triton.jit");
+    let result = check_text(&fragment, &only("KL005"));
+    assert_eq!(result.kernels.len(), 1, "{:?}", result.kernels);
+    assert!(result.diagnostics.iter().any(|d| d.code == "KL005"), "{}", render(&fragment, &result.diagnostics));
     // Importing Triton anywhere, even inside `try:`, makes the same code Triton code.
     let imported = format!("try:\n    import triton\n    import triton.language as tl\nexcept ImportError:\n    pass\n\n\n{plain}");
     let result = check_text(&imported, &only("KL005"));

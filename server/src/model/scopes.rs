@@ -264,8 +264,9 @@ impl<'a> FileModel<'a> {
 
 /// Names bound to `triton.language` and to `triton` by the module's imports
 /// (`tl` and `triton` when there are none but the file imports Triton
-/// somewhere, inside a function say; both empty when it never imports Triton:
-/// such a file has no Triton kernels and no `tl.X`).
+/// somewhere, inside a function say, or decorates a function `@triton.jit`;
+/// both empty when it does neither: such a file has no Triton kernels and no
+/// `tl.X`).
 pub fn imports(root: Node, src: &str) -> (Vec<String>, Vec<String>) {
     let mut cursor = root.walk();
     let statements: Vec<Node> = root.children(&mut cursor).collect();
@@ -340,7 +341,19 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
             any
         }
     });
-    if !imports_triton {
+    // A fragment that decorates a function `@triton.jit` (or `@triton.autotune`)
+    // is Triton code whose import is missing; anything else is not Triton code.
+    let triton_decorated = statements.iter().any(|s| {
+        s.kind() == "decorated_definition" && {
+            let mut c = s.walk();
+            let any = s
+                .named_children(&mut c)
+                .filter(|d| d.kind() == "decorator")
+                .any(|d| text(d).trim_start_matches('@').trim_start().starts_with("triton."));
+            any
+        }
+    });
+    if !imports_triton && !triton_decorated {
         return (Vec::new(), Vec::new());
     }
     for (stmt, module_level) in found {
