@@ -169,3 +169,62 @@ fn persistent_means_a_grid_stride_tile_loop_or_a_state_loop_inside() {
         assert!(kernels.iter().any(|(n, p)| n == name && *p == persistent), "{name}: {kernels:?}");
     }
 }
+
+/// What a kernel is: only a function Triton compiles. A bare `@jit` that
+/// numba bound is NumPy code, whose arrays may be indexed by arrays.
+#[test]
+fn a_numba_jit_function_is_not_a_kernel() {
+    let body = r#"
+@jit
+def pick(table, idx):
+    out = table[idx]
+    return out
+"#;
+    let numba = format!("import triton\nfrom numba import jit\n{body}");
+    let result = check_text(&numba, &Settings::default());
+    assert!(result.kernels.is_empty(), "{:?}", result.kernels);
+    assert!(result.diagnostics.is_empty(), "{}", render(&numba, &result.diagnostics));
+    // The same decorator bound by Triton makes a kernel, and the block indexed by a block is KL007.
+    let triton_jit = r#"import triton.language as tl
+from triton import jit
+
+
+@jit
+def pick(table_ptr, idx_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    table = tl.load(table_ptr + offs)
+    idx = tl.load(idx_ptr + offs)
+    tl.store(out_ptr + offs, table[idx])
+"#;
+    let result = check_text(triton_jit, &only("KL007"));
+    assert_eq!(result.kernels.len(), 1);
+    assert_eq!(result.diagnostics.len(), 1, "{}", render(triton_jit, &result.diagnostics));
+}
+
+/// A file that never imports Triton has no kernels and no `tl.X`: a
+/// comprehension variable named `tl` is a Python value, and a bare `@jit`
+/// is someone else's. A fragment that names `@triton.jit` is Triton code
+/// whose import is missing, and is checked.
+#[test]
+fn a_file_that_never_imports_triton_gets_no_kernel_rules() {
+    let plain = r#"def labels(rows):
+    return [tl.upper() for tl in rows]
+
+
+@jit
+def scale(x_ptr, n):
+    y = tl.tanh(x_ptr)
+"#;
+    let result = check_text(plain, &Settings::default());
+    assert!(result.kernels.is_empty(), "{:?}", result.kernels);
+    assert!(result.diagnostics.is_empty(), "{}", render(plain, &result.diagnostics));
+    let fragment = plain.replace("@jit", "@triton.jit");
+    let result = check_text(&fragment, &only("KL005"));
+    assert_eq!(result.kernels.len(), 1, "{:?}", result.kernels);
+    assert!(result.diagnostics.iter().any(|d| d.code == "KL005"), "{}", render(&fragment, &result.diagnostics));
+    // Importing Triton anywhere, even inside `try:`, makes the same code Triton code.
+    let imported = format!("try:\n    import triton\n    import triton.language as tl\nexcept ImportError:\n    pass\n\n\n{plain}");
+    let result = check_text(&imported, &only("KL005"));
+    assert_eq!(result.kernels.len(), 1, "{:?}", result.kernels);
+    assert!(result.diagnostics.iter().any(|d| d.code == "KL005"), "{}", render(&imported, &result.diagnostics));
+}

@@ -185,7 +185,7 @@ fn verify(
         return None;
     }
     let (fixed, tree) = kernel_fixed?;
-    let after = FileModel::build(&fixed, &tree);
+    let after = FileModel::build_piece(&fixed, &tree, model);
     let nk = after.kernels.iter().find(|x| x.name == k.name)?;
     if !nk.is_constexpr(block)
         || nk.tl_calls("arange").filter(|c| c.arg(1, "end").is_some_and(|e| after.text(e) == block)).count() != padded
@@ -285,7 +285,7 @@ pub fn fix_literal<'a>(model: &FileModel<'a>, k: &Kernel<'a>, arange: &KCall<'a>
     if tree.root_node().has_error() {
         return None;
     }
-    let after = FileModel::build(&fixed, &tree);
+    let after = FileModel::build_piece(&fixed, &tree, model);
     let nk = after.kernels.iter().find(|x| x.name == k.name)?;
     let lengths: Vec<i64> = nk
         .tl_calls("arange")

@@ -296,6 +296,13 @@ impl<'a> FileModel<'a> {
         Self::build_from(src, tree, None, None, false)
     }
 
+    /// [`Self::build`] of a piece of a file (a statement a fix rewrote),
+    /// read with the imports of the file it comes from, `whole`.
+    pub fn build_piece(src: &'a str, tree: &'a Tree, whole: &FileModel) -> Self {
+        let aliases = (whole.tl_aliases.clone(), whole.triton_aliases.clone());
+        Self::build_from(src, tree, None, Some(&aliases), false)
+    }
+
     /// [`Self::build`], with the whole-file node index ([`Self::nodes`])
     /// built at the same time on a second thread: what a file whose hygiene
     /// rules will ask for it (a candidate) saves of its wall time. The result

@@ -337,7 +337,29 @@ impl<'a> Kernel<'a> {
                 .collect()
         };
         let stored = bases("store");
-        bases("load").iter().any(|b| stored.contains(b))
+        // A step that reads back only the element it writes itself (the same
+        // address, moving with the loop's variable) passes nothing on.
+        let var = k.loops[t].var.as_deref();
+        let addresses = |name: &str, base: &str| -> Vec<String> {
+            k.calls_in_loop(t)
+                .filter(|c| c.is_tl(name))
+                .filter_map(|c| c.arg(0, "pointer"))
+                .filter(|p| k.pointer_base(*p, src).as_deref() == Some(base))
+                .map(|p| model.text(p).split_whitespace().collect::<String>())
+                .collect()
+        };
+        let own_element = |b: &String| {
+            let stores = addresses("store", b);
+            let moves = |p: Node| var.is_some_and(|v| k.deps(p, src).contains(v));
+            let loads_move = k
+                .calls_in_loop(t)
+                .filter(|c| c.is_tl("load"))
+                .filter_map(|c| c.arg(0, "pointer"))
+                .filter(|p| k.pointer_base(*p, src).as_deref() == Some(b.as_str()))
+                .all(moves);
+            loads_move && addresses("load", b).iter().all(|a| stores.contains(a))
+        };
+        bases("load").iter().any(|b| stored.contains(b) && !own_element(b))
     }
 
     /// Whether the kernel (or a `@triton.jit` helper it calls) spins on a

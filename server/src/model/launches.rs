@@ -227,6 +227,9 @@ fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
             }
         }
     }
+    // A slice of its own per step, or a scratch buffer, holds nothing the next step reads.
+    let step_local = model.step_local_memory(f, l);
+    written.retain(|n| !step_local.contains(n));
     let flow = StepFlow {
         model,
         body: func.loops[l].body,

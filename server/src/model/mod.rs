@@ -35,6 +35,7 @@ mod launches;
 mod nodes;
 mod scopes;
 pub mod smem;
+mod step_state;
 pub mod syntax;
 pub mod triton_names;
 mod walk;
@@ -46,7 +47,7 @@ pub use index::{inside, NodeIndex};
 pub use kernel::*;
 pub use launches::*;
 pub use nodes::*;
-pub use scopes::{imports, imports_of};
+pub use scopes::{bound_from, imports, imports_of};
 
 /// Parses Python source; pass the previous (already `edit`ed) tree to reparse incrementally.
 pub fn parse(text: &str, old: Option<&Tree>) -> Tree {

@@ -263,11 +263,63 @@ impl<'a> FileModel<'a> {
 }
 
 /// Names bound to `triton.language` and to `triton` by the module's imports
-/// (`tl` and `triton` when there are none).
+/// (`tl` and `triton` when there are none but the file imports Triton
+/// somewhere, inside a function say, or decorates a function `@triton.jit`;
+/// both empty when it does neither: such a file has no Triton kernels and no
+/// `tl.X`).
 pub fn imports(root: Node, src: &str) -> (Vec<String>, Vec<String>) {
     let mut cursor = root.walk();
     let statements: Vec<Node> = root.children(&mut cursor).collect();
     imports_of(&statements, src)
+}
+
+/// The import statements among `statements` and the blocks nested in them
+/// (`try:`, `if`, function bodies), with whether each is at module level
+/// (directly or inside `try`/`if`/`with`, not inside a function or class).
+fn import_statements<'t>(statements: &[Node<'t>], module_level: bool, out: &mut Vec<(Node<'t>, bool)>) {
+    let mut work: Vec<(Node<'t>, bool, usize)> = statements.iter().rev().map(|&n| (n, module_level, 0)).collect();
+    while let Some((n, module_level, depth)) = work.pop() {
+        let kind = n.kind();
+        let nested = match kind {
+            "import_statement" | "import_from_statement" => {
+                out.push((n, module_level));
+                continue;
+            }
+            "function_definition" | "class_definition" => false,
+            "block" | "if_statement" | "try_statement" | "with_statement" | "for_statement" | "while_statement"
+            | "decorated_definition" => module_level,
+            k if k.ends_with("_clause") => module_level,
+            _ => continue,
+        };
+        if depth > 64 {
+            continue;
+        }
+        let mut c = n.walk();
+        let children: Vec<Node<'t>> = n.named_children(&mut c).collect();
+        work.extend(children.into_iter().rev().map(|ch| (ch, nested, depth + 1)));
+    }
+}
+
+/// The module a `from M import name` statement among `statements` (or the
+/// blocks nested in them) binds `name` from, the first one found.
+pub fn bound_from(statements: &[Node], src: &str, name: &str) -> Option<String> {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
+    let mut found = Vec::new();
+    import_statements(statements, true, &mut found);
+    for (stmt, _) in found.into_iter().filter(|(s, _)| s.kind() == "import_from_statement") {
+        let module = field!(stmt, "module_name").map(text).unwrap_or("");
+        let mut c = stmt.walk();
+        for n in stmt.children_by_field_name("name", &mut c) {
+            let bound = match n.kind() {
+                "aliased_import" => field!(n, "alias").map(text).unwrap_or(""),
+                _ => text(n),
+            };
+            if bound == name {
+                return Some(module.to_string());
+            }
+        }
+    }
+    None
 }
 
 /// [`imports`] from the module's top-level statements.
@@ -275,7 +327,39 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let mut tl_aliases = Vec::new();
     let mut triton_aliases = Vec::new();
-    for &stmt in statements {
+    let mut found = Vec::new();
+    import_statements(statements, true, &mut found);
+    let is_triton = |m: &str| m == "triton" || m.starts_with("triton.");
+    let imports_triton = found.iter().any(|(stmt, _)| match stmt.kind() {
+        "import_from_statement" => field!(*stmt, "module_name").map(text).is_some_and(is_triton),
+        _ => {
+            let mut c = stmt.walk();
+            let any = stmt.named_children(&mut c).any(|n| {
+                let name = if n.kind() == "aliased_import" { field!(n, "name").map(text) } else { Some(text(n)) };
+                name.is_some_and(is_triton)
+            });
+            any
+        }
+    });
+    // A fragment that decorates a function `@triton.jit` (or `@triton.autotune`)
+    // is Triton code whose import is missing; anything else is not Triton code.
+    let triton_decorated = statements.iter().any(|s| {
+        s.kind() == "decorated_definition" && {
+            let mut c = s.walk();
+            let any = s
+                .named_children(&mut c)
+                .filter(|d| d.kind() == "decorator")
+                .any(|d| text(d).trim_start_matches('@').trim_start().starts_with("triton."));
+            any
+        }
+    });
+    if !imports_triton && !triton_decorated {
+        return (Vec::new(), Vec::new());
+    }
+    for (stmt, module_level) in found {
+        if !module_level {
+            continue;
+        }
         match stmt.kind() {
             "import_statement" => {
                 let mut c = stmt.walk();

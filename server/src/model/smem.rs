@@ -88,23 +88,70 @@ pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String
     Some((find("M")?, find("N")?, find("K")?))
 }
 
-/// Bytes per operand element: 1 for fp8, 2 for fp16/bf16 (named in the
-/// kernel, or in every host function that launches it), else 4.
+/// Bytes per operand element: 1 for fp8 and int8, 2 for fp16/bf16, 4 for
+/// fp32 (named in the kernel, or in every host function that launches it),
+/// else 4, assumed.
 pub fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
+    elem_width(k, model).0
+}
+
+/// The width a dtype names, the narrowest first: 1, 2 or 4.
+fn named_width(t: &str) -> Option<i64> {
+    if t.contains("float8") || t.contains("int8") || t.contains("fp8") {
+        return Some(1);
+    }
+    if t.contains("float16") || t.contains("bfloat16") || t.contains("fp16") || t.contains(".half()") {
+        return Some(2);
+    }
+    if t.contains("float32") || t.contains(".float()") || t.contains("tf32") {
+        return Some(4);
+    }
+    None
+}
+
+/// [`elem_bytes`], and whether the file shows it: the kernel names an
+/// operand dtype (fp8, int8, fp16, bf16; fp32 does not count there, as the
+/// accumulator is fp32 whatever the operands), or every host function that
+/// launches it does (fp32 included), or the file's host code names one
+/// width only. `false`: 4 bytes is an assumption.
+pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
     let text = model.text(k.node);
-    if text.contains("float8") {
-        return 1;
+    match named_width(text) {
+        Some(w) if w < 4 => return (w, true),
+        _ => {}
     }
-    if text.contains("float16") || text.contains("bfloat16") || text.contains("fp16") {
-        return 2;
+    let widths: Vec<Option<i64>> =
+        model.launches_of_kernel(k).map(|l| l.host_fn).map(|f| (f > 0).then_some(()).and_then(|_| named_width(model.text(model.host_fns[f].node)))).collect();
+    if let Some(Some(w)) = widths.first() {
+        if widths.iter().all(|x| *x == Some(*w)) {
+            return (*w, true);
+        }
     }
-    let half = |t: &str| t.contains("float16") || t.contains("bfloat16") || t.contains(".half()");
-    let launchers = model.launches_of_kernel(k).map(|l| l.host_fn);
-    let mut launchers = launchers.peekable();
-    if launchers.peek().is_some() && launchers.all(|f| f > 0 && half(model.text(model.host_fns[f].node))) {
-        return 2;
+    // The host code of the file (kernels left out: their fp32 is the
+    // accumulator's) names one width only: `torch.randn(...)` inputs are fp32.
+    let mut host = String::new();
+    let mut at = 0;
+    for kernel in &model.kernels {
+        let (start, end) = (kernel.node.start_byte(), kernel.node.end_byte());
+        if start >= at {
+            host.push_str(model.src.get(at..start).unwrap_or(""));
+            at = end;
+        }
     }
-    4
+    host.push_str(model.src.get(at..).unwrap_or(""));
+    let fp32_default = host.contains("torch.randn(") || host.contains("torch.rand(");
+    let families: Vec<i64> = [
+        (1, host.contains("float8") || host.contains("int8") || host.contains("fp8")),
+        (2, host.contains("float16") || host.contains("bfloat16") || host.contains(".half()")),
+        (4, host.contains("float32") || host.contains(".float()") || fp32_default),
+    ]
+    .into_iter()
+    .filter_map(|(w, named)| named.then_some(w))
+    .collect();
+    match families.as_slice() {
+        [w] => (*w, true),
+        _ => (4, false),
+    }
 }
 
 /// One place a configuration is written, with the nodes holding each value.

@@ -10,12 +10,13 @@
 //! entered (`has_error` is a flag on the node), so a file that parses costs
 //! one check of the root.
 //!
-//! One gap in tree-sitter-python 0.25 is not reported: a list display
-//! unpacked into an unparenthesized expression list (`return dx, *[None] * 10`,
-//! `x = a, *[b]`) is valid Python (3.8+ for `return`/`yield`) that the grammar
-//! cannot place. An `ERROR` whose lines parse once those stars are blanked out
-//! (a same-length change; the list itself stays) is that gap, not a mistake in
-//! the file. The parser still drops the code it could not place from the tree,
+//! One class of gaps in tree-sitter-python 0.25 is not reported: an
+//! unpacking star whose operand the grammar does not take in that place (a
+//! list or parenthesized display, a unary operator: `return dx, *[None] * 10`,
+//! `return a, *([None] * 5)`, `x = a, *-b`) is valid Python (3.8+ for
+//! `return`/`yield`) that the grammar cannot place. An `ERROR` whose lines
+//! parse once every unpacking star is blanked out (a same-length change; the
+//! operand itself stays) is that gap, not a mistake in the file. The parser still drops the code it could not place from the tree,
 //! so the rules do not see it.
 
 use tree_sitter::{Node, Tree};
@@ -140,10 +141,14 @@ fn leaves(node: Node) -> Vec<Node> {
 }
 
 /// Whether `node` (an `ERROR`) covers only code that is valid Python and that
-/// tree-sitter-python cannot parse: a `*` unpacking a list display (`*[`)
-/// after a comma, `=`, `return` or `yield`. Its whole lines, with those stars
-/// blanked and the first line's indentation taken off every line that has it,
-/// must parse without an error.
+/// tree-sitter-python cannot parse: a `*` that unpacks an operand the grammar
+/// does not accept there (a list or parenthesized display, `-x`) in an
+/// expression list (`return dx, *[None] * 10`, `return a, *((None,) * 5)`,
+/// `x = a, *-b`). Its whole lines, with every unpacking star (one in prefix
+/// position: after a comma, an opening bracket, `=`, `return`, `yield`...)
+/// blanked and the first line's indentation taken off every line that has
+/// it, must parse without an error. Blanking such a star never changes how
+/// the rest of the line groups, so an error elsewhere on the lines remains.
 fn is_grammar_gap(text: &str, node: Node) -> bool {
     let start = text[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
     let end = text[node.end_byte()..].find('\n').map_or(text.len(), |i| node.end_byte() + i);
@@ -161,9 +166,14 @@ fn is_grammar_gap(text: &str, node: Node) -> bool {
             before.ends_with(kw)
                 && !before[..before.len() - kw.len()].ends_with(|c: char| c.is_alphanumeric() || c == '_')
         };
-        let opens_item =
-            before.ends_with(',') || before.ends_with('=') || after_keyword("return") || after_keyword("yield");
-        if next == Some(&b'[') && opens_item {
+        // In prefix position a `*` unpacks (it cannot multiply): after a
+        // separator, an opening bracket, `=` or a keyword that starts an
+        // expression list, and followed by an operand.
+        let opens_item = before.is_empty()
+            || before.ends_with([',', '(', '[', '{', '='])
+            || ["return", "yield", "in", "else", "await"].iter().any(|kw| after_keyword(kw));
+        let operand = next.is_some_and(|c| !b"),]}=*:".contains(c));
+        if operand && opens_item {
             patched[i] = b' ';
             blanked = true;
         }
@@ -210,6 +220,13 @@ mod tests {
             "def f(a, b):\n    x = a, *[b]\n    y = 2\n    return x, y\n",
             "def g(a):\n    yield a, *[a, a]\n",
             "x = 1,  *  [2, 3]\n",
+            // the class, not the instance: any operand after an unpacking star
+            "def f(a):\n    return a, *([None] * 5)\n",
+            "def f(a):\n    return a, *((None,) * 20), 3\n",
+            "def f(a):\n    return *((None,) * 2), a\n",
+            "def f(a):\n    x = a, *(a)\n    return x\n",
+            "def f(b):\n    x = 1, *-b\n",
+            "def f(g):\n    return g(*((None,) * 20)), *(1, 2)\n",
         ] {
             assert!(render(text).is_empty(), "{text:?}: {:?}", render(text));
         }
@@ -223,6 +240,11 @@ mod tests {
         assert_eq!(render(text).len(), 1, "{:?}", render(text));
         // a star that is not an unpacking after a comma is left alone: `a *[1]` multiplies
         assert_eq!(render("def f(a):\n    return a *[1] +\n").len(), 1);
+        // an unpacking star beside a real error: the error stays
+        assert_eq!(render("def f(a):\n    return a, *((None,) * 2) +\n").len(), 1);
+        assert_eq!(render("def f(a):\n    return a, *(None,), )\n").len(), 1);
+        // a bare star with no operand is not an unpacking to blank
+        assert_eq!(render("def f(a):\n    return a, *\n").len(), 1);
     }
 
     #[test]

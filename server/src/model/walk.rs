@@ -280,8 +280,13 @@ impl<'m, 'a> Walker<'m, 'a> {
     fn is_kernel_decorator(&self, d: Node) -> bool {
         let target = if d.kind() == "call" { field!(d, "function").unwrap_or(d) } else { d };
         let t = self.text(target);
+        // A file that never imports Triton has no Triton kernels.
+        if self.m.triton_aliases.is_empty() && self.m.tl_aliases.is_empty() {
+            return false;
+        }
         // Only Triton's decorators (and Gluon's) make a kernel: `@cute.jit`,
-        // `@numba.jit`, `@torch.jit.script` functions are not Triton code.
+        // `@numba.jit`, `@torch.jit.script` functions are not Triton code, nor
+        // a bare `@jit` imported from anywhere but Triton (`from numba import jit`).
         match t.strip_suffix(".jit") {
             Some(owner) => {
                 let last = owner.rsplit('.').next().unwrap_or(owner);
@@ -289,7 +294,14 @@ impl<'m, 'a> Walker<'m, 'a> {
                     || matches!(last, "triton" | "gluon" | "tl")
                     || owner.ends_with("triton.experimental.gluon")
             }
-            None => t == "jit" || t == "triton_jit",
+            None if t == "jit" || t == "triton_jit" => {
+                let root = self.m.tree.root_node();
+                let mut c = root.walk();
+                let statements: Vec<Node> = root.named_children(&mut c).collect();
+                crate::model::bound_from(&statements, self.m.src, t)
+                    .map_or(true, |m| m == "triton" || m.starts_with("triton."))
+            }
+            None => false,
         }
     }
 

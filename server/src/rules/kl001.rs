@@ -44,7 +44,20 @@ read by a launch of a later step (the hidden state `h`, in place, through
 list of tensors into slices of one output, chunking a long axis to stay
 under the grid limit, one launch per expert, a loss computed chunk by chunk
 where each chunk's logits are a new tensor that a kernel updates in place)
-is not the mistake: each launch could run concurrently.
+is not the mistake: each launch could run concurrently. Nor is memory a
+step cannot pass on: a slice of its own per step (`out[i]`, `i` the loop's
+variable, and the tensor used no other way in the loop) or a scratch buffer
+allocated before the loop and never mentioned after it (a workspace reused
+per chunk).
+
+The warning names the evidence that the loop walks time steps with a small
+step kernel: a step input (`x[t]`), a bound that counts steps (`seq_len`,
+`self.num_steps`), a walk over a tensor's axis, or a fixed grid of a few
+programs. Without any, the loop may be a factorization's panels or a
+reduction over the whole grid per step, where the launch boundary is the
+barrier the algorithm needs: it is reported as a hint that says so. So is a
+loop whose step also runs an operation that needs all of a tensor at once
+(`torch.sort`, `cumsum`, `topk`, directly or in a helper of the file).
 
 ## Why is this bad?
 Every launch costs a few microseconds of CPU and a round of GPU scheduling,
@@ -79,11 +92,40 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
         }
         let names = kernels.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-        let message = format!(
-            "{names} launched inside a Python time loop: {}. Move the time loop into the kernel (persistent kernel, one launch per layer)",
-            tl.estimate
-        );
-        let mut d = RULE.diagnostic(lp.header_range, message);
+        let launch_ids: Vec<usize> = tl.launches.iter().map(|(li, _)| *li).collect();
+        let whole = model.whole_tensor_step(tl.host_fn, tl.loop_index);
+        let evidence = model.time_step_evidence(tl.host_fn, tl.loop_index, &launch_ids);
+        let mut d = match (evidence, whole) {
+            (_, Some(op)) => {
+                let mut d = RULE.diagnostic(
+                    lp.header_range,
+                    format!(
+                        "{names} launched once per step of a loop that passes state from launch to launch ({}), but each step also runs `{op}`, which needs all of a tensor at once: the launch boundary is the barrier across the whole grid that the step needs, and one persistent kernel would have to rebuild it",
+                        tl.estimate
+                    ),
+                );
+                d.severity = Severity::Hint;
+                d
+            }
+            (Some(evidence), None) => RULE.diagnostic(
+                lp.header_range,
+                format!(
+                    "{names} launched inside a Python time loop: {}. Move the time loop into the kernel (persistent kernel, one launch per layer). Found: {evidence}, and a launch reads what the previous step's launch wrote",
+                    tl.estimate
+                ),
+            ),
+            (None, None) => {
+                let mut d = RULE.diagnostic(
+                    lp.header_range,
+                    format!(
+                        "{names} launched once per step of a loop that passes state from launch to launch ({}), but nothing shows a sequence of small time steps: no step input `x[t]`, no bound that counts steps, no fixed small grid. Assumed a loop whose launch boundary is the synchronization it needs (a factorization's panels, a grid-wide reduction) or that bounds memory; if it walks time steps, a persistent kernel saves the launches",
+                        tl.estimate
+                    ),
+                );
+                d.severity = Severity::Hint;
+                d
+            }
+        };
         for (li, via) in &tl.launches {
             let launch = &model.launches[*li];
             if let Some(call) = via {

@@ -62,7 +62,12 @@ grid = (triton.cdiv(B, BLOCK_B), triton.cdiv(H, BLOCK_N))
 A loop that carries a value from one tile to the next (a chunked
 recurrence) or whose inner loop adds into memory that other tiles also
 update (`dq` in a causal attention backward) is not reported: a grid axis
-would break it.
+would break it. Nor is a walk that must stay in order: one step of an
+enclosing loop that reads back what the walk stored (the blocks of a
+triangular solve or a blocked factorization, where each block needs every
+tile of the one before), or a walk in a kernel whose programs never pick an
+output tile (no `tl.program_id` value is scaled by a block size: the grid
+already runs one program per independent matrix or head).
 
 If the loop sits inside a time loop that carries state through global
 memory, the programs of the new axis must also wait for each other between
@@ -122,6 +127,72 @@ fn reads_before(model: &FileModel, body: tree_sitter::Node, name: &str, at: usiz
     found
 }
 
+/// The pointer argument a pointer expression starts from: `B_ptr` in
+/// `B_ptr + rows[:, None] * stride`, followed through names bound once
+/// (`b_base = B_ptr + ...`).
+fn base_pointer<'a>(model: &FileModel, k: &Kernel<'a>, mut n: tree_sitter::Node<'a>) -> Option<String> {
+    for _ in 0..8 {
+        match n.kind() {
+            "binary_operator" => n = crate::model::field!(n, "left")?,
+            "parenthesized_expression" => n = n.named_child(0)?,
+            "identifier" => {
+                let name = model.text(n);
+                if k.param(name).is_some_and(|p| !p.constexpr) {
+                    return Some(name.to_string());
+                }
+                let mut binds = k.assigns.iter().filter(|a| a.target == name && !a.augmented);
+                let (Some(only), None) = (binds.next(), binds.next()) else { return None };
+                n = only.value;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Whether loop `l` is one step of an in-order walk: an enclosing loop reads,
+/// outside `l`, the memory `l` writes (the next block of a triangular solve or a blocked
+/// factorization loads what this block's updates stored). Each step needs
+/// every tile of the one before, so the tiles cannot be a grid axis without
+/// a grid-wide barrier between steps.
+fn step_of_in_order_walk(model: &FileModel, k: &Kernel, l: usize) -> bool {
+    let stored: Vec<String> = k
+        .calls_in_loop(l)
+        .filter(|c| c.is_tl("store"))
+        .filter_map(|c| c.arg(0, "pointer").and_then(|p| base_pointer(model, k, p)))
+        .collect();
+    (0..k.loops.len()).filter(|&o| o != l && loop_within(&k.loops, l, o)).any(|o| {
+        k.calls_in_loop(o)
+            .filter(|c| c.is_tl("load") && !k.loops[l].contains(c.node))
+            .filter_map(|c| c.arg(0, "pointer").and_then(|p| base_pointer(model, k, p)))
+            .any(|b| stored.contains(&b))
+    })
+}
+
+/// Whether a program picks a tile of the output: a value derived from
+/// `tl.program_id` is scaled by a block size (`pid_m * BLOCK_M`). A grid that
+/// never does so runs one program per independent unit (a matrix of a batch,
+/// a head), and walking that unit's tiles inside the program is the design.
+fn program_picks_tile(model: &FileModel, k: &Kernel) -> bool {
+    let mut pid: Vec<String> = Vec::new();
+    for _ in 0..3 {
+        for a in &k.assigns {
+            let t = model.text(a.value);
+            let mut ids = Vec::new();
+            collect_identifiers(a.value, model.src, &mut ids);
+            if (t.contains("program_id") || ids.iter().any(|i| pid.contains(i))) && !pid.contains(&a.target) {
+                pid.push(a.target.clone());
+            }
+        }
+    }
+    let from_pid = |t: &str| t.contains("program_id") || pid.iter().any(|p| t.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == p));
+    let scale = |t: &str| {
+        let t = t.trim().trim_start_matches('(').trim_end_matches(')');
+        k.is_constexpr(t) || t.parse::<i64>().is_ok_and(|v| v > 1)
+    };
+    k.products.iter().any(|(a, b)| (from_pid(a) && scale(b)) || (from_pid(b) && scale(a)))
+}
+
 /// How many distinct `tl.program_id` axes the kernel reads.
 fn pid_axes(model: &FileModel, k: &Kernel) -> usize {
     let mut axes: Vec<String> = Vec::new();
@@ -165,6 +236,12 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
             // A chunked recurrence (`for i_t in range(NT)` carrying `b_h`): a grid axis would break it.
             if carries_state(model, k, l) || accumulates_in_memory(model, k, l) {
+                continue;
+            }
+            // A step of an in-order walk (a triangular solve's block), or a grid
+            // that already runs one program per independent unit: the walk is
+            // the order the algorithm needs, not a missing grid axis.
+            if step_of_in_order_walk(model, k, l) || !program_picks_tile(model, k) {
                 continue;
             }
             // Other grid axes give the programs parallelism; walking one dimension

@@ -134,6 +134,17 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
             }
             Bound::Unknown
         }
+        // `x.shape[0]`: a block's shape is known when the kernel compiles.
+        "subscript" if field!(node, "value").is_some_and(|v| model.text(v).trim().ends_with(".shape")) => {
+            Bound::ConstexprExpr
+        }
+        // `cfg.BLOCK`: a field of an aggregate argument, constexpr or not as its class says;
+        // the compiler checks it, and nothing here shows it is a runtime value.
+        "attribute" => Bound::Unknown,
+        // The result of a `@triton.constexpr_function` is a compile-time value.
+        "call" if field!(node, "function").is_some_and(|f| constexpr_function(model, model.text(f).trim())) => {
+            Bound::ConstexprExpr
+        }
         _ => {
             let mut ids = Vec::new();
             collect_identifiers(node, model.src, &mut ids);
@@ -143,6 +154,19 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
             }
         }
     }
+}
+
+/// Whether `name` is a function of this file decorated `@constexpr_function`
+/// (`@triton.constexpr_function`, `@tl.constexpr_function`).
+fn constexpr_function(model: &FileModel, name: &str) -> bool {
+    let root = model.tree.root_node();
+    let mut c = root.walk();
+    let found = root.named_children(&mut c).any(|n| {
+        n.kind() == "decorated_definition"
+            && field!(n, "definition").and_then(|d| field!(d, "name")).is_some_and(|d| model.text(d) == name)
+            && model.text(n).split("def ").next().is_some_and(|head| head.contains("constexpr_function"))
+    });
+    found
 }
 
 /// `a op b` for the operators Triton folds in a constexpr bound.

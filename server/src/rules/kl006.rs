@@ -6,7 +6,7 @@
 use crate::config::{GpuSpec, Settings};
 use crate::diagnostic::{Diagnostic, Fix, Severity};
 use crate::fix::shrink::{shrink_applicability, shrink_to_fit};
-use crate::model::smem::{buffers, configs, dot_dims, elem_bytes, estimate, Tile};
+use crate::model::smem::{buffers, configs, dot_dims, elem_width, estimate, Tile};
 use crate::model::FileModel;
 use crate::text::group;
 
@@ -41,7 +41,12 @@ taken into account. The formula was calibrated against the shared memory of
 
 The block dimensions are read off the `tl.dot` operands (the constexpr
 sizes of the first operand's rows, the shared K, the second's columns), the
-element size off the kernel (2 bytes when it works in fp16/bf16, else 4).
+element size off the file: 1 byte for fp8 or int8 and 2 for fp16/bf16
+named in the kernel, or the dtype every launching function names (fp32
+included). With no dtype in sight 4 bytes is an assumption, and a config
+over the limit only at that width is a hint that says so: an int8 or bf16
+operand would fit. When the compile worker has compiled the kernel, its
+figure replaces the estimate.
 
 ## Why is this bad?
 A config over the limit does not launch: `OutOfResources: out of resource:
@@ -70,7 +75,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in model.checked_kernels() {
         let Some(dims) = dot_dims(k, model) else { continue };
         let (m, n, kd) = &dims;
-        let bytes = elem_bytes(k, model);
+        let (bytes, shown) = elem_width(k, model);
         for cfg in configs(k, model, &[m.as_str(), n.as_str(), kd.as_str()]) {
             let Some(tile) = cfg.tile(&dims) else { continue };
             let Tile { m: bm, n: bn, k: bk, stages, .. } = tile;
@@ -80,10 +85,11 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             let message = format!(
-                "{} needs about {} B of shared memory ({} buffers for {stages} stages × ({m}={bm} × {kd}={bk} + {kd}={bk} × {n}={bn}) × {bytes} B, an element width assumed from the file), over the {} limit of {} B per block: the launch fails with OutOfResources",
+                "{} needs about {} B of shared memory ({} buffers for {stages} stages × ({m}={bm} × {kd}={bk} + {kd}={bk} × {n}={bn}) × {bytes} B, {}), over the {} limit of {} B per block: the launch fails with OutOfResources",
                 cfg.label,
                 group(need),
                 buffers(tile, gpu.sm),
+                if shown { "the element width the file shows" } else { "an element width assumed: no operand dtype is visible" },
                 gpu.name,
                 group(limit)
             );
@@ -97,6 +103,14 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
             });
             let mut d = RULE.diagnostic(cfg.at, message);
             // The autotuner skips a config that runs out of resources: worth knowing, not an error.
+            // Over the limit only at an assumed width: what the operands are decides, and
+            // nothing here shows it (an int8 or fp8 operand takes a quarter of it).
+            if !shown && !cfg.from_autotune {
+                d.severity = Severity::Hint;
+                if let Some(stem) = d.message.strip_suffix(": the launch fails with OutOfResources") {
+                    d.message = format!("{stem}: the launch fails with OutOfResources if the operands are {bytes} B wide");
+                }
+            }
             if cfg.from_autotune {
                 d.severity = Severity::Hint;
                 if let Some(stem) = d.message.strip_suffix(": the launch fails with OutOfResources") {

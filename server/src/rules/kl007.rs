@@ -117,6 +117,47 @@ fn block_value(model: &FileModel, k: &Kernel, v: Node, depth: usize) -> bool {
     }
 }
 
+/// Whether `name` is an object of a Triton extension rather than a Triton
+/// tensor: it is never made by `tl`, and every use of it in the kernel is
+/// `name[i]` handed straight to a function of another module
+/// (`ext.barrier_wait(bars[slot], ...)`, an array of barriers or descriptors
+/// indexed by a ring slot). Nothing shows it is a tensor, so indexing it is
+/// that module's business.
+fn extension_object(model: &FileModel, k: &Kernel, at: Node, name: &str) -> bool {
+    if made_by_tl(model, k, name, 0) {
+        return false;
+    }
+    let Some(body) = field!(k.node, "body") else { return false };
+    let mut uses = Vec::new();
+    crate::model::visit_nodes(body, &mut |n| {
+        if n.kind() == "identifier" && model.text(n) == name {
+            uses.push(n);
+        }
+    });
+    let handed_to_extension = |u: &Node| {
+        let Some(sub) = u.parent().filter(|p| p.kind() == "subscript" && field!(p, "value") == Some(*u)) else {
+            return false;
+        };
+        let mut arg = sub;
+        if arg.parent().is_some_and(|p| p.kind() == "keyword_argument") {
+            arg = arg.parent().unwrap_or(arg);
+        }
+        let Some(call) = arg.parent().filter(|p| p.kind() == "argument_list").and_then(|a| a.parent()) else {
+            return false;
+        };
+        let Some(func) = field!(call, "function").filter(|f| f.kind() == "attribute") else { return false };
+        let mut root = func;
+        while let Some(o) = field!(root, "object") {
+            root = o;
+        }
+        let root = model.text(root);
+        root.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !model.is_tl_alias(root)
+            && !model.triton_aliases.iter().any(|a| a == root)
+    };
+    uses.iter().any(|u| *u == at) && uses.iter().all(handed_to_extension)
+}
+
 fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in model.checked_kernels() {
         for (sub, _) in &k.subscripts {
@@ -126,7 +167,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
             let name = model.text(value);
             let is_tensor = k.param(name).is_some_and(|p| !p.constexpr) || k.assigns.iter().any(|a| a.target == name);
-            if !is_tensor {
+            if !is_tensor || extension_object(model, k, value, name) {
                 continue;
             }
             let mut c = sub.walk();

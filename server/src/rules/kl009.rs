@@ -155,8 +155,12 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     .collect();
                 let hit = (0..factors.len()).find_map(|i| {
                     let others = (0..factors.len()).filter(|&j| j != i);
-                    let shared_weights =
-                        others.clone().all(|j| !per_step[j]) && others.into_iter().any(|j| from_memory[j]);
+                    // Weights are read, never written, by the loop: a factor loaded from
+                    // memory the loop stores to (a block of `Q` updated in place each
+                    // step) is state, and the product is the recurrence.
+                    let written = |j: usize| deps[j].iter().any(|n| stored.contains(n));
+                    let shared_weights = others.clone().all(|j| !per_step[j] && !written(j))
+                        && others.into_iter().any(|j| from_memory[j]);
                     if !shared_weights {
                         return None;
                     }

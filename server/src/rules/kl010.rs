@@ -34,9 +34,13 @@ its truth value (`if err < tol:`, `while not done:`, `assert`), `float(t)`,
 Not reported: test and benchmark code, where waiting is the point (a
 function named `test*` or `bench*`, a method of a `Test*` class, anything
 under `if __name__ == "__main__":`, loops at module level, which are a
-script's), and a call on a value that is on the CPU already
+script's), a loop that queues no GPU work per iteration (no launch, no
+`torch.*` call, no in-place write: printing results, where the first wait
+drains the queue), and a call on a value that is on the CPU already
 (`torch.tensor(lengths).cumsum(0).tolist()`: a tensor built without
-`device=`, or what `.cpu()` returned).
+`device=`, what `.cpu()` or `.to("cpu")` returned, a NumPy array, or an
+element or slice of one of those, `lens[i].item()`): the device follows the
+data, whatever the name.
 
 ## Why is this bad?
 Each one stops the CPU until every queued kernel has finished, so the GPU
@@ -103,6 +107,10 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 }
             }
         }
+        // A wait costs a step only where the loop queues GPU work every
+        // iteration; in a loop that queues none (printing results) the first
+        // wait drains the queue and the rest find the GPU idle anyway.
+        found.retain(|(_, _, l)| queues_work(model, f, *l));
         found.sort_by_key(|(n, _, _)| n.start_byte());
         // One diagnostic a line: `int(a[i].item() - a[j].item())` is one wait to fix, not two.
         let mut lines_seen: Vec<usize> = Vec::new();
@@ -125,6 +133,26 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 }
 
 /// The innermost loop of `func` whose body holds `node`.
+/// Whether loop `l` of host function `f` queues GPU work on every iteration:
+/// it launches (directly or through a helper), calls `torch.*` or `F.*`, a
+/// helper of this file or an in-place tensor method (`x.fill_(...)`), or
+/// writes into a subscript (`logits[i, n:] = ...`).
+fn queues_work(model: &FileModel, f: usize, l: usize) -> bool {
+    let func = &model.host_fns[f];
+    let helper_call = func.calls.iter().any(|c| c.loops.contains(&l) && !model.callees(f, c).is_empty());
+    if !model.launches_in_loop(f, l).is_empty() || helper_call {
+        return true;
+    }
+    crate::model::any_node(func.loops[l].body, |n| match n.kind() {
+        "call" => field!(n, "function").is_some_and(|fun| {
+            let t = model.text(fun);
+            t.starts_with("torch.") || t.starts_with("F.") || (t.ends_with('_') && fun.kind() == "attribute")
+        }),
+        "assignment" | "augmented_assignment" => field!(n, "left").is_some_and(|l| l.kind() == "subscript"),
+        _ => false,
+    })
+}
+
 fn innermost_loop(func: &HostFn, node: Node) -> Option<usize> {
     (0..func.loops.len()).filter(|&l| func.loops[l].contains(node)).max_by_key(|&l| func.loops[l].body.start_byte())
 }
@@ -404,6 +432,10 @@ const SAME_DEVICE: &[&str] = &[
     "abs",
     "tolist",
     "numpy",
+    "detach",
+    "squeeze",
+    "unsqueeze",
+    "t",
 ];
 
 /// `sync` (a `.item()`, `.tolist()`, `.numpy()` or `.cpu()` call) reads a value
@@ -422,6 +454,8 @@ fn on_cpu(model: &FileModel, func: &HostFn, value: Node, depth: usize) -> bool {
     }
     match value.kind() {
         "parenthesized_expression" => value.named_child(0).is_some_and(|v| on_cpu(model, func, v, depth + 1)),
+        // An element or slice of host data is host data.
+        "subscript" => field!(value, "value").is_some_and(|v| on_cpu(model, func, v, depth + 1)),
         "identifier" => {
             // Every binding of the name in this function is a CPU value (and there is one).
             let name = model.text(value);
@@ -445,6 +479,14 @@ fn on_cpu(model: &FileModel, func: &HostFn, value: Node, depth: usize) -> bool {
                         return false;
                     };
                     let (object_text, attr) = (model.text(object), model.text(attr));
+                    // NumPy computes on the host: its arrays never wait for the GPU.
+                    if matches!(object_text, "np" | "numpy") || object_text.starts_with("np.") {
+                        return true;
+                    }
+                    // `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`.
+                    if attr == "to" && args.is_some_and(|a| model.text(a).contains("\"cpu\"") || model.text(a).contains("'cpu'")) {
+                        return true;
+                    }
                     if object_text == "torch" {
                         if FACTORIES.contains(&attr) {
                             return !has_device;
