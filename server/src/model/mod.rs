@@ -34,6 +34,7 @@ mod kernel;
 mod launches;
 mod nodes;
 mod scopes;
+pub mod shapes;
 pub mod smem;
 pub mod syntax;
 pub mod triton_names;
