@@ -6,6 +6,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use kernel_lsp::compile::{self, Compiler, Job};
+use kernel_lsp::diagnostic::Severity;
 use kernel_lsp::model;
 use kernel_lsp::text::LineIndex;
 use serde_json::{json, Value};
@@ -73,8 +74,10 @@ pub fn compile_reports(reports: &mut [FileReport], args: &CheckArgs) -> Result<S
             outcomes.iter().zip(&owners).filter(|(_, &o)| o == i).map(|(o, _)| o.clone()).collect();
         let mut settled = compile::settled(&mine, &kernel_ranges[i]);
         settled.python_parses = parses.contains(&i);
-        r.result.diagnostics.retain(|d| settled.keeps(d));
         let (diagnostics, resources) = compile::report(&r.text, &mine);
+        settled.errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| d.range).collect();
+        let text = &r.text;
+        r.result.diagnostics = r.result.diagnostics.iter().filter_map(|d| settled.settle(text, d)).collect();
         r.result.diagnostics.extend(diagnostics);
         r.result.diagnostics.sort();
         r.resources = resources;

@@ -82,7 +82,7 @@ fn definition_from_a_launch_a_keyword_a_helper_call_and_a_constant() {
         // a helper call inside a kernel -> the helper
         (pos("scale_helper(x, BLOCK", 0, 3), pos("scale_helper(x, BLOCK: tl", 0, 0), 12),
         // a module constant used in a kernel -> its assignment
-        (pos("SCALE\n", 1, 2), pos("SCALE = 2", 0, 0), 5),
+        (pos("SCALE\n", 0, 2), pos("SCALE = 2", 0, 0), 5),
     ];
     for (from, to, len) in cases {
         let loc = c.call("textDocument/definition", at(uri, from.clone()));

@@ -21,7 +21,7 @@ use tower_lsp_server::ls_types::{MessageType, Uri};
 use tower_lsp_server::Client;
 
 use crate::compile::{self, Compiler, Resources};
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Severity};
 
 use super::state::{file_path, Publish, State};
 
@@ -165,6 +165,7 @@ async fn compile_document(
     let (diagnostics, resources) = compile::report(&text, &outcomes);
     let mut settled = compile::settled(&outcomes, &kernel_ranges);
     settled.python_parses = unparsed && compiler.python_parses(&text).await == Ok(true);
+    settled.errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| d.range).collect();
     let compiled = Compiled { version, diagnostics, resources, settled };
     let st = &mut *lock(state);
     let current = st.docs.get(uri).is_some_and(|d| d.version == version);
@@ -209,12 +210,13 @@ pub fn diagnostics<'s>(st: &'s State, uri: &Uri) -> &'s [Diagnostic] {
     }
 }
 
-/// Whether a static diagnostic of the document still stands once the compiler had its say.
-pub fn keeps(st: &State, uri: &Uri, d: &Diagnostic) -> bool {
-    let version = st.docs.get(uri).map(|doc| doc.version);
+/// A static diagnostic of the document as it stands once the compiler had
+/// its say: withdrawn (None), or confirmed in its message ([`compile::Settled::settle`]).
+pub fn settle(st: &State, uri: &Uri, d: &Diagnostic) -> Option<Diagnostic> {
+    let doc = st.docs.get(uri)?;
     match st.compile.get(uri) {
-        Some(c) if Some(c.version) == version => c.settled.keeps(d),
-        _ => true,
+        Some(c) if c.version == doc.version => c.settled.settle(doc.text(), d),
+        _ => Some(d.clone()),
     }
 }
 

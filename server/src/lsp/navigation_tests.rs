@@ -69,11 +69,11 @@ fn a_launch_goes_to_its_kernel_and_a_keyword_to_its_parameter() {
 fn module_constants_and_helpers_resolve_from_inside_kernels() {
     let tree = model::parse(SRC, None);
     let m = FileModel::build(SRC, &tree);
-    let use_ = identifier_at(&tree, at(SRC, "SCALE\n", 1)).unwrap();
+    let use_ = identifier_at(&tree, at(SRC, "SCALE\n", 0)).unwrap();
     let t = resolve(&m, use_).unwrap();
     assert_eq!(definition(&m, &t).start, at(SRC, "SCALE = 2", 0));
     let refs = references(&m, &t, false);
-    assert_eq!(texts(SRC, &refs), vec![(at(SRC, "SCALE\n", 1), "SCALE")]);
+    assert_eq!(texts(SRC, &refs), vec![(at(SRC, "SCALE\n", 0), "SCALE")]);
     let call = identifier_at(&tree, at(SRC, "scale_helper(x, BLOCK", 0)).unwrap();
     assert_eq!(resolve(&m, call), Some(Target::Kernel(0)));
     // a local variable is nothing to navigate to

@@ -160,10 +160,10 @@ impl State {
             return Vec::new();
         };
         let bench = self.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
-        doc.result
-            .diagnostics
+        let settled: Vec<Diagnostic> =
+            doc.result.diagnostics.iter().filter_map(|d| super::compile::settle(self, uri, d)).collect();
+        settled
             .iter()
-            .filter(|d| super::compile::keeps(self, uri, d))
             .chain(bench)
             .chain(super::compile::diagnostics(self, uri))
             .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding))

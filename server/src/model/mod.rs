@@ -34,6 +34,8 @@ mod kernel;
 mod launches;
 mod nodes;
 mod scopes;
+pub mod shape_configs;
+mod shape_ops;
 pub mod shapes;
 pub mod smem;
 pub mod syntax;

@@ -5,7 +5,8 @@
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::shapes::{constexpr_configs, shape_conflicts};
+use crate::model::shape_configs::constexpr_configs;
+use crate::model::shapes::shape_conflicts;
 use crate::model::FileModel;
 
 use super::{Reach, Rule};
