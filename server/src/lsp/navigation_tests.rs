@@ -47,7 +47,7 @@ fn a_launch_goes_to_its_kernel_and_a_keyword_to_its_parameter() {
     let kw = identifier_at(&tree, at(SRC, "BLOCK=128", 0)).unwrap();
     let t = resolve(&m, kw).unwrap();
     assert_eq!(t, Target::Param { kernel: 1, name: "BLOCK".into() });
-    assert_eq!(definition(&m, &t).start, at(SRC, "BLOCK: tl.constexpr):", 0));
+    assert_eq!(definition(&m, &t).start, at(SRC, "BLOCK: tl.constexpr):", 1));
     // inside the kernel, in the autotune config's key, at the launch, and the helper's own BLOCK is another
     let refs = references(&m, &t, true);
     let starts: Vec<usize> = refs.iter().map(|r| r.start).collect();
@@ -55,7 +55,7 @@ fn a_launch_goes_to_its_kernel_and_a_keyword_to_its_parameter() {
         starts,
         vec![
             at(SRC, "BLOCK\": 64", 0),
-            at(SRC, "BLOCK: tl.constexpr):", 0),
+            at(SRC, "BLOCK: tl.constexpr):", 1),
             at(SRC, "BLOCK)\n    x = ", 0),
             at(SRC, "BLOCK=BLOCK", 0) + 6,
             at(SRC, "BLOCK=128", 0),

@@ -527,3 +527,7 @@ impl<'a> Interp<'_, 'a> {
     }
 
 }
+
+#[cfg(test)]
+#[path = "shapes_tests.rs"]
+mod tests;
