@@ -29,8 +29,8 @@ pub enum ConfigError {
 /// (`rules::RULES`, a test keeps the two equal). Kept here because settings
 /// are validated below the rules layer. KL9xx diagnostics are not rules.
 pub const RULE_CODES: &[&str] = &[
-    "KL001", "KL002", "KL003", "KL004", "KL005", "KL006", "KL007", "KL008", "KL009", "KL010", "KL011", "KL101", "KL102",
-    "KL103", "KL104", "KL105", "KL106", "KL107", "KL108", "KL109",
+    "KL001", "KL002", "KL003", "KL004", "KL005", "KL006", "KL007", "KL008", "KL009", "KL010", "KL011", "KL101",
+    "KL102", "KL103", "KL104", "KL105", "KL106", "KL107", "KL108", "KL109",
 ];
 
 /// Checks `select`/`ignore` entries (ruff-style selectors: a rule code, a

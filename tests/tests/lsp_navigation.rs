@@ -195,8 +195,7 @@ fn call_hierarchy_goes_from_a_kernel_to_its_launch_sites_and_back() {
     let incoming = c.call("callHierarchy/incomingCalls", json!({"item": kernel}));
     assert_eq!(incoming.as_array().unwrap().len(), 1, "{incoming}");
     assert_eq!(incoming[0]["from"]["name"], "run");
-    let ranges: Vec<Value> =
-        incoming[0]["fromRanges"].as_array().unwrap().iter().map(|r| r["start"].clone()).collect();
+    let ranges: Vec<Value> = incoming[0]["fromRanges"].as_array().unwrap().iter().map(|r| r["start"].clone()).collect();
     assert_eq!(ranges, vec![pos("copy_kernel[(1,)]", 0, 0), pos("copy_kernel[(2,)]", 0, 0)]);
     let outgoing = c.call("callHierarchy/outgoingCalls", json!({"item": kernel}));
     assert_eq!(outgoing[0]["to"]["name"], "scale_helper", "{outgoing}");

@@ -614,6 +614,10 @@ mod tests {
         assert!(kept.message.ends_with("the compiler reports an error on this line too"), "{}", kept.message);
         assert!(j.contains_range(kept.range));
         let elsewhere = Settled { errors: vec![TextRange::new(13, 14)], ..Default::default() };
-        assert_eq!(elsewhere.settle(text, &in_j).map(|d| d.message), Some(String::new()), "another line confirms nothing");
+        assert_eq!(
+            elsewhere.settle(text, &in_j).map(|d| d.message),
+            Some(String::new()),
+            "another line confirms nothing"
+        );
     }
 }

@@ -42,9 +42,15 @@ pub enum Target {
     HostFn(usize),
     Class(usize),
     /// A parameter of a kernel.
-    Param { kernel: usize, name: String },
+    Param {
+        kernel: usize,
+        name: String,
+    },
     /// A module-level name assigned once at least: its first assignment's target.
-    ModuleConst { name: String, at: TextRange },
+    ModuleConst {
+        name: String,
+        at: TextRange,
+    },
 }
 
 /// The identifier at `offset` (or just before it, the cursor at a word's end).
@@ -148,7 +154,8 @@ pub fn resolve(m: &FileModel, node: Node) -> Option<Target> {
     }
     let host = (1..m.host_fns.len()).filter(|&i| m.host_fns[i].name == name && m.host_fns[i].class.is_none());
     let host: Vec<usize> = host.collect();
-    if let Some(&f) = host.iter().rev().find(|&&i| m.host_fns[i].node.start_byte() < node.start_byte()).or(host.first()) {
+    if let Some(&f) = host.iter().rev().find(|&&i| m.host_fns[i].node.start_byte() < node.start_byte()).or(host.first())
+    {
         return Some(Target::HostFn(f));
     }
     module_const(m, name).map(|at| Target::ModuleConst { name: name.to_string(), at })
@@ -286,16 +293,14 @@ fn kernel_symbol(m: &FileModel, k: &Kernel) -> Symbol {
 
 /// The kernels of a file (for `workspace/symbol`), without their parameters.
 pub fn kernel_symbols(m: &FileModel) -> Vec<Symbol> {
-    m.kernels
-        .iter()
-        .map(|k| Symbol { children: Vec::new(), ..kernel_symbol(m, k) })
-        .collect()
+    m.kernels.iter().map(|k| Symbol { children: Vec::new(), ..kernel_symbol(m, k) }).collect()
 }
 
 /// The file's symbols, nested: kernels and helpers (their parameters inside),
 /// classes (their methods inside), top-level functions, module constants.
 pub fn document_symbols(m: &FileModel) -> Vec<Symbol> {
-    let mut out: Vec<Symbol> = m.kernels.iter().filter(|k| is_module_level(k.node)).map(|k| kernel_symbol(m, k)).collect();
+    let mut out: Vec<Symbol> =
+        m.kernels.iter().filter(|k| is_module_level(k.node)).map(|k| kernel_symbol(m, k)).collect();
     for c in &m.classes {
         let children = m
             .host_fns
@@ -400,7 +405,9 @@ pub fn item_target(m: &FileModel, name: &str, selection_start: usize) -> Option<
     if let Some(k) = m.kernels.iter().position(|k| k.name == name && k.name_range.start == selection_start) {
         return Some(Target::Kernel(k));
     }
-    if let Some(f) = (1..m.host_fns.len()).find(|&f| m.host_fns[f].name == name && m.host_fns[f].name_range.start == selection_start) {
+    if let Some(f) =
+        (1..m.host_fns.len()).find(|&f| m.host_fns[f].name == name && m.host_fns[f].name_range.start == selection_start)
+    {
         return Some(Target::HostFn(f));
     }
     let k = m.kernels.iter().position(|k| k.name == name).map(Target::Kernel);

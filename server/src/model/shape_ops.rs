@@ -5,7 +5,7 @@
 use tree_sitter::Node;
 
 use super::nodes::call_arguments;
-use super::shapes::{broadcast, fmt, Interp, V, ELEMENTWISE, REDUCTIONS};
+use super::shapes::{broadcast, fmt, Interp, ELEMENTWISE, REDUCTIONS, V};
 
 impl<'a> Interp<'_, 'a> {
     pub(super) fn call(&mut self, n: Node<'a>) -> V {
@@ -28,7 +28,8 @@ impl<'a> Interp<'_, 'a> {
         if function.kind() != "attribute" {
             return V::Unknown;
         }
-        let (Some(object), Some(attr)) = (function.child_by_field_name("object"), function.child_by_field_name("attribute"))
+        let (Some(object), Some(attr)) =
+            (function.child_by_field_name("object"), function.child_by_field_name("attribute"))
         else {
             return V::Unknown;
         };
@@ -66,20 +67,26 @@ impl<'a> Interp<'_, 'a> {
         let vals: Vec<V> = args.iter().map(|a| self.eval(*a)).collect();
         let kw: Vec<(String, V)> = kwargs.iter().map(|(k, v)| (k.clone(), self.eval(*v))).collect();
         let arg = |i: usize, key: &str| -> V {
-            vals.get(i).cloned().or_else(|| kw.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())).unwrap_or(V::Unknown)
+            vals.get(i)
+                .cloned()
+                .or_else(|| kw.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+                .unwrap_or(V::Unknown)
         };
         let has = |i: usize, key: &str| vals.len() > i || kw.iter().any(|(k, _)| k == key);
         match name {
             "program_id" | "num_programs" | "cdiv" => match (arg(0, "x"), arg(1, "div"), name) {
-                (V::Int(a), V::Int(b), "cdiv") if b > 0 => V::Int((a + b - 1).div_euclid(b)),
+                (V::Int(a), V::Int(b), "cdiv") if b > 0 => {
+                    a.checked_add(b - 1).map(|x| V::Int(x.div_euclid(b))).unwrap_or(V::Unknown)
+                }
                 _ => V::Block(Vec::new()),
             },
             "arange" => match (arg(0, "start"), arg(1, "end")) {
-                (V::Int(a), V::Int(b)) if b > a => V::Block(vec![b - a]),
+                (V::Int(a), V::Int(b)) if b > a => b.checked_sub(a).map(|n| V::Block(vec![n])).unwrap_or(V::Unknown),
                 _ => V::Unknown,
             },
             "zeros" | "full" | "empty" => {
-                let shape = args.first().copied().or_else(|| kwargs.iter().find(|(k, _)| k == "shape").map(|(_, v)| *v));
+                let shape =
+                    args.first().copied().or_else(|| kwargs.iter().find(|(k, _)| k == "shape").map(|(_, v)| *v));
                 shape.and_then(|s| self.shape_of(s)).map(V::Block).unwrap_or(V::Unknown)
             }
             "zeros_like" | "full_like" | "empty_like" => match arg(0, "input") {
@@ -92,37 +99,59 @@ impl<'a> Interp<'_, 'a> {
                 if p.is_empty() {
                     for (what, v) in [("mask", &mask), ("other", &other)] {
                         if let Some(s) = v.shape().filter(|s| !s.is_empty()) {
-                            let msg = format!("`tl.load` from a scalar pointer with a block {what} of shape {}", fmt(s));
+                            let msg =
+                                format!("`tl.load` from a scalar pointer with a block {what} of shape {}", fmt(s));
                             self.conflict(n, msg);
                             return V::Unknown;
                         }
                     }
                     return if has(1, "mask") && mask.shape().is_none() { V::Unknown } else { V::Block(Vec::new()) };
                 }
-                let present: Vec<&V> =
-                    [(&ptr, true), (&mask, has(1, "mask")), (&other, has(2, "other"))].into_iter().filter(|(_, h)| *h).map(|(v, _)| v).collect();
+                let present: Vec<&V> = [(&ptr, true), (&mask, has(1, "mask")), (&other, has(2, "other"))]
+                    .into_iter()
+                    .filter(|(_, h)| *h)
+                    .map(|(v, _)| v)
+                    .collect();
                 self.broadcast_values(n, &present, "`tl.load` (pointer, mask, other)")
             }
             "store" | "atomic_add" | "atomic_max" | "atomic_min" | "atomic_and" | "atomic_or" | "atomic_xor"
-            | "atomic_xchg" => self.store(n, name, &arg(0, "pointer"), &arg(1, if name == "store" { "value" } else { "val" }), has(2, "mask").then(|| arg(2, "mask"))),
+            | "atomic_xchg" => self.store(
+                n,
+                name,
+                &arg(0, "pointer"),
+                &arg(1, if name == "store" { "value" } else { "val" }),
+                has(2, "mask").then(|| arg(2, "mask")),
+            ),
             "dot" => self.dot(n, &arg(0, "input"), &arg(1, "other"), has(2, "acc").then(|| arg(2, "acc"))),
             "trans" | "permute" => match arg(0, "input") {
                 V::Block(s) => {
-                    let dims = if vals.len() > 1 { vals[1..].to_vec() } else { kw.iter().filter(|(k, _)| k == "dims").map(|(_, v)| v.clone()).collect() };
+                    let dims = if vals.len() > 1 {
+                        vals[1..].to_vec()
+                    } else {
+                        kw.iter().filter(|(k, _)| k == "dims").map(|(_, v)| v.clone()).collect()
+                    };
                     permute(&s, &dims)
                 }
                 _ => V::Unknown,
             },
             "reshape" | "view" => match arg(0, "input") {
                 V::Block(s) => {
-                    let dims = if vals.len() > 1 { vals[1..].to_vec() } else { kw.iter().filter(|(k, _)| k == "shape").map(|(_, v)| v.clone()).collect() };
+                    let dims = if vals.len() > 1 {
+                        vals[1..].to_vec()
+                    } else {
+                        kw.iter().filter(|(k, _)| k == "shape").map(|(_, v)| v.clone()).collect()
+                    };
                     self.reshape(n, &s, &dims)
                 }
                 _ => V::Unknown,
             },
             "broadcast_to" => match arg(0, "input") {
                 V::Block(s) => {
-                    let dims = if vals.len() > 1 { vals[1..].to_vec() } else { kw.iter().filter(|(k, _)| k == "shape").map(|(_, v)| v.clone()).collect() };
+                    let dims = if vals.len() > 1 {
+                        vals[1..].to_vec()
+                    } else {
+                        kw.iter().filter(|(k, _)| k == "shape").map(|(_, v)| v.clone()).collect()
+                    };
                     self.broadcast_to(n, &s, &dims)
                 }
                 _ => V::Unknown,
@@ -172,11 +201,8 @@ impl<'a> Interp<'_, 'a> {
             return V::Unknown;
         };
         if b != p {
-            let msg = format!(
-                "`tl.{name}` writes a block of shape {} through a pointer block of shape {}",
-                fmt(&b),
-                fmt(p)
-            );
+            let msg =
+                format!("`tl.{name}` writes a block of shape {} through a pointer block of shape {}", fmt(&b), fmt(p));
             self.conflict(n, msg);
         }
         V::Unknown
@@ -191,13 +217,8 @@ impl<'a> Interp<'_, 'a> {
         }
         let r = x.len();
         if x[r - 1] != y[r - 2] {
-            let msg = format!(
-                "`tl.dot` inner dimensions differ: {} @ {} ({} != {})",
-                fmt(&x),
-                fmt(&y),
-                x[r - 1],
-                y[r - 2]
-            );
+            let msg =
+                format!("`tl.dot` inner dimensions differ: {} @ {} ({} != {})", fmt(&x), fmt(&y), x[r - 1], y[r - 2]);
             self.conflict(n, msg);
             return V::Unknown;
         }
@@ -229,7 +250,8 @@ impl<'a> Interp<'_, 'a> {
 
     fn reshape(&mut self, n: Node, shape: &[i64], dims: &[V]) -> V {
         let Some(target) = dims_of(dims) else { return V::Unknown };
-        let (from, to) = (shape.iter().product::<i64>(), target.iter().product::<i64>());
+        let count = |s: &[i64]| s.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d));
+        let (Some(from), Some(to)) = (count(shape), count(&target)) else { return V::Unknown };
         if from != to {
             let msg = format!("reshape of {} ({from} elements) into {} ({to} elements)", fmt(shape), fmt(&target));
             self.conflict(n, msg);
@@ -274,7 +296,8 @@ fn permute(shape: &[i64], dims: &[V]) -> V {
     if order.len() != shape.len() {
         return V::Unknown;
     }
-    let out: Option<Vec<i64>> = order.iter().map(|&i| usize::try_from(i).ok().and_then(|i| shape.get(i).copied())).collect();
+    let out: Option<Vec<i64>> =
+        order.iter().map(|&i| usize::try_from(i).ok().and_then(|i| shape.get(i).copied())).collect();
     out.map(V::Block).unwrap_or(V::Unknown)
 }
 

@@ -122,9 +122,40 @@ fn merge(envs: Vec<HashMap<String, V>>) -> HashMap<String, V> {
 }
 
 pub(super) const ELEMENTWISE: &[&str] = &[
-    "abs", "ceil", "cos", "erf", "exp", "exp2", "floor", "log", "log2", "rsqrt", "sigmoid", "sin", "sqrt", "sqrt_rn",
-    "cast", "softmax", "cumsum", "cumprod", "flip", "sort", "multiple_of", "max_contiguous", "max_constancy",
-    "associative_scan", "randint", "rand", "randn", "fdiv", "div_rn", "umulhi", "maximum", "minimum", "clamp", "fma",
+    "abs",
+    "ceil",
+    "cos",
+    "erf",
+    "exp",
+    "exp2",
+    "floor",
+    "log",
+    "log2",
+    "rsqrt",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "sqrt_rn",
+    "cast",
+    "softmax",
+    "cumsum",
+    "cumprod",
+    "flip",
+    "sort",
+    "multiple_of",
+    "max_contiguous",
+    "max_constancy",
+    "associative_scan",
+    "randint",
+    "rand",
+    "randn",
+    "fdiv",
+    "div_rn",
+    "umulhi",
+    "maximum",
+    "minimum",
+    "clamp",
+    "fma",
     "where",
 ];
 pub(super) const REDUCTIONS: &[&str] = &["sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce"];
@@ -341,7 +372,7 @@ impl<'a> Interp<'_, 'a> {
                 let v = n.child_by_field_name("argument").map(|a| self.eval(a)).unwrap_or(V::Unknown);
                 let op = n.child_by_field_name("operator").map(|o| self.text(o)).unwrap_or("");
                 match (v, op) {
-                    (V::Int(i), "-") => V::Int(-i),
+                    (V::Int(i), "-") => i.checked_neg().map(V::Int).unwrap_or(V::Unknown),
                     (V::Int(i), "+") => V::Int(i),
                     (V::Int(i), "~") => V::Int(!i),
                     (V::Block(s), _) => V::Block(s),
@@ -395,8 +426,8 @@ impl<'a> Interp<'_, 'a> {
                 "+" => a.checked_add(b),
                 "-" => a.checked_sub(b),
                 "*" => a.checked_mul(b),
-                "//" if b != 0 => Some(a.div_euclid(b)),
-                "%" if b != 0 => Some(a.rem_euclid(b)),
+                "//" => a.checked_div_euclid(b),
+                "%" => a.checked_rem_euclid(b),
                 "<<" if (0..63).contains(&b) => a.checked_shl(b as u32),
                 ">>" if (0..63).contains(&b) => Some(a >> b),
                 "&" => Some(a & b),
@@ -525,7 +556,6 @@ impl<'a> Interp<'_, 'a> {
             _ => None,
         }
     }
-
 }
 
 #[cfg(test)]

@@ -88,11 +88,8 @@ fn check(model: &FileModel, _: &Settings, out: &mut Vec<Diagnostic>) {
             if conflicts.is_empty() {
                 continue;
             }
-            let mut named: Vec<String> = k
-                .params
-                .iter()
-                .filter_map(|p| config.values.get(&p.name).map(|v| format!("{}={v}", p.name)))
-                .collect();
+            let mut named: Vec<String> =
+                k.params.iter().filter_map(|p| config.values.get(&p.name).map(|v| format!("{}={v}", p.name))).collect();
             named.truncate(8);
             let with = if named.is_empty() { String::new() } else { format!(" with {}", named.join(", ")) };
             for c in conflicts {

@@ -84,7 +84,9 @@ impl Server {
         params: CallHierarchyIncomingCallsParams,
     ) -> Result<Option<Vec<CallHierarchyIncomingCall>>> {
         let calls = calls_of(self, &params.item, navigation::incoming).await;
-        Ok(calls.map(|cs| cs.into_iter().map(|(from, from_ranges)| CallHierarchyIncomingCall { from, from_ranges }).collect()))
+        Ok(calls.map(|cs| {
+            cs.into_iter().map(|(from, from_ranges)| CallHierarchyIncomingCall { from, from_ranges }).collect()
+        }))
     }
 
     pub(super) async fn on_outgoing_calls(
@@ -92,6 +94,7 @@ impl Server {
         params: CallHierarchyOutgoingCallsParams,
     ) -> Result<Option<Vec<CallHierarchyOutgoingCall>>> {
         let calls = calls_of(self, &params.item, navigation::outgoing).await;
-        Ok(calls.map(|cs| cs.into_iter().map(|(to, from_ranges)| CallHierarchyOutgoingCall { to, from_ranges }).collect()))
+        Ok(calls
+            .map(|cs| cs.into_iter().map(|(to, from_ranges)| CallHierarchyOutgoingCall { to, from_ranges }).collect()))
     }
 }

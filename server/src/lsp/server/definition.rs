@@ -17,7 +17,10 @@ impl Server {
         st.docs.get(uri).map(|d| (d.syntax(), st.encoding))
     }
 
-    pub(super) async fn on_goto_definition(&self, params: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+    pub(super) async fn on_goto_definition(
+        &self,
+        params: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
         let p = params.text_document_position_params;
         let Some((src, enc)) = self.nav_source(&p.text_document.uri) else { return Ok(None) };
         let range = off_thread(move || {

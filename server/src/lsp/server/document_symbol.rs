@@ -38,7 +38,10 @@ fn to_lsp(text: &str, index: &LineIndex, s: Symbol, enc: Encoding) -> DocumentSy
 }
 
 impl Server {
-    pub(super) async fn on_document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+    pub(super) async fn on_document_symbol(
+        &self,
+        params: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
         let Some((src, enc)) = self.nav_source(&params.text_document.uri) else { return Ok(None) };
         let symbols = off_thread(move || {
             let tree = src.tree();
