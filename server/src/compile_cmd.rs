@@ -6,7 +6,6 @@ use std::io::Write;
 use std::sync::Arc;
 
 use kernel_lsp::compile::{self, Compiler, Job};
-use kernel_lsp::diagnostic::Severity;
 use kernel_lsp::model;
 use kernel_lsp::text::LineIndex;
 use serde_json::{json, Value};
@@ -75,7 +74,7 @@ pub fn compile_reports(reports: &mut [FileReport], args: &CheckArgs) -> Result<S
         let mut settled = compile::settled(&mine, &kernel_ranges[i]);
         settled.python_parses = parses.contains(&i);
         let (diagnostics, resources) = compile::report(&r.text, &mine);
-        settled.errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| d.range).collect();
+        settled.errors = diagnostics.iter().filter(|d| d.code == "KL901").map(|d| d.range).collect();
         let text = &r.text;
         r.result.diagnostics = r.result.diagnostics.iter().filter_map(|d| settled.settle(text, d)).collect();
         r.result.diagnostics.extend(diagnostics);

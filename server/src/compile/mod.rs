@@ -443,7 +443,7 @@ pub struct Settled {
     pub bounds_accepted: Vec<TextRange>,
     /// CPython's own parser accepts the file: KL900 (tree-sitter's) is dropped.
     pub python_parses: bool,
-    /// Where the compiler reported an error: a KL011 on the same line is confirmed.
+    /// Where the compiler reported a compile error (KL901, whatever its severity): a KL011 on the same line is confirmed.
     pub errors: Vec<TextRange>,
 }
 

@@ -21,7 +21,7 @@ use tower_lsp_server::ls_types::{MessageType, Uri};
 use tower_lsp_server::Client;
 
 use crate::compile::{self, Compiler, Resources};
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Diagnostic;
 
 use super::state::{file_path, Publish, State};
 
@@ -165,7 +165,7 @@ async fn compile_document(
     let (diagnostics, resources) = compile::report(&text, &outcomes);
     let mut settled = compile::settled(&outcomes, &kernel_ranges);
     settled.python_parses = unparsed && compiler.python_parses(&text).await == Ok(true);
-    settled.errors = diagnostics.iter().filter(|d| d.severity == Severity::Error).map(|d| d.range).collect();
+    settled.errors = diagnostics.iter().filter(|d| d.code == "KL901").map(|d| d.range).collect();
     let compiled = Compiled { version, diagnostics, resources, settled };
     let st = &mut *lock(state);
     let current = st.docs.get(uri).is_some_and(|d| d.version == version);
