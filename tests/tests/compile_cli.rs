@@ -211,7 +211,8 @@ fn the_compiler_confirms_every_block_shape_mistake_of_the_kl011_fixture() {
     std::fs::copy(repo().join("tests/fixtures/rules/KL011.py"), dir.join("shapes.py")).expect("copy fixture");
     std::fs::write(dir.join("kernel-lsp.toml"), format!("python = {:?}\nselect = [\"KL011\"]\n", python())).unwrap();
     let run = check_compile(&dir, "shapes.py");
-    let kl011: Vec<&Value> = run.json["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "KL011").collect();
+    let kl011: Vec<&Value> =
+        run.json["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "KL011").collect();
     assert_eq!(kl011.len(), 8, "{:#}\n{}", run.json, run.stderr);
     for d in &kl011 {
         let message = d["message"].as_str().unwrap();
