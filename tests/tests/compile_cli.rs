@@ -120,6 +120,20 @@ fn an_error_that_may_come_from_an_assumed_type_is_a_warning_that_names_it() {
 }
 
 #[test]
+fn an_error_that_stays_with_other_assumptions_is_an_error() {
+    // The types of `x_ptr`, `out_ptr` and `n` are not known; `break` is refused whatever they are:
+    // compiled again with fp16 pointers and a float `n`, the same error at the same place.
+    let dir = workspace("assumed-break", &["assumed_break.py"], &python());
+    let run = check_compile(&dir, "assumed_break.py");
+    let diags = compile_diagnostics(&run);
+    assert_eq!(diags.len(), 1, "{:#}", run.json);
+    assert_eq!(diags[0]["severity"], "error", "{:#}", diags[0]);
+    assert_eq!(diags[0]["line"], 13);
+    let message = diags[0]["message"].as_str().unwrap();
+    assert!(message.contains("Break") && message.contains("the same with other types and values assumed"), "{message}");
+}
+
+#[test]
 fn no_host_code_of_the_file_runs() {
     let dir = workspace("host", &["host_write.py"], &python());
     let run = check_compile(&dir, "host_write.py");

@@ -20,7 +20,33 @@ pub enum Format {
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
     /// The candidate file, defining `class ModelNew`.
-    pub candidate: PathBuf,
+    #[arg(required_unless_present_any = ["batch", "batch_serve"])]
+    pub candidate: Option<PathBuf>,
+    /// Judge many pairs: a directory of candidates (each finds its reference as
+    /// a single run does), a JSONL file of `{"candidate", "reference", "id"}`,
+    /// or KernelBench's generations (`level_L_problem_P_sample_S_kernel.py`;
+    /// tasks from --tasks). One sandboxed worker per GPU; results stream to --out.
+    #[arg(long, value_name = "INPUT", conflicts_with_all = ["candidate", "fix", "runs"])]
+    pub batch: Option<PathBuf>,
+    /// With --batch: the results JSONL, one line per pair, appended as each
+    /// finishes; pairs it already holds (same content hash) are skipped.
+    /// Default: INPUT/kernel-lsp-results.jsonl.
+    #[arg(long, value_name = "FILE", requires = "batch")]
+    pub out: Option<PathBuf>,
+    /// With --batch on KernelBench's generations: the folder of its `levelN/` task files (default: INPUT).
+    #[arg(long, value_name = "DIR", requires = "batch")]
+    pub tasks: Option<PathBuf>,
+    /// With --batch: how many workers (default: one per visible GPU; on the CPU interpreter, one per core).
+    #[arg(long, value_name = "N", requires = "batch")]
+    pub workers: Option<usize>,
+    /// With --batch: run each pair as a Ray task asking for one GPU (one CPU on
+    /// the interpreter), on the cluster at ADDRESS (`auto`: the one this host
+    /// joined) or, without ADDRESS, a local one started for the run.
+    #[arg(long, value_name = "ADDRESS", num_args = 0..=1, default_missing_value = "", requires = "batch")]
+    pub ray: Option<String>,
+    /// The per-host worker a Ray task talks to: jobs on stdin, results on stdout.
+    #[arg(long, hide = true)]
+    pub batch_serve: bool,
     /// The reference file, defining `class Model`; found by the rules in the README ("Finding the reference") when omitted.
     #[arg(long)]
     pub reference: Option<PathBuf>,
@@ -94,7 +120,21 @@ pub fn parse_tolerance(s: &str) -> Result<Tolerance, String> {
 }
 
 pub fn run_cli(args: BenchArgs) -> i32 {
-    let mut settings = match Settings::discover(&args.candidate) {
+    if args.batch_serve {
+        return super::batch::serve(&args);
+    }
+    if let Some(input) = args.batch.clone() {
+        return super::batch::run_cli(&args, &input);
+    }
+    let Some(candidate) = args.candidate.clone() else {
+        eprintln!("error: no candidate file");
+        return 2;
+    };
+    run_one(args, candidate)
+}
+
+fn run_one(args: BenchArgs, candidate: PathBuf) -> i32 {
+    let mut settings = match Settings::discover(&candidate) {
         Ok((s, _)) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -110,7 +150,7 @@ pub fn run_cli(args: BenchArgs) -> i32 {
     let json = args.format == Format::Json;
     let threshold = if args.unsafe_fixes { Applicability::NeedsReview } else { Applicability::Safe };
     let req = BenchRequest {
-        candidate: args.candidate.clone(),
+        candidate: candidate.clone(),
         reference: args.reference,
         settings: settings.clone(),
         python: args.python,
@@ -140,11 +180,11 @@ pub fn run_cli(args: BenchArgs) -> i32 {
             None => runtime.block_on(super::run_cold(req, progress)),
             Some(n) => runtime.block_on(run_warm_times(req, n.max(1), progress)),
         };
-        outcome.unwrap_or_else(|e| e.into_result(&args.candidate))
+        outcome.unwrap_or_else(|e| e.into_result(&candidate))
     };
     let mut result = run(req.clone());
     if args.fix {
-        result = fix_and_rerun(&args.candidate, &settings, threshold, json, result, || run(req.clone()));
+        result = fix_and_rerun(&candidate, &settings, threshold, json, result, || run(req.clone()));
     }
     if json {
         match serde_json::to_string_pretty(&result) {
@@ -155,7 +195,7 @@ pub fn run_cli(args: BenchArgs) -> i32 {
             }
         }
     } else {
-        print!("{}", render_text(&args.candidate, &result));
+        print!("{}", render_text(&candidate, &result));
     }
     result.exit_code()
 }

@@ -12,6 +12,7 @@
 //! timeline, `cli` the `bench` and `history` subcommands. Nothing here knows
 //! about the LSP.
 
+pub(crate) mod batch;
 pub mod cli;
 pub mod history;
 mod process;

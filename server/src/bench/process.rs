@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::{model_new_line, BenchError, BenchResult};
 
 /// Everything one run needs, already resolved.
-pub(super) struct Plan {
+pub(crate) struct Plan {
     pub python: String,
     pub harness: PathBuf,
     pub argv: Vec<String>,
@@ -42,16 +42,16 @@ const MAX_LINE: u64 = 1 << 20;
 
 /// The harness's stdout as lines of at most `MAX_LINE` bytes: code in the
 /// harness's process cannot make the server hold an unbounded line.
-struct CappedLines<R> {
+pub(super) struct CappedLines<R> {
     inner: R,
 }
 
 impl<R: AsyncBufRead + Unpin> CappedLines<R> {
-    fn new(inner: R) -> Self {
+    pub(super) fn new(inner: R) -> Self {
         CappedLines { inner }
     }
 
-    async fn next_line(&mut self) -> std::io::Result<Option<String>> {
+    pub(super) async fn next_line(&mut self) -> std::io::Result<Option<String>> {
         let mut buf = Vec::new();
         let n = (&mut self.inner).take(MAX_LINE).read_until(b'\n', &mut buf).await?;
         if n == 0 {
@@ -75,10 +75,10 @@ impl<R: AsyncBufRead + Unpin> CappedLines<R> {
 }
 
 /// Kills a process group when dropped (cancel) or asked (timeout), unless disarmed.
-struct GroupKill {
-    pgid: Option<i32>,
+pub(super) struct GroupKill {
+    pub(super) pgid: Option<i32>,
     /// The warm worker's pid, whose forked children may announce themselves.
-    worker: Option<i32>,
+    pub(super) worker: Option<i32>,
 }
 
 /// Whether `pid` leads its own process group and is a child of `parent`.
@@ -95,7 +95,7 @@ fn is_group_child_of(pid: i32, parent: i32) -> bool {
 }
 
 impl GroupKill {
-    fn kill_now(&mut self) {
+    pub(super) fn kill_now(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             // SAFETY: killpg has no memory-safety preconditions; a stale group id fails with ESRCH.
             unsafe {
@@ -104,7 +104,7 @@ impl GroupKill {
         }
     }
 
-    fn disarm(&mut self) {
+    pub(super) fn disarm(&mut self) {
         self.pgid = None;
     }
 }
@@ -117,12 +117,12 @@ impl Drop for GroupKill {
 
 /// What the protocol has said so far in one run.
 #[derive(Default)]
-struct RunState {
-    result: Option<BenchResult>,
+pub(super) struct RunState {
+    pub(super) result: Option<BenchResult>,
     last_progress: Option<String>,
 }
 
-enum Ending {
+pub(super) enum Ending {
     /// End of output: the process exited.
     Eof,
     /// The worker says the forked child has ended.
@@ -131,7 +131,7 @@ enum Ending {
 }
 
 /// Reads protocol lines until the output ends, the worker reports `done`, or the deadline.
-async fn pump<R: AsyncBufRead + Unpin>(
+pub(super) async fn pump<R: AsyncBufRead + Unpin>(
     lines: &mut CappedLines<R>,
     deadline: Instant,
     kill: &mut GroupKill,
@@ -188,7 +188,7 @@ fn parse_result(mut msg: serde_json::Map<String, Value>) -> BenchResult {
     }
 }
 
-fn timeout_result(plan: &Plan, state: &RunState) -> BenchResult {
+pub(super) fn timeout_result(plan: &Plan, state: &RunState) -> BenchResult {
     let stage = state.last_progress.as_deref().unwrap_or("starting");
     let mut message = format!("timed out after {:.0} s ({stage}); the run was killed.", plan.timeout.as_secs_f64());
     if plan.cpu || state.result.is_none() {
@@ -202,14 +202,14 @@ fn timeout_result(plan: &Plan, state: &RunState) -> BenchResult {
     result
 }
 
-fn crashed_result(plan: &Plan, what: &str, stderr: &Mutex<String>) -> BenchResult {
+pub(super) fn crashed_result(plan: &Plan, what: &str, stderr: &Mutex<String>) -> BenchResult {
     let tail = stderr.lock().map(|s| s.trim().to_string()).unwrap_or_default();
     let message = if tail.is_empty() { what.to_string() } else { format!("{what}:\n{tail}") };
     BenchResult::failed("harness", message, Some(&plan.candidate), None)
 }
 
 /// Keeps the last few KB of a child's stderr (user prints, tracebacks) for error messages.
-fn drain_stderr(
+pub(super) fn drain_stderr(
     stderr: Option<tokio::process::ChildStderr>,
     spawn_on: Option<&tokio::runtime::Runtime>,
 ) -> Arc<Mutex<String>> {

@@ -108,6 +108,9 @@ pub struct Outcome {
     /// The worker's reply, or why there is none (the worker died twice, timed out).
     pub reply: Result<Value, String>,
     pub cached: bool,
+    /// A compile error of a variant with assumptions that the compiler gave again, at the same
+    /// place with the same message, with every assumption made otherwise: it is not theirs.
+    pub not_from_assumptions: bool,
 }
 
 /// A pool of workers in one interpreter, and their cache.
@@ -174,6 +177,42 @@ impl Compiler {
 
     /// Compiles `jobs` over the workers, each result from the cache where it is there.
     pub async fn run(self: &Arc<Self>, jobs: Vec<Job>) -> Result<Vec<Outcome>, String> {
+        let mut outcomes = self.run_once(jobs).await?;
+        // A compile error under assumed types or values: compiled again with them made otherwise.
+        let again: Vec<(usize, Job)> = outcomes
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.reply.as_ref().is_ok_and(|r| r["status"] == "error"))
+            .flat_map(|(i, o)| {
+                o.job.variant.other_assumptions().into_iter().map(move |v| {
+                    let mut job = o.job.clone();
+                    job.request["signature"] = json!(v.signature);
+                    job.request["constexprs"] = json!(v.constexprs);
+                    job.variant = v;
+                    (i, job)
+                })
+            })
+            .collect();
+        if again.is_empty() {
+            return Ok(outcomes);
+        }
+        let (index, jobs): (Vec<usize>, Vec<Job>) = again.into_iter().unzip();
+        let others = self.run_once(jobs).await?;
+        let place = |r: &Result<Value, String>| {
+            r.as_ref().ok().filter(|r| r["status"] == "error").map(|r| {
+                let e = &r["error"];
+                (e["line"].clone(), e["column"].clone(), e["message"].clone())
+            })
+        };
+        for i in index.iter().copied().collect::<std::collections::BTreeSet<usize>>() {
+            let first = place(&outcomes[i].reply);
+            outcomes[i].not_from_assumptions =
+                index.iter().zip(&others).filter(|(j, _)| **j == i).all(|(_, o)| place(&o.reply) == first);
+        }
+        Ok(outcomes)
+    }
+
+    async fn run_once(self: &Arc<Self>, jobs: Vec<Job>) -> Result<Vec<Outcome>, String> {
         let hello = self.hello().await?;
         let target = self.target(&hello);
         let mut outcomes: Vec<Option<Outcome>> = vec![None; jobs.len()];
@@ -181,11 +220,18 @@ impl Compiler {
         for (i, job) in jobs.into_iter().enumerate() {
             let mut request = job.request.clone();
             request["target"] = json!({"backend": "cuda", "arch": target.arch, "warp_size": 32});
-            let key = cache_key(&request, &hello.triton);
+            let key = cache_key(&request, &hello.triton, worker::SCRIPT);
             match self.cached(&key, job.cache_dir.as_deref()) {
                 Some(reply) => {
                     outcomes[i] =
-                        Some(Outcome { job, target, triton: hello.triton.clone(), reply: Ok(reply), cached: true })
+                        Some(Outcome {
+                            job,
+                            target,
+                            triton: hello.triton.clone(),
+                            reply: Ok(reply),
+                            cached: true,
+                            not_from_assumptions: false,
+                        })
                 }
                 None => todo.push((i, job, request, key)),
             }
@@ -203,7 +249,10 @@ impl Compiler {
                     if let Ok(r) = &reply {
                         me.store(&key, r, job.cache_dir.as_deref());
                     }
-                    done.push((i, Outcome { job, target, triton: triton.clone(), reply, cached: false }));
+                    done.push((
+                        i,
+                        Outcome { job, target, triton: triton.clone(), reply, cached: false, not_from_assumptions: false },
+                    ));
                 }
                 done
             });
@@ -249,14 +298,16 @@ impl Compiler {
     }
 }
 
-fn cache_key(request: &Value, triton: &str) -> String {
+fn cache_key(request: &Value, triton: &str, worker_script: &str) -> String {
     let mut r = request.clone();
     if let Some(o) = r.as_object_mut() {
         o.remove("id");
         // The file's path names where the bundle came from, not what it compiles.
         o.remove("filename");
     }
-    let text = json!({"schema": CACHE_SCHEMA, "triton": triton, "request": r}).to_string();
+    // The worker's own text too: a kernel-lsp that places errors differently must not read the old answers.
+    let worker = crate::bench::sha256::hex(worker_script.as_bytes());
+    let text = json!({"schema": CACHE_SCHEMA, "triton": triton, "worker": worker, "request": r}).to_string();
     crate::bench::sha256::hex(text.as_bytes())
 }
 
@@ -288,13 +339,11 @@ impl Resources {
     pub fn summary(&self) -> String {
         let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
         let limit = self.shared_limit.map(|l| format!(" / {l}")).unwrap_or_default();
-        format!(
-            "{} registers, {} spills, {}{limit} B shared, {} B local",
-            n(self.n_regs),
-            n(self.n_spills),
-            n(self.shared),
-            n(self.local)
-        )
+        let spills = match (self.n_spills, self.stack) {
+            (None, Some(frame)) if frame > 0 => format!("? spills (a {frame} B stack frame)"),
+            (spills, _) => format!("{} spills", n(spills)),
+        };
+        format!("{} registers, {spills}, {}{limit} B shared, {} B local", n(self.n_regs), n(self.shared), n(self.local))
     }
 }
 
@@ -393,6 +442,10 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
                     ("error", None) if v.assumed.is_empty() => {
                         (Severity::Error, format!("{message} ({where_}, {})", v.label))
                     }
+                    ("error", None) if o.not_from_assumptions => (
+                        Severity::Error,
+                        format!("{message} ({where_}, {}; the same with other types and values assumed)", v.label),
+                    ),
                     ("error", None) => {
                         (Severity::Warning, format!("{message} ({where_}, {}){}", v.label, assumptions(v)))
                     }
@@ -585,6 +638,15 @@ mod tests {
             related: related.map(|r| Related { range: r, message: String::new() }).into_iter().collect(),
             fix: None,
         }
+    }
+
+    #[test]
+    fn the_cache_key_changes_with_the_worker_and_not_with_the_file_s_path() {
+        let req = json!({"type": "compile", "id": 1, "filename": "/a.py", "source": "x", "kernel": "k"});
+        let moved = json!({"type": "compile", "id": 2, "filename": "/b.py", "source": "x", "kernel": "k"});
+        assert_eq!(cache_key(&req, "3.9.0", "worker v1"), cache_key(&moved, "3.9.0", "worker v1"));
+        assert_ne!(cache_key(&req, "3.9.0", "worker v1"), cache_key(&req, "3.9.0", "worker v2"));
+        assert_ne!(cache_key(&req, "3.9.0", "worker v1"), cache_key(&req, "3.6.0", "worker v1"));
     }
 
     #[test]

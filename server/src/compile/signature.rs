@@ -33,6 +33,52 @@ pub struct Variant {
     pub assumed: Vec<String>,
     /// A constexpr value was assumed: what the compiler accepted says nothing of the file's own values.
     pub constexprs_assumed: bool,
+    /// The same assumptions, by parameter, so that they can be changed (`other_assumptions`).
+    pub guesses: Vec<Guess>,
+}
+
+/// One parameter whose type or value was assumed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Guess {
+    Pointer(String),
+    Scalar(String),
+    Constexpr(String),
+}
+
+impl Variant {
+    /// The same variant with the assumptions made otherwise, twice: fp16 pointers and i64
+    /// scalars, then i32 pointers and i32 scalars, other constexpr values in both. An error the
+    /// compiler gives in all three does not come from them. Unknown scalars stay integers (sizes,
+    /// strides, counts: what a kernel takes them for; a float there fails differently anyway).
+    pub fn other_assumptions(&self) -> Vec<Variant> {
+        if self.guesses.is_empty() {
+            return Vec::new();
+        }
+        [("*fp16", "i64"), ("*i32", "i32")]
+            .iter()
+            .map(|(pointer, scalar)| {
+                let mut v = self.clone();
+                for g in &self.guesses {
+                    match g {
+                        Guess::Pointer(n) => {
+                            v.signature.insert(n.clone(), (*pointer).into());
+                        }
+                        Guess::Scalar(n) => {
+                            v.signature.insert(n.clone(), (*scalar).into());
+                        }
+                        Guess::Constexpr(n) => {
+                            let other = match self.constexprs.get(n).and_then(Value::as_i64) {
+                                Some(1) | None => 32,
+                                Some(x) => x * 2,
+                            };
+                            v.constexprs.insert(n.clone(), json!(other));
+                        }
+                    }
+                }
+                v
+            })
+            .collect()
+    }
 }
 
 /// The variants of one kernel; `omitted` says how many configurations the bound left out.
@@ -187,6 +233,7 @@ fn from_launch<'a>(
         num_stages: None,
         assumed: Vec::new(),
         constexprs_assumed: false,
+        guesses: Vec::new(),
     };
     let splat: Vec<(String, Node)> = site.map(|l| splat_entries(model, l)).unwrap_or_default();
     if let Some(l) = site {
@@ -218,6 +265,7 @@ fn from_launch<'a>(
                     let guess = assumed_constexpr(&p.name);
                     let why = if heuristics.contains(&p.name) { "set by `triton.heuristics`" } else { "not known" };
                     v.assumed.push(format!("`{}`: {why}, assumed {guess}", p.name));
+                    v.guesses.push(Guess::Constexpr(p.name.clone()));
                     v.constexprs_assumed = true;
                     v.constexprs.insert(p.name.clone(), json!(guess));
                 }
@@ -265,10 +313,12 @@ fn from_launch<'a>(
                 v.signature.insert(p.name.clone(), "*fp32".into());
                 v.divisible.push(p.name.clone());
                 v.assumed.push(format!("`{}`: a pointer to fp32, assumed", p.name));
+                v.guesses.push(Guess::Pointer(p.name.clone()));
             }
             None => {
                 v.signature.insert(p.name.clone(), "i32".into());
                 v.assumed.push(format!("`{}`: an i32 scalar, assumed", p.name));
+                v.guesses.push(Guess::Scalar(p.name.clone()));
             }
         }
     }
@@ -521,7 +571,10 @@ fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth:
         "identifier" => {
             for scope in [f, 0] {
                 let h = &model.host_fns[scope];
-                if let Some(a) = h.assigns.iter().rfind(|a| a.target == text && !a.augmented) {
+                // The last assignment finished before this use: in `x = x.contiguous()` the `x`
+                // on the right is the one from before (a parameter, an earlier assignment).
+                let before = |a: &&crate::model::Assign| scope != f || a.node.end_byte() <= node.start_byte();
+                if let Some(a) = h.assigns.iter().filter(before).rfind(|a| a.target == text && !a.augmented) {
                     let value = a.value;
                     // `B, N = x.shape` gives each name the whole value.
                     if model.text(value).trim_end().ends_with(".shape") || model.text(value).ends_with(".size()") {
@@ -536,10 +589,22 @@ fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth:
             None
         }
         "attribute" => {
-            // `self.weight` of the candidate's model: a parameter, cast to the task's precision by the harness.
+            // `self.weight` of the candidate's model: a parameter, cast to the task's precision by the
+            // harness; `self.scale = scale` in `__init__` is whatever the task passed: not known.
             let object = field!(node, "object").map(|o| model.text(o));
-            let in_model = model.host_fns[f].class.as_deref().is_some_and(|c| c == "ModelNew" || c == "Model");
-            (object == Some("self") && in_model).then(|| Ty::Ptr(precision_dtype(settings, model)))
+            let class = model.host_fns[f].class.as_deref().filter(|c| *c == "ModelNew" || *c == "Model");
+            if object != Some("self") {
+                return None;
+            }
+            let init = model.host_fns.iter().position(|h| h.name == "__init__" && h.class.as_deref() == class)?;
+            let a = model.host_fns[init].assigns.iter().rfind(|a| a.target == text && !a.augmented)?;
+            let value = model.text(a.value).trim_start();
+            let tensor = ["nn.Parameter(", "torch.nn.Parameter(", "torch.", "nn."].iter().any(|p| value.starts_with(p));
+            if tensor {
+                Some(Ty::Ptr(precision_dtype(settings, model)))
+            } else {
+                classify(model, settings, init, a.value, depth + 1).filter(|t| !matches!(t, Ty::Ptr(_)))
+            }
         }
         "call" => call_type(model, settings, f, node, depth),
         _ => None,
@@ -550,6 +615,12 @@ fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth:
 /// tensors; a helper's is what its callers in this file pass.
 fn parameter(model: &FileModel, settings: &Settings, f: usize, name: &str, depth: usize) -> Option<Ty> {
     let h = &model.host_fns[f];
+    match annotation(model, h.node, name).as_deref() {
+        Some("float") => return Some(Ty::Float),
+        Some("int") => return Some(Ty::Int(None)),
+        Some("bool") => return Some(Ty::Bool),
+        _ => {}
+    }
     if h.name == "forward" && h.class.is_some() {
         return Some(Ty::Ptr(precision_dtype(settings, model)));
     }
@@ -571,6 +642,17 @@ fn parameter(model: &FileModel, settings: &Settings, f: usize, name: &str, depth
         }
     }
     None
+}
+
+/// The annotation of parameter `name` of the function defined at `def`: `s: float` says what it is.
+fn annotation(model: &FileModel, def: Node, name: &str) -> Option<String> {
+    let params = field!(def, "parameters")?;
+    let mut cursor = params.walk();
+    let found = params.named_children(&mut cursor).find(|p| {
+        matches!(p.kind(), "typed_parameter" | "typed_default_parameter")
+            && (field!(*p, "name").or_else(|| p.named_child(0))).is_some_and(|n| model.text(n) == name)
+    })?;
+    field!(found, "type").map(|t| model.text(t).trim().to_string())
 }
 
 fn call_type(model: &FileModel, settings: &Settings, f: usize, node: Node, depth: usize) -> Option<Ty> {
@@ -669,6 +751,99 @@ def run(x):
         assert_eq!(v.num_warps, Some(8));
         assert_eq!(v.assumed, vec!["`mystery`: an i32 scalar, assumed".to_string()]);
         assert_eq!(v.divisible, vec!["x_ptr".to_string(), "y_ptr".to_string()]);
+    }
+
+    #[test]
+    fn a_name_reassigned_from_itself_is_followed_to_the_forward_s_input() {
+        // `x = x.contiguous()` in a wrapper the forward calls: the `x` on the right is the parameter.
+        let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+def wrapper(x):
+    x = x.contiguous()
+    y = torch.empty_like(x)
+    k[(1,)](x, y, x.numel(), BLOCK=128)
+    return y
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return wrapper(x)
+
+def get_inputs():
+    return [torch.randn(64, 64, dtype=torch.float16)]
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature["x_ptr"], "*fp16");
+        assert_eq!(v.signature["y_ptr"], "*fp16");
+        assert!(v.assumed.is_empty(), "{:?}", v.assumed);
+    }
+
+    #[test]
+    fn a_scalar_of_the_task_is_not_taken_for_a_tensor() {
+        // `s: float` says it; `self.scale = scale` is what the task passed, not a parameter tensor.
+        let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, w_ptr, y_ptr, s, t, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) * s * t + tl.load(w_ptr + offs))
+
+def wrapper(x: torch.Tensor, w, s: float, t):
+    y = torch.empty_like(x)
+    k[(1,)](x, w, y, s, t, BLOCK=128)
+    return y
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, n, scale):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(n))
+        self.scale = scale
+
+    def forward(self, x, s):
+        return wrapper(x, self.weight, s, self.scale)
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!(v.signature["x_ptr"], "*fp32");
+        assert_eq!(v.signature["w_ptr"], "*fp32");
+        assert_eq!(v.signature["s"], "fp32");
+        assert!(v.assumed.iter().any(|a| a.starts_with("`t`")), "{:?}", v.assumed);
+    }
+
+    #[test]
+    fn other_assumptions_change_every_guess_and_nothing_else() {
+        let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + n)
+
+def run(x, n):
+    k[(1,)](x, n, FLAG=3)
+"#;
+        let v = &plans(src)[0].variants[0];
+        assert_eq!((v.signature["x_ptr"].as_str(), v.signature["n"].as_str()), ("*fp32", "i32"));
+        assert_eq!((v.constexprs["BLOCK"].clone(), v.constexprs["FLAG"].clone()), (json!(64), json!(3)));
+        let others = v.other_assumptions();
+        let sigs: Vec<(&str, &str)> =
+            others.iter().map(|o| (o.signature["x_ptr"].as_str(), o.signature["n"].as_str())).collect();
+        assert_eq!(sigs, [("*fp16", "i64"), ("*i32", "i32")]);
+        for o in &others {
+            assert_eq!((o.constexprs["BLOCK"].clone(), o.constexprs["FLAG"].clone()), (json!(128), json!(3)));
+            assert_eq!(o.assumed, v.assumed, "the words stay those of the first guess");
+        }
     }
 
     #[test]

@@ -140,6 +140,7 @@ async fn compile_document(
     let compiler = match compiler {
         Ok(c) => c,
         Err(why) => {
+            unavailable(state, publish_tx, uri);
             if first {
                 notify_off(client, &why).await;
             }
@@ -156,6 +157,7 @@ async fn compile_document(
                 map.insert(python.clone(), Err(why.clone()));
                 was_on
             };
+            unavailable(state, publish_tx, uri);
             if newly_off {
                 notify_off(client, &why).await;
             }
@@ -173,6 +175,7 @@ async fn compile_document(
         return;
     }
     st.compile.insert(uri.clone(), compiled);
+    st.compile_unavailable = false;
     if !st.caps.pull_diagnostics {
         if let Some(p) = st.publish(uri) {
             let _ = publish_tx.send(p);
@@ -192,6 +195,17 @@ async fn compile_document(
     });
 }
 
+/// The worker cannot run: a KL900 waiting for it is shown as tree-sitter's error again.
+fn unavailable(state: &Arc<Mutex<State>>, publish_tx: &mpsc::UnboundedSender<Publish>, uri: &Uri) {
+    let st = &mut *lock(state);
+    let was = std::mem::replace(&mut st.compile_unavailable, true);
+    if !was && !st.caps.pull_diagnostics {
+        if let Some(p) = st.publish(uri) {
+            let _ = publish_tx.send(p);
+        }
+    }
+}
+
 async fn notify_off(client: &Client, why: &str) {
     client
         .show_message(
@@ -207,6 +221,25 @@ pub fn diagnostics<'s>(st: &'s State, uri: &Uri) -> &'s [Diagnostic] {
     match st.compile.get(uri) {
         Some(c) if Some(c.version) == version => &c.diagnostics,
         _ => &[],
+    }
+}
+
+/// Whether the document's KL900 (tree-sitter's word) waits for CPython's parser in the
+/// compile worker: compiling is on for it and has not answered for this version yet.
+pub fn kl900_unconfirmed(st: &State, uri: &Uri) -> bool {
+    let Some(doc) = st.docs.get(uri) else { return false };
+    doc.settings.compile.enabled
+        && file_path(uri).is_some()
+        && !st.compile_unavailable
+        && st.compile.get(uri).is_none_or(|c| c.version != doc.version)
+}
+
+/// A KL900 shown before Python's parser confirmed it: a warning that says so.
+pub fn tentative(d: &Diagnostic) -> Diagnostic {
+    Diagnostic {
+        severity: crate::diagnostic::Severity::Warning,
+        message: format!("{} (Python's parser has not confirmed it yet)", d.message),
+        ..d.clone()
     }
 }
 
@@ -275,7 +308,12 @@ pub fn inlay_hints(
         let label = format!(
             "{}: {regs} regs, {} spills, {} B shared{configs}",
             first.target,
-            max(|r| r.n_spills).unwrap_or(0),
+            // A kernel with a stack frame: its spills are not known without the driver.
+            if mine.iter().all(|r| r.n_spills.is_some()) {
+                max(|r| r.n_spills).unwrap_or(0).to_string()
+            } else {
+                "?".to_string()
+            },
             max(|r| r.shared).unwrap_or(0)
         );
         let line = doc.line_index().line_of(name.start);

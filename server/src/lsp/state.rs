@@ -94,6 +94,9 @@ pub struct State {
     pub rewrites: std::collections::HashSet<Uri>,
     /// The last compilation of each document (`lsp::compile`).
     pub compile: HashMap<Uri, super::compile::Compiled>,
+    /// The compile worker could not run (no Python, no Triton, no sandbox): nothing will
+    /// confirm a KL900, so tree-sitter's word stands.
+    pub compile_unavailable: bool,
 }
 
 /// How many documents keep their tree-sitter tree for incremental reparsing.
@@ -112,6 +115,7 @@ impl Default for State {
             recent: Vec::new(),
             rewrites: Default::default(),
             compile: HashMap::new(),
+            compile_unavailable: false,
         }
     }
 }
@@ -160,8 +164,17 @@ impl State {
             return Vec::new();
         };
         let bench = self.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
-        let settled: Vec<Diagnostic> =
-            doc.result.diagnostics.iter().filter_map(|d| super::compile::settle(self, uri, d)).collect();
+        let unconfirmed = super::compile::kl900_unconfirmed(self, uri);
+        let settled: Vec<Diagnostic> = doc
+            .result
+            .diagnostics
+            .iter()
+            .filter_map(|d| super::compile::settle(self, uri, d))
+            .map(|d| match d.code == crate::model::syntax::CODE && unconfirmed {
+                true => super::compile::tentative(&d),
+                false => d,
+            })
+            .collect();
         settled
             .iter()
             .chain(bench)

@@ -29,7 +29,7 @@
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
-//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]
+//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -378,6 +378,7 @@ fn main() {
     let mut places = 60usize;
     let mut rounds = 1usize;
     let mut modes: Vec<Mode> = Mode::ALL.to_vec();
+    let mut compile_python: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -396,6 +397,9 @@ fn main() {
                 })
             }
             "--no-ruff" => ruff = None,
+            // the compile worker on, in this interpreter (its Triton compiles each changed kernel
+            // after the pause while the edits are timed); without it no Triton is found and it is off
+            "--compile-python" => compile_python = Some(args.next().expect("--compile-python PATH")),
             "--lines" => lines = args.next().and_then(|v| v.parse().ok()).expect("--lines N"),
             "--files" => files = args.next().and_then(|v| v.parse().ok()).expect("--files N"),
             "--places" => {
@@ -419,7 +423,7 @@ fn main() {
                 files = 0;
             }
             other => {
-                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]; got {other}");
+                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]; got {other}");
                 std::process::exit(2);
             }
         }
@@ -435,6 +439,11 @@ fn main() {
     );
     let dir = std::env::temp_dir().join(format!("lsp-latency-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
+    if let Some(py) = &compile_python {
+        let toml = format!("python = {py:?}\n\n[compile]\nenabled = true\n");
+        std::fs::write(dir.join("kernel-lsp.toml"), toml).expect("kernel-lsp.toml");
+        println!("compile worker on: {py} (debounce 500 ms)");
+    }
 
     let mut servers: Vec<(&str, Vec<String>)> = vec![("kernel-lsp", vec![kernel_lsp, "serve".into()])];
     if let Some(r) = ruff {
