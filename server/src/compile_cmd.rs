@@ -73,8 +73,10 @@ pub fn compile_reports(reports: &mut [FileReport], args: &CheckArgs) -> Result<S
             outcomes.iter().zip(&owners).filter(|(_, &o)| o == i).map(|(o, _)| o.clone()).collect();
         let mut settled = compile::settled(&mine, &kernel_ranges[i]);
         settled.python_parses = parses.contains(&i);
-        r.result.diagnostics.retain(|d| settled.keeps(d));
         let (diagnostics, resources) = compile::report(&r.text, &mine);
+        settled.errors = diagnostics.iter().filter(|d| d.code == "KL901").map(|d| d.range).collect();
+        let text = &r.text;
+        r.result.diagnostics = r.result.diagnostics.iter().filter_map(|d| settled.settle(text, d)).collect();
         r.result.diagnostics.extend(diagnostics);
         r.result.diagnostics.sort();
         r.resources = resources;

@@ -216,3 +216,26 @@ fn the_literal_arange_fix_compiles() {
     assert_eq!(codes(&after), vec![], "{:#}", after.json);
     assert_eq!(after.json["compile"]["kernels"][0]["kernel"], "row_softmax", "compiled by Triton");
 }
+
+/// KL011's block-shape findings are each confirmed by the compiler's error
+/// at the same line; the kernels that compile keep none.
+#[test]
+fn the_compiler_confirms_every_block_shape_mistake_of_the_kl011_fixture() {
+    let dir = common::temp_workspace("compile-kl011");
+    std::fs::copy(repo().join("tests/fixtures/rules/KL011.py"), dir.join("shapes.py")).expect("copy fixture");
+    std::fs::write(dir.join("kernel-lsp.toml"), format!("python = {:?}\nselect = [\"KL011\"]\n", python())).unwrap();
+    let run = check_compile(&dir, "shapes.py");
+    let kl011: Vec<&Value> =
+        run.json["diagnostics"].as_array().unwrap().iter().filter(|d| d["code"] == "KL011").collect();
+    assert_eq!(kl011.len(), 8, "{:#}\n{}", run.json, run.stderr);
+    for d in &kl011 {
+        let message = d["message"].as_str().unwrap();
+        assert!(message.ends_with("; the compiler reports an error on this line too"), "{message}");
+    }
+    let compiled: Vec<&str> =
+        run.json["compile"]["kernels"].as_array().unwrap().iter().filter_map(|k| k["kernel"].as_str()).collect();
+    for ok in ["mm_ok", "row_sum_ok", "constexpr_branch", "unknown_shapes"] {
+        assert!(compiled.contains(&ok), "{ok} compiled: {compiled:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -168,3 +168,27 @@ fn without_triton_one_message_says_so_and_static_diagnostics_remain() {
     assert!(!more.iter().any(|m| m["method"] == "window/showMessage"), "said once: {more:#?}");
     client.shutdown();
 }
+
+/// A KL011 block-shape finding is published at once; once the compiler fails
+/// at the same line, the publication says the compiler confirms it.
+#[test]
+fn the_compiler_confirms_a_block_shape_mistake_at_its_line() {
+    const SHAPES: &str = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n\
+                          def add_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n    \
+                          half = tl.arange(0, BLOCK // 2)\n    \
+                          tl.store(x_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + half))\n\n\n\
+                          def run(x, y):\n    add_kernel[(1,)](x, y, BLOCK=128)\n";
+    let (mut client, uri) = start("kl011", &python());
+    client.open(&uri, SHAPES);
+    let kl011 = |diags: &[Value]| diags.iter().find(|d| d["code"] == "KL011").cloned().expect("a KL011");
+    let first = kl011(&client.diagnostics(&uri, 1));
+    let message = first["message"].as_str().unwrap();
+    assert!(message.contains("[128] and [64]") && !message.contains("compiler"), "{message}");
+    let diags = compiled(&mut client, &uri, 1);
+    let confirmed = kl011(&diags);
+    assert_eq!(confirmed["range"], first["range"]);
+    let message = confirmed["message"].as_str().unwrap();
+    assert!(message.contains("; the compiler reports an error on this line too"), "{message}");
+    assert_eq!(compile_errors(&diags)[0]["range"]["start"]["line"], 8, "{diags:#?}");
+    client.shutdown();
+}

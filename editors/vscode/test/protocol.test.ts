@@ -26,9 +26,14 @@ import {
     DidChangeConfigurationNotification,
     DidChangeTextDocumentNotification,
     DidCloseTextDocumentNotification,
+    DefinitionRequest,
     DidOpenTextDocumentNotification,
     DocumentDiagnosticReport,
     DocumentDiagnosticRequest,
+    DocumentSymbol,
+    DocumentSymbolRequest,
+    Location,
+    ReferencesRequest,
     ExecuteCommandRequest,
     ExitNotification,
     InitializedNotification,
@@ -332,6 +337,36 @@ describe('protocol: the real server, spoken to like VS Code', function () {
         const after = await pull(s);
         assert.deepStrictEqual(codes(after), ['KL004']);
         assert.strictEqual(s.messages.filter((m) => m.type === 1).length, 0, JSON.stringify(s.messages));
+        assert.strictEqual(await s.shutdown(), 0);
+    });
+
+    it('navigation: go to definition from a launch and from BLOCK=, references, document symbols', async () => {
+        const { s, init } = await open(vscodeClientCapabilities());
+        assert.ok(init.capabilities.definitionProvider, 'definition offered');
+        assert.ok(init.capabilities.referencesProvider, 'references offered');
+        assert.ok(init.capabilities.documentSymbolProvider, 'document symbols offered');
+        const lines = KERNEL.split('\n');
+        const launch = lines.findIndex((l) => l.includes('act[(4,)]'));
+        const def = lines.findIndex((l) => l.startsWith('def act('));
+        const at = (line: number, needle: string, skip = 0) => ({ line, character: lines[line].indexOf(needle) + skip });
+        const toKernel = await s.conn.sendRequest(DefinitionRequest.type, { textDocument: { uri }, position: at(launch, 'act[', 1) });
+        const kernelLoc = (Array.isArray(toKernel) ? toKernel[0] : toKernel) as Location;
+        assert.strictEqual(kernelLoc.uri, uri);
+        assert.deepStrictEqual(kernelLoc.range, { start: at(def, 'act('), end: at(def, 'act(', 3) });
+        const toParam = await s.conn.sendRequest(DefinitionRequest.type, { textDocument: { uri }, position: at(launch, 'BLOCK=128') });
+        const paramLoc = (Array.isArray(toParam) ? toParam[0] : toParam) as Location;
+        assert.deepStrictEqual(paramLoc.range.start, at(def, 'BLOCK:'));
+        const refs = await s.conn.sendRequest(ReferencesRequest.type, {
+            textDocument: { uri },
+            position: at(launch, 'BLOCK=128'),
+            context: { includeDeclaration: true },
+        });
+        // the parameter, its two uses in the kernel, the launch keyword
+        assert.strictEqual(refs?.length, 4, JSON.stringify(refs));
+        const symbols = (await s.conn.sendRequest(DocumentSymbolRequest.type, { textDocument: { uri } })) as DocumentSymbol[];
+        assert.deepStrictEqual(symbols.map((x) => x.name), ['act', 'fill', 'ModelNew']);
+        assert.deepStrictEqual(symbols[0].children?.map((c) => c.name), ['x_ptr', 'y_ptr', 'n', 'BLOCK']);
+        assert.deepStrictEqual(symbols[2].children?.map((c) => c.name), ['forward']);
         assert.strictEqual(await s.shutdown(), 0);
     });
 

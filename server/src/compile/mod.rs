@@ -496,6 +496,8 @@ pub struct Settled {
     pub bounds_accepted: Vec<TextRange>,
     /// CPython's own parser accepts the file: KL900 (tree-sitter's) is dropped.
     pub python_parses: bool,
+    /// Where the compiler reported a compile error (KL901, whatever its severity): a KL011 on the same line is confirmed.
+    pub errors: Vec<TextRange>,
 }
 
 pub fn settled(outcomes: &[Outcome], model_defs: &[(TextRange, TextRange)]) -> Settled {
@@ -527,8 +529,25 @@ impl Settled {
             "KL004" => !self.bounds_accepted.iter().any(|def| def.contains_range(d.range)),
             // The estimate names its kernel in a related note; the compiler's own KL006 has none.
             "KL006" => !d.related.iter().any(|r| self.compiled.contains(&r.range)),
+            // A block shape the compiler accepted for the constexprs the file gives is no mistake.
+            "KL011" => !self.bounds_accepted.iter().any(|def| def.contains_range(d.range)),
             _ => true,
         }
+    }
+
+    /// A static diagnostic as it stands once the compiler had its say: None
+    /// when withdrawn ([`Self::keeps`]); a KL011 on a line where the compiler
+    /// reported an error says it is confirmed.
+    pub fn settle(&self, text: &str, d: &Diagnostic) -> Option<Diagnostic> {
+        if !self.keeps(d) {
+            return None;
+        }
+        let line_of = |at: usize| text.get(..at.min(text.len())).map_or(0, |t| t.matches('\n').count());
+        let mut d = d.clone();
+        if d.code == "KL011" && self.errors.iter().any(|e| line_of(e.start) == line_of(d.range.start)) {
+            d.message.push_str("; the compiler reports an error on this line too");
+        }
+        Some(d)
     }
 }
 
@@ -633,7 +652,7 @@ mod tests {
     #[test]
     fn the_compiler_settles_kl004_in_a_kernel_it_accepted_and_kl006_of_a_kernel_it_measured() {
         let (name, def, other) = (TextRange::new(10, 20), TextRange::new(0, 100), TextRange::new(200, 300));
-        let s = Settled { compiled: vec![name], bounds_accepted: vec![def], python_parses: false };
+        let s = Settled { compiled: vec![name], bounds_accepted: vec![def], ..Default::default() };
         assert!(!s.keeps(&diag("KL004", TextRange::new(50, 60), None)), "inside the accepted kernel");
         assert!(s.keeps(&diag("KL004", TextRange::new(250, 260), None)), "another kernel");
         assert!(!s.keeps(&diag("KL006", TextRange::new(400, 410), Some(name))), "the estimate of a compiled kernel");
@@ -642,5 +661,25 @@ mod tests {
         assert!(s.keeps(&diag("KL900", TextRange::new(0, 1), None)));
         assert!(!Settled { python_parses: true, ..s.clone() }.keeps(&diag("KL900", TextRange::new(0, 1), None)));
         assert!(s.keeps(&diag("KL001", TextRange::new(50, 60), None)));
+    }
+
+    #[test]
+    fn the_compiler_withdraws_kl011_in_a_kernel_it_accepted_and_confirms_it_at_its_error() {
+        let text = "def k():\n    a\n    b\n\ndef j():\n    c\n";
+        let (k, j) = (TextRange::new(0, 23), TextRange::new(24, text.len()));
+        let on_c = TextRange::new(text.find('c').unwrap(), text.find('c').unwrap() + 1);
+        let s = Settled { bounds_accepted: vec![k], errors: vec![on_c], ..Default::default() };
+        let in_k = diag("KL011", TextRange::new(13, 14), None);
+        assert_eq!(s.settle(text, &in_k), None, "the kernel compiled for the file's constexprs");
+        let in_j = diag("KL011", on_c, None);
+        let kept = s.settle(text, &in_j).expect("j did not compile");
+        assert!(kept.message.ends_with("the compiler reports an error on this line too"), "{}", kept.message);
+        assert!(j.contains_range(kept.range));
+        let elsewhere = Settled { errors: vec![TextRange::new(13, 14)], ..Default::default() };
+        assert_eq!(
+            elsewhere.settle(text, &in_j).map(|d| d.message),
+            Some(String::new()),
+            "another line confirms nothing"
+        );
     }
 }

@@ -167,6 +167,7 @@ async fn compile_document(
     let (diagnostics, resources) = compile::report(&text, &outcomes);
     let mut settled = compile::settled(&outcomes, &kernel_ranges);
     settled.python_parses = unparsed && compiler.python_parses(&text).await == Ok(true);
+    settled.errors = diagnostics.iter().filter(|d| d.code == "KL901").map(|d| d.range).collect();
     let compiled = Compiled { version, diagnostics, resources, settled };
     let st = &mut *lock(state);
     let current = st.docs.get(uri).is_some_and(|d| d.version == version);
@@ -242,12 +243,13 @@ pub fn tentative(d: &Diagnostic) -> Diagnostic {
     }
 }
 
-/// Whether a static diagnostic of the document still stands once the compiler had its say.
-pub fn keeps(st: &State, uri: &Uri, d: &Diagnostic) -> bool {
-    let version = st.docs.get(uri).map(|doc| doc.version);
+/// A static diagnostic of the document as it stands once the compiler had
+/// its say: withdrawn (None), or confirmed in its message ([`compile::Settled::settle`]).
+pub fn settle(st: &State, uri: &Uri, d: &Diagnostic) -> Option<Diagnostic> {
+    let doc = st.docs.get(uri)?;
     match st.compile.get(uri) {
-        Some(c) if Some(c.version) == version => c.settled.keeps(d),
-        _ => true,
+        Some(c) if c.version == doc.version => c.settled.settle(doc.text(), d),
+        _ => Some(d.clone()),
     }
 }
 

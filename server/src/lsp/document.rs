@@ -261,6 +261,17 @@ impl Document {
         super::convert::range(&self.text, &self.line_index, range, encoding)
     }
 
+    /// What navigation reads, taken under the state lock and read outside
+    /// it: the text, its line index and the tree kept for it (none for a
+    /// document not edited lately: the reader parses the text).
+    pub fn syntax(&self) -> super::navigation::Source {
+        super::navigation::Source {
+            text: self.text.clone(),
+            line_index: self.line_index.clone(),
+            tree: self.tree.clone(),
+        }
+    }
+
     /// The text of the 0-based line `line`, without its line break.
     pub fn line_text(&self, line: usize) -> &str {
         let start = self.line_index.line_start(line);

@@ -27,6 +27,7 @@ mod framing;
 mod history;
 mod hover;
 mod lens;
+mod navigation;
 mod rewrite;
 mod server;
 mod settings;

@@ -43,22 +43,27 @@ use super::rewrite;
 use super::state::{file_path, BenchState, ClientCaps, Publish, State};
 
 mod benchmark;
+mod call_hierarchy;
 mod code_action;
 mod code_lens;
 mod completion;
+mod definition;
 mod diagnostic;
 mod did_change;
 mod did_change_configuration;
 mod did_change_workspace_folders;
 mod did_close;
 mod did_open;
+mod document_symbol;
 mod execute_command;
 mod fix_all;
 mod hover_request;
 mod initialize;
 mod initialized;
 mod inlay_hint;
+mod references;
 mod rewrite_command;
+mod workspace_symbol;
 
 pub const COMMANDS: &[&str] = &[
     "kernel-lsp.benchmark",
@@ -78,6 +83,8 @@ pub struct Server {
     init_error: Mutex<Option<String>>,
     triton_names: NamesCache,
     compiling: super::compile::Compiling,
+    /// The kernels of the workspace's files, for `workspace/symbol` (`workspace_symbol.rs`).
+    workspace_kernels: workspace_symbol::Kernels,
 }
 
 /// The `triton.language` names of each configured interpreter, for KL005:
@@ -157,6 +164,7 @@ impl Server {
             init_error: Mutex::new(None),
             triton_names: Arc::default(),
             compiling: Default::default(),
+            workspace_kernels: Default::default(),
         }
     }
 
@@ -632,5 +640,42 @@ impl LanguageServer for Server {
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
         self.on_execute_command(params).await
+    }
+
+    async fn goto_definition(&self, params: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+        self.on_goto_definition(params).await
+    }
+
+    async fn references(&self, params: ReferenceParams) -> Result<Option<Vec<Location>>> {
+        self.on_references(params).await
+    }
+
+    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        self.on_document_symbol(params).await
+    }
+
+    async fn symbol(&self, params: WorkspaceSymbolParams) -> Result<Option<WorkspaceSymbolResponse>> {
+        self.on_workspace_symbol(params).await
+    }
+
+    async fn prepare_call_hierarchy(
+        &self,
+        params: CallHierarchyPrepareParams,
+    ) -> Result<Option<Vec<CallHierarchyItem>>> {
+        self.on_prepare_call_hierarchy(params).await
+    }
+
+    async fn incoming_calls(
+        &self,
+        params: CallHierarchyIncomingCallsParams,
+    ) -> Result<Option<Vec<CallHierarchyIncomingCall>>> {
+        self.on_incoming_calls(params).await
+    }
+
+    async fn outgoing_calls(
+        &self,
+        params: CallHierarchyOutgoingCallsParams,
+    ) -> Result<Option<Vec<CallHierarchyOutgoingCall>>> {
+        self.on_outgoing_calls(params).await
     }
 }

@@ -165,17 +165,21 @@ impl State {
         };
         let bench = self.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
         let unconfirmed = super::compile::kl900_unconfirmed(self, uri);
-        doc.result
+        let settled: Vec<Diagnostic> = doc
+            .result
             .diagnostics
             .iter()
-            .filter(|d| super::compile::keeps(self, uri, d))
+            .filter_map(|d| super::compile::settle(self, uri, d))
             .map(|d| match d.code == crate::model::syntax::CODE && unconfirmed {
-                true => std::borrow::Cow::Owned(super::compile::tentative(d)),
-                false => std::borrow::Cow::Borrowed(d),
+                true => super::compile::tentative(&d),
+                false => d,
             })
-            .chain(bench.iter().map(std::borrow::Cow::Borrowed))
-            .chain(super::compile::diagnostics(self, uri).iter().map(std::borrow::Cow::Borrowed))
-            .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), &d, self.encoding))
+            .collect();
+        settled
+            .iter()
+            .chain(bench)
+            .chain(super::compile::diagnostics(self, uri))
+            .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding))
             .collect()
     }
 

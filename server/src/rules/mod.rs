@@ -32,6 +32,7 @@ pub mod kl007;
 pub mod kl008;
 pub mod kl009;
 pub mod kl010;
+pub mod kl011;
 pub mod kl101;
 pub mod kl102;
 pub mod kl103;
@@ -101,6 +102,7 @@ pub static RULES: &[Rule] = &[
     kl008::RULE,
     kl009::RULE,
     kl010::RULE,
+    kl011::RULE,
     kl101::RULE,
     kl102::RULE,
     kl103::RULE,

@@ -58,6 +58,11 @@ impl Server {
             })),
             code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
             inlay_hint_provider: Some(OneOf::Left(true)),
+            definition_provider: Some(OneOf::Left(true)),
+            references_provider: Some(OneOf::Left(true)),
+            document_symbol_provider: Some(OneOf::Left(true)),
+            workspace_symbol_provider: Some(OneOf::Left(true)),
+            call_hierarchy_provider: Some(CallHierarchyServerCapability::Simple(true)),
             execute_command_provider: Some(ExecuteCommandOptions {
                 commands: COMMANDS.iter().map(|c| c.to_string()).collect(),
                 work_done_progress_options: WorkDoneProgressOptions { work_done_progress: Some(true) },
