@@ -36,6 +36,7 @@ mod nodes;
 mod scopes;
 pub mod smem;
 pub mod syntax;
+pub mod triton_api;
 pub mod triton_names;
 mod walk;
 pub use walk::host_param_ranges;
