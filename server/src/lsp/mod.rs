@@ -29,6 +29,7 @@ mod history;
 mod hover;
 mod hover_api;
 mod lens;
+mod outline;
 mod rewrite;
 mod semantic;
 mod server;

@@ -21,6 +21,7 @@ pub(crate) struct Semantic {
     pub(crate) text: Arc<str>,
     tree: Option<Tree>,
     facts: OnceLock<Arc<Facts>>,
+    outline: OnceLock<Arc<Facts>>,
 }
 
 /// What the readers ask of a version: its jit functions and its launches.
@@ -72,23 +73,32 @@ pub(crate) struct LaunchSite {
 
 impl Semantic {
     pub(crate) fn new(version: i32, text: Arc<str>, tree: Option<Tree>) -> Semantic {
-        Semantic { version, text, tree, facts: OnceLock::new() }
+        Semantic { version, text, tree, facts: OnceLock::new(), outline: OnceLock::new() }
     }
 
     /// The facts of this version, built by the first reader (a parse too when the document kept no tree).
     pub(crate) fn facts(&self) -> Arc<Facts> {
-        self.facts
-            .get_or_init(|| {
-                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &self.tree {
-                    Some(tree) => Facts::build(&self.text, tree),
-                    None => Facts::build(&self.text, &model::parse(&self.text, None)),
-                }));
-                Arc::new(built.unwrap_or_else(|_| {
-                    tracing::error!("reading the facts of version {} panicked", self.version);
-                    Facts::default()
-                }))
-            })
-            .clone()
+        self.facts.get_or_init(|| self.read("facts", Facts::build)).clone()
+    }
+
+    /// The outline of this version (`lsp::outline`): jit functions' headers
+    /// and locals, the imports, no launches; much cheaper than [`Self::facts`].
+    pub(crate) fn outline(&self) -> Arc<Facts> {
+        if let Some(f) = self.facts.get() {
+            return f.clone();
+        }
+        self.outline.get_or_init(|| self.read("outline", super::outline::build)).clone()
+    }
+
+    fn read(&self, what: &str, build: fn(&str, &Tree) -> Facts) -> Arc<Facts> {
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &self.tree {
+            Some(tree) => build(&self.text, tree),
+            None => build(&self.text, &model::parse(&self.text, None)),
+        }));
+        Arc::new(built.unwrap_or_else(|_| {
+            tracing::error!("reading the {what} of version {} panicked", self.version);
+            Facts::default()
+        }))
     }
 }
 
@@ -150,7 +160,7 @@ impl Facts {
 }
 
 /// `X = tl.constexpr(8)` and `X: tl.constexpr = 8` at module level.
-fn constexpr_globals(text: &str, tree: &Tree) -> Vec<String> {
+pub(crate) fn constexpr_globals(text: &str, tree: &Tree) -> Vec<String> {
     let root = tree.root_node();
     let mut c = root.walk();
     let mut out = Vec::new();

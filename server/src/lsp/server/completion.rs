@@ -14,7 +14,7 @@ impl Server {
             };
             (doc.semantic(), doc.offset(p.position, st.encoding), self.api_for(&doc.settings), st.caps.snippets)
         };
-        let facts = semantic.facts();
+        let facts = semantic.outline();
         let items = super::super::complete::complete(&semantic.text, offset, &facts, &api, snippets);
         Ok(items.map(CompletionResponse::Array))
     }

@@ -8,20 +8,25 @@ impl Server {
     pub(super) async fn on_hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let uri = &params.text_document_position_params.text_document.uri;
         self.analyzed(uri).await;
-        let semantic = match self.state().docs.get(uri) {
-            Some(doc) => doc.semantic(),
-            None => return Ok(None),
+        let (semantic, offset) = {
+            let st = self.state();
+            match st.docs.get(uri) {
+                Some(doc) => (doc.semantic(), doc.offset(params.text_document_position_params.position, st.encoding)),
+                None => return Ok(None),
+            }
         };
-        // Built off the state lock, once per version.
-        let facts = semantic.facts();
+        // Read off the state lock, once per version: the outline, and the
+        // whole model's facts only on a kernel's name (its launches and calls).
+        let outline = semantic.outline();
+        let on_jit = super::super::hover_api::dotted_at(&semantic.text, offset)
+            .is_some_and(|(_, name)| outline.jit_named(name).is_some());
+        let facts = if on_jit { semantic.facts() } else { outline };
         let st = self.state();
         let p = &params.text_document_position_params;
-        let Some(doc) = st.docs.get(&p.text_document.uri) else {
+        let Some(doc) = st.docs.get(&p.text_document.uri).filter(|d| d.version == semantic.version) else {
             return Ok(None);
         };
-        let offset = doc.offset(p.position, st.encoding);
         let api = self.api_for(&doc.settings);
-        let facts = if doc.version == semantic.version { facts } else { doc.semantic().facts() };
         let inputs = hover::HoverInputs { bench: st.bench.get(&p.text_document.uri), api: &api, facts: &facts };
         let markdown = hover::hover_markdown(doc, offset, &inputs);
         let compiled = crate::lsp::compile::hover(&st, &p.text_document.uri, offset);

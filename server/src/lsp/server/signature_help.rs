@@ -13,7 +13,7 @@ impl Server {
             };
             (doc.semantic(), doc.offset(p.position, st.encoding), self.api_for(&doc.settings))
         };
-        let facts = semantic.facts();
+        let facts = semantic.outline();
         Ok(super::super::signature::signature_help(&semantic.text, offset, &facts, &api))
     }
 }
