@@ -352,8 +352,11 @@ fn hover_lens_and_commands() {
     let hover = c.call("textDocument/hover", json!({"textDocument": {"uri": URI}, "position": pos(7, 31)}));
     let text = hover["contents"]["value"].as_str().unwrap();
     assert!(text.contains("KL005") && text.contains("has no `tanh`"), "{text}");
+    assert_eq!(text.matches("KL005").count(), 1, "KL005 named once: {text}");
     let hover = c.call("textDocument/hover", json!({"textDocument": {"uri": URI}, "position": pos(6, 12)}));
-    assert!(hover["contents"]["value"].as_str().unwrap().contains("`triton.language.load` exists"), "{hover}");
+    let load = hover["contents"]["value"].as_str().unwrap();
+    assert!(load.contains("tl.load(pointer, mask=None") && load.contains("triton.language.load.html"), "{hover}");
+    assert!(load.contains("Triton 3."), "the version: {hover}");
 
     let lenses = c.call("textDocument/codeLens", json!({"textDocument": {"uri": URI}}));
     let lenses = lenses.as_array().unwrap();

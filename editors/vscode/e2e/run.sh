@@ -3,7 +3,7 @@
 # runs reuse it), packages the .vsix from this checkout, and runs
 # test_vscode.py in code-server driven by headless Chromium.
 #
-#   editors/vscode/e2e/run.sh          # quick: Problems, hover, a setting, the KL005 quick fix
+#   editors/vscode/e2e/run.sh          # quick: Problems, hover, tl.load signature help, a setting, the KL005 quick fix
 #   editors/vscode/e2e/run.sh full     # also Benchmark (CPU interpreter) and Make Persistent
 #
 # Installs, into $KERNEL_LSP_E2E_HOME (default ~/.cache/kernel-lsp/vscode-e2e):

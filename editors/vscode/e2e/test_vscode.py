@@ -448,6 +448,32 @@ def main():
 
             check("hovering tl.tanh shows the KL005 rule doc", rule_doc_on_hover)
 
+            def triton_hover_and_signature_help():
+                user.go_to_line(48)
+                line = "bias = tl.load(b_ptr"
+                text = user.hover(line, "load", ("tl.load(pointer, mask=None", "Triton 3."))
+                page.keyboard.press("Escape")
+                # The cursor inside the call, in `other=0.0` (the line's end, one left of `)`);
+                # then the parameter hints, as Ctrl+Shift+Space asks.
+                x, y = user.point_at(line, "bias")
+                page.mouse.click(x, y)
+                page.keyboard.press("End")
+                page.keyboard.press("ArrowLeft")
+                user.palette("Trigger Parameter Hints")
+                hints = page.locator(".parameter-hints-widget")
+
+                def shown():
+                    t = " ".join(hints.all_inner_texts())
+                    return "tl.load(pointer" in t and t
+
+                hint = wait_until("signature help for tl.load", shown, 30)
+                active = page.locator(".parameter-hints-widget .parameter.active").all_inner_texts()
+                assert active == ["other=None"], f"the active parameter: {active}; {hint}"
+                page.keyboard.press("Escape")
+                return text.splitlines()[0] + "; active parameter other=None"
+
+            check("hover and signature help on tl.load", triton_hover_and_signature_help)
+
             def setting_takes_effect():
                 user.edit_user_settings({**user_settings, "kernelLsp.ignore": ["KL005"]}, vscode.settings_file)
                 wait_until("KL005 to leave Problems after kernelLsp.ignore", lambda: "KL005" not in user.problems(), 30)

@@ -20,6 +20,8 @@ import {
     CodeActionRequest,
     CodeLensRequest,
     Command,
+    CompletionItem,
+    CompletionRequest,
     ConfigurationRequest,
     createProtocolConnection,
     Diagnostic,
@@ -36,6 +38,8 @@ import {
     ReferencesRequest,
     ExecuteCommandRequest,
     ExitNotification,
+    HoverRequest,
+    MarkupContent,
     InitializedNotification,
     InitializeRequest,
     InitializeResult,
@@ -47,6 +51,8 @@ import {
     ShowMessageNotification,
     ShowMessageParams,
     ShutdownRequest,
+    SignatureHelp,
+    SignatureHelpRequest,
     StreamMessageReader,
     StreamMessageWriter,
     TextEdit,
@@ -391,6 +397,50 @@ describe('protocol: the real server, spoken to like VS Code', function () {
             s.published.find((p, i) => i > s.published.indexOf(second) && p.uri === uri && p.diagnostics.length === 0),
         );
         assert.strictEqual(await s.shutdown(), 0);
+    });
+
+    it('hover, signature help and completion know Triton (VS Code capabilities): tl.load, the kernel, its launch', async () => {
+        const { s, init } = await open(vscodeClientCapabilities());
+        assert.deepStrictEqual(init.capabilities.signatureHelpProvider?.triggerCharacters, ['(', ',']);
+        const lines = KERNEL.split('\n');
+        const at = (needle: string, delta: number) => {
+            const line = lines.findIndex((l) => l.includes(needle));
+            return { line, character: lines[line].indexOf(needle) + delta };
+        };
+        const hover = async (needle: string, delta: number) => {
+            const h = await s.conn.sendRequest(HoverRequest.type, { textDocument: { uri }, position: at(needle, delta) });
+            return (h?.contents as MarkupContent | undefined)?.value ?? '';
+        };
+        const load = await hover('tl.load', 4);
+        assert.match(load, /tl\.load\(pointer, mask=None, other=None/);
+        assert.match(load, /Return a tensor of data whose values are loaded/);
+        assert.match(load, /triton-lang\.org\/main\/python-api\/generated\/triton\.language\.load\.html/);
+        assert.match(load, /Triton 3\./);
+        const kernel = await hover('def act', 5);
+        assert.match(kernel, /def act\(x_ptr, y_ptr, n, BLOCK: tl\.constexpr\)/);
+        assert.match(kernel, /launched at line 19/);
+        const launch = await hover('act[(4,)]', 1);
+        assert.match(launch, /\*\*Launch\*\* of `act` on grid `\(4,\)`: 4 programs/);
+
+        const help: SignatureHelp | null = await s.conn.sendRequest(SignatureHelpRequest.type, {
+            textDocument: { uri },
+            position: at('BLOCK=128', 6),
+            context: { triggerKind: 1, isRetrigger: false },
+        });
+        const sig = help?.signatures[0];
+        assert.strictEqual(sig?.label, 'act[grid](x_ptr, y_ptr, n, BLOCK: tl.constexpr)');
+        const [a, b] = sig.parameters![help!.activeParameter!].label as [number, number];
+        assert.strictEqual(sig.label.slice(a, b), 'BLOCK: tl.constexpr');
+
+        const items = (await s.conn.sendRequest(CompletionRequest.type, {
+            textDocument: { uri },
+            position: at('tl.load', 3),
+        })) as CompletionItem[];
+        const loadItem = items.find((i) => i.label === 'load');
+        assert.ok(loadItem, 'tl.load offered');
+        assert.strictEqual(loadItem.insertText, 'load(${1:pointer})$0');
+        assert.match((loadItem.documentation as MarkupContent).value, /triton\.language\.load\.html/);
+        assert.ok(!items.some((i) => i.label === 'tanh'), 'tl.tanh is not offered');
     });
 
     it('accepts every setting the extension maps, applies them live, and refuses invalid ones', async () => {

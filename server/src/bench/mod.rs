@@ -464,7 +464,7 @@ fn write_harness() -> Result<PathBuf, BenchError> {
     Ok(path)
 }
 
-fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         return PathBuf::from(d).join("kernel-lsp");
     }

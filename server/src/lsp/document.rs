@@ -22,6 +22,7 @@ use crate::model;
 use crate::text::{changed_span, LineIndex, TextRange};
 
 use super::convert::Encoding;
+use super::semantic::Semantic;
 
 pub struct Document {
     pub version: i32,
@@ -44,6 +45,8 @@ pub struct Document {
     snapshot: Option<Arc<Snapshot>>,
     /// Whether the last change was reparsed from the edited old tree.
     reparsed_incrementally: bool,
+    /// The semantic snapshot of this version, made for the first reader that asks.
+    semantic: std::sync::OnceLock<Arc<Semantic>>,
 }
 
 /// What the analysis of one version needs, taken under the state lock and
@@ -61,6 +64,7 @@ pub struct AnalysisJob {
 pub struct Evicted {
     _tree: Option<Tree>,
     _snapshot: Option<Arc<Snapshot>>,
+    _semantic: Option<Arc<Semantic>>,
 }
 
 /// The outcome of an [`AnalysisJob`], for [`Document::install`].
@@ -130,6 +134,7 @@ impl Document {
             analyzed_tx: tokio::sync::watch::Sender::new(version),
             snapshot: Some(Arc::new(snapshot)),
             reparsed_incrementally: false,
+            semantic: Default::default(),
         }
     }
 
@@ -179,6 +184,7 @@ impl Document {
         }
         self.version = version;
         self.text = Arc::from(text);
+        self.semantic = Default::default();
         let old = if full_reparse { None } else { self.tree.as_ref() };
         self.reparsed_incrementally = old.is_some();
         let tree = model::parse(&self.text, old);
@@ -249,7 +255,16 @@ impl Document {
     /// is typing in; the caller frees them, outside the state lock (freeing
     /// the tree of a 5,000-line file takes ~15 ms).
     pub fn take_tree(&mut self) -> Evicted {
-        Evicted { _tree: self.tree.take(), _snapshot: self.snapshot.take() }
+        let semantic = std::mem::take(&mut self.semantic).into_inner();
+        Evicted { _tree: self.tree.take(), _snapshot: self.snapshot.take(), _semantic: semantic }
+    }
+
+    /// The semantic snapshot of the current version (text, tree, facts), for
+    /// readers to use after they let go of the state lock.
+    pub(crate) fn semantic(&self) -> Arc<Semantic> {
+        self.semantic
+            .get_or_init(|| Arc::new(Semantic::new(self.version, self.text.clone(), self.tree.clone())))
+            .clone()
     }
 
     /// Byte offset of an LSP position in the current text (clamped).

@@ -1,37 +1,74 @@
-//! Hover: the rule's documentation over a diagnostic's range, over a
-//! `tl.NAME` whether `triton.language` has NAME, and over `ModelNew` the
-//! figures of its last benchmark.
+//! Hover: the rule's documentation over a diagnostic's range; over a
+//! `tl.NAME` its signature and documentation from the Triton API in use (or
+//! that `triton.language` has no NAME); over a kernel or jit helper its
+//! signature, launch sites and last benchmark; over a launch its kernel, grid
+//! and programs (`hover_api`); over `ModelNew` the figures of its last benchmark.
 
+use crate::model::triton_api::TritonApi;
 use crate::model::triton_names;
 use crate::rules;
 
 use super::bench_view;
 use super::document::Document;
+use super::semantic::Facts;
 use super::state::BenchState;
 
+/// What a hover reads beside the document: the last benchmark, the Triton
+/// API in use and the facts of the document's version.
+pub struct HoverInputs<'a> {
+    pub bench: Option<&'a BenchState>,
+    pub api: &'a TritonApi,
+    pub facts: &'a Facts,
+}
+
 /// Markdown for the hover at byte `offset`, if any.
-pub fn hover_markdown(doc: &Document, offset: usize, bench: Option<&BenchState>) -> Option<String> {
+pub fn hover_markdown(doc: &Document, offset: usize, inputs: &HoverInputs) -> Option<String> {
     let mut sections = Vec::new();
-    if let Some(r) = bench.and_then(|b| b.result.as_ref()) {
+    let result = inputs.bench.and_then(|b| b.result.as_ref());
+    if let Some(r) = result {
         let on_model = doc.result.classes.iter().any(|c| c.name == "ModelNew" && c.range.contains(offset));
         if on_model {
             sections.push(bench_view::hover_section(r));
         }
     }
+    sections.extend(super::hover_api::launch_hover(doc.text(), inputs.facts, offset));
+    if let Some(f) = jit_under(doc.text(), inputs.facts, offset) {
+        let mut s = super::hover_api::jit_hover(doc.text(), f);
+        if let Some(r) = result.filter(|_| !f.launch_sites.is_empty()) {
+            s.push_str(&format!("\n{}", bench_view::hover_section(r)));
+        }
+        sections.push(s);
+    }
     for d in doc.result.diagnostics.iter().filter(|d| d.range.contains(offset) || d.range.start == offset) {
         let mut s = format!("**{}** `{}`: {}\n\n", d.code, d.name, d.message);
         if let Some(doc) = rule_doc(&d.code) {
-            s.push_str(&doc);
+            // The line above names the rule: its heading would be the second.
+            let heading = format!("# {} ", d.code);
+            let body = match doc.strip_prefix(&heading) {
+                Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b).trim_start(),
+                None => &doc,
+            };
+            s.push_str(body);
         }
         if let Some(fix) = &d.fix {
             s.push_str(&format!("\n\nFix: {}", fix.title));
         }
         sections.push(s);
     }
-    if let Some(s) = triton_name_hover(doc, offset) {
+    if let Some(s) = triton_name_hover(doc, offset, inputs) {
         sections.push(s);
     }
     (!sections.is_empty()).then(|| sections.join("\n\n---\n\n"))
+}
+
+/// The jit function whose name is under `offset`: at its `def`, or used
+/// anywhere (a launch, a call) by that name.
+fn jit_under<'f>(text: &str, facts: &'f Facts, offset: usize) -> Option<&'f super::semantic::JitFn> {
+    let (range, dotted) = super::hover_api::dotted_at(text, offset)?;
+    if dotted.contains('.') || offset < range.start {
+        return None;
+    }
+    facts.jit_named(dotted)
 }
 
 /// A rule's documentation: the registry's doc, or the `KL9xx` table's.
@@ -72,12 +109,19 @@ pub fn tl_name_at(text: &str, offset: usize) -> Option<(usize, &str)> {
     (qualified && (prefix_ok || before.ends_with("triton.language."))).then(|| (start, &text[start..end]))
 }
 
-fn triton_name_hover(doc: &Document, offset: usize) -> Option<String> {
-    let (start, name) = tl_name_at(doc.text(), offset)?;
-    let version = triton_names::generated_from();
-    if triton_names::is_known(name) {
-        return Some(format!("`tl.{name}`: `triton.language.{name}` exists (Triton {version})."));
+fn triton_name_hover(doc: &Document, offset: usize, inputs: &HoverInputs) -> Option<String> {
+    let (range, dotted) = super::hover_api::dotted_at(doc.text(), offset)?;
+    let api_name = super::hover_api::api_name(inputs.facts, dotted)?;
+    let api = inputs.api;
+    if let Some(entry) = api.get(&api_name) {
+        return Some(super::hover_api::api_hover(api, entry));
     }
+    // Only `tl.NAME` is reported missing: a module such as `tl.math` or `tl.extra` is not a name.
+    let (start, name) = tl_name_at(doc.text(), offset).filter(|(s, _)| *s >= range.start)?;
+    if api.members(&format!("{api_name}.")).first().is_some() || api_name.contains('.') {
+        return None;
+    }
+    let version = &api.version;
     let mut s =
         format!("`tl.{name}`: **`triton.language` has no `{name}`** (Triton {version}); this fails to compile.");
     let fix = doc
@@ -145,13 +189,40 @@ mod tests {
         assert_eq!(tl_name_at(t, 0), None);
     }
 
+    fn hover(doc: &Document, offset: usize, bench: Option<&BenchState>) -> Option<String> {
+        let facts = doc.semantic().facts();
+        let api = TritonApi::embedded();
+        hover_markdown(doc, offset, &HoverInputs { bench, api: &api, facts: &facts })
+    }
+
     #[test]
     fn hover_tells_known_from_unknown_names() {
         let doc = Document::new("y = tl.tanh(x)\nz = tl.sigmoid(x)\n", 0, Arc::new(Settings::default()));
-        let unknown = hover_markdown(&doc, 8, None).unwrap();
+        let unknown = hover(&doc, 8, None).unwrap();
         assert!(unknown.contains("has no `tanh`"), "{unknown}");
-        let known = hover_markdown(&doc, doc.text().find("sigmoid").unwrap(), None).unwrap();
-        assert!(known.contains("exists"), "{known}");
+        let known = hover(&doc, doc.text().find("sigmoid").unwrap(), None).unwrap();
+        assert!(known.contains("tl.sigmoid(x)") && known.contains("triton.language.sigmoid.html"), "{known}");
+    }
+
+    /// The diagnostic's line names KL005; the rule's doc under it does not name it again.
+    #[test]
+    fn an_unknown_tl_name_shows_the_kl005_heading_once() {
+        let text = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.tanh(1.0))\n";
+        let doc = Document::new(text, 0, Arc::new(Settings::default()));
+        let h = hover(&doc, text.find("tanh").unwrap() + 1, None).expect("a hover");
+        assert_eq!(h.matches("KL005").count(), 1, "{h}");
+        assert!(h.contains("has no `tanh`") && h.contains("## What it does"), "{h}");
+    }
+
+    #[test]
+    fn hover_on_a_kernel_and_on_its_launch() {
+        let text = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    pass\n\ndef run(x):\n    k[(triton.cdiv(1000, 128),)](x, BLOCK=128)\n";
+        let doc = Document::new(text, 0, Arc::new(Settings::default()));
+        let h = hover(&doc, text.find("def k").unwrap() + 4, None).expect("on the def");
+        assert!(h.contains("def k(x_ptr, BLOCK: tl.constexpr)") && h.contains("constexpr: `BLOCK`"), "{h}");
+        assert!(h.contains("launched at line 9"), "{h}");
+        let h = hover(&doc, text.find("k[(").unwrap(), None).expect("on the launch");
+        assert!(h.contains("**Launch** of `k`") && h.contains(": 8 programs"), "{h}");
     }
 
     #[test]
@@ -166,10 +237,10 @@ mod tests {
         result.speedup = Some(3.0);
         result.extra.insert("kernelbench_speedup".into(), 3.2.into());
         let bench = BenchState { result: Some(result), ..Default::default() };
-        let h = hover_markdown(&doc, at, Some(&bench)).expect("a hover over ModelNew");
+        let h = hover(&doc, at, Some(&bench)).expect("a hover over ModelNew");
         assert!(h.contains("**Benchmark** (GPU)") && h.contains("3.20x KernelBench's speedup"), "{h}");
         // Not elsewhere, and not without a result.
-        assert!(hover_markdown(&doc, text.find("pass").unwrap(), Some(&bench)).is_none());
-        assert!(hover_markdown(&doc, at, Some(&BenchState::default())).is_none());
+        assert!(hover(&doc, text.find("pass").unwrap(), Some(&bench)).is_none());
+        assert!(hover(&doc, at, Some(&BenchState::default())).is_none());
     }
 }

@@ -28,6 +28,7 @@ use tracing::{info, warn};
 
 use crate::bench::{self, BenchRequest};
 use crate::config::{Settings, TritonNames};
+use crate::model::triton_api::TritonApi;
 use crate::model::triton_names;
 use crate::text::TextRange;
 
@@ -64,6 +65,7 @@ mod inlay_hint;
 mod references;
 mod rewrite_command;
 mod workspace_symbol;
+mod signature_help;
 
 pub const COMMANDS: &[&str] = &[
     "kernel-lsp.benchmark",
@@ -82,10 +84,15 @@ pub struct Server {
     /// An invalid-settings message from `initialize`, shown once the client can receive it.
     init_error: Mutex<Option<String>>,
     triton_names: NamesCache,
+    /// The `triton.language` API of each configured interpreter, once read
+    /// (`lsp::triton_api_load`); the embedded database until then and without one.
+    apis: ApiCache,
     compiling: super::compile::Compiling,
     /// The kernels of the workspace's files, for `workspace/symbol` (`workspace_symbol.rs`).
     workspace_kernels: workspace_symbol::Kernels,
 }
+
+type ApiCache = Arc<Mutex<HashMap<String, Arc<TritonApi>>>>;
 
 /// The `triton.language` names of each configured interpreter, for KL005:
 /// `None` while it is being asked (the bundled list meanwhile).
@@ -163,6 +170,7 @@ impl Server {
             next_token: AtomicU64::new(1),
             init_error: Mutex::new(None),
             triton_names: Arc::default(),
+            apis: Arc::default(),
             compiling: Default::default(),
             workspace_kernels: Default::default(),
         }
@@ -218,6 +226,7 @@ impl Server {
     fn ask_triton_names(&self, python: String) {
         let (cache, state, tx, client) =
             (self.triton_names.clone(), self.state.clone(), self.publish_tx.clone(), self.client.clone());
+        let apis = self.apis.clone();
         tokio::spawn(async move {
             let asked = python.clone();
             let loaded = tokio::task::spawn_blocking(move || triton_names::load(&asked, TRITON_NAMES_TIMEOUT))
@@ -253,6 +262,14 @@ impl Server {
             };
             if caps.pull_diagnostics && caps.diagnostic_refresh {
                 spawn_client_request(async move { client.workspace_diagnostic_refresh().await });
+            }
+            // The API after the names, not beside them: one import of Triton at a time.
+            match super::triton_api_load::load(&python, TRITON_NAMES_TIMEOUT).await {
+                Ok(api) => {
+                    info!("hover and completion read triton {} of `{python}`", api.version);
+                    lock_any(&apis).insert(python.clone(), Arc::new(api));
+                }
+                Err(why) => warn!("hover and completion read the embedded Triton API: {why}"),
             }
         });
     }
@@ -412,6 +429,12 @@ impl Server {
                 return;
             }
         }
+    }
+
+    /// The Triton API for a document's settings: its interpreter's once read, else the embedded one.
+    fn api_for(&self, settings: &Settings) -> Arc<TritonApi> {
+        let Some(python) = settings.python.as_deref() else { return TritonApi::embedded() };
+        lock_any(&self.apis).get(python).cloned().unwrap_or_else(TritonApi::embedded)
     }
 
     fn history_command(&self, args: &[Value]) -> Result<Option<Value>> {
@@ -636,6 +659,10 @@ impl LanguageServer for Server {
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
         self.on_completion(params).await
+    }
+
+    async fn signature_help(&self, params: SignatureHelpParams) -> Result<Option<SignatureHelp>> {
+        self.on_signature_help(params).await
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {

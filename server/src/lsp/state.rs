@@ -35,6 +35,8 @@ pub struct ClientCaps {
     pub watched_files_dynamic: bool,
     /// The client can fill in a code action's `command` through `codeAction/resolve`.
     pub code_action_resolve: bool,
+    /// Completion items may insert snippets (`load(${1:pointer})`).
+    pub snippets: bool,
 }
 
 impl ClientCaps {
@@ -64,6 +66,11 @@ impl ClientCaps {
                 .and_then(|t| t.code_action.as_ref())
                 .and_then(|a| a.resolve_support.as_ref())
                 .is_some_and(|r| r.properties.iter().any(|p| p == "command")),
+            snippets: text
+                .and_then(|t| t.completion.as_ref())
+                .and_then(|c| c.completion_item.as_ref())
+                .and_then(|i| i.snippet_support)
+                .unwrap_or(false),
         }
     }
 }

@@ -40,6 +40,7 @@ pub mod shapes;
 pub mod smem;
 mod step_state;
 pub mod syntax;
+pub mod triton_api;
 pub mod triton_names;
 mod walk;
 pub use walk::host_param_ranges;

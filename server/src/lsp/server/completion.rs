@@ -1,28 +1,21 @@
-//! `textDocument/completion` (reads the settings): `tl.*` names.
+//! `textDocument/completion` (reads the semantic snapshot): `tl.` members
+//! with their docs, keyword arguments of the call around the cursor, and
+//! the names a kernel body may use.
 
 use super::*;
 
 impl Server {
     pub(super) async fn on_completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
-        let st = self.state();
         let p = &params.text_document_position;
-        let Some(doc) = st.docs.get(&p.text_document.uri) else {
-            return Ok(None);
+        let (semantic, offset, api, snippets) = {
+            let st = self.state();
+            let Some(doc) = st.docs.get(&p.text_document.uri) else {
+                return Ok(None);
+            };
+            (doc.semantic(), doc.offset(p.position, st.encoding), self.api_for(&doc.settings), st.caps.snippets)
         };
-        let offset = doc.offset(p.position, st.encoding);
-        let before = &doc.text()[..offset];
-        let partial = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        if !partial.ends_with("tl.") {
-            return Ok(None);
-        }
-        let items = crate::model::triton_names::all()
-            .map(|name| CompletionItem {
-                label: name.to_string(),
-                kind: Some(CompletionItemKind::FUNCTION),
-                detail: Some(format!("triton.language.{name}")),
-                ..Default::default()
-            })
-            .collect();
-        Ok(Some(CompletionResponse::Array(items)))
+        let facts = semantic.outline();
+        let items = super::super::complete::complete(&semantic.text, offset, &facts, &api, snippets);
+        Ok(items.map(CompletionResponse::Array))
     }
 }

@@ -1,17 +1,34 @@
-//! `textDocument/hover` (reads the analysis): a rule's documentation at its diagnostic, a kernel's summary.
+//! `textDocument/hover` (reads the analysis and the semantic snapshot): a
+//! rule's documentation at its diagnostic, a `tl.*` name's signature and
+//! docs, a kernel's or launch's summary, a kernel's compiled resources.
 
 use super::*;
 
 impl Server {
     pub(super) async fn on_hover(&self, params: HoverParams) -> Result<Option<Hover>> {
-        self.analyzed(&params.text_document_position_params.text_document.uri).await;
+        let uri = &params.text_document_position_params.text_document.uri;
+        self.analyzed(uri).await;
+        let (semantic, offset) = {
+            let st = self.state();
+            match st.docs.get(uri) {
+                Some(doc) => (doc.semantic(), doc.offset(params.text_document_position_params.position, st.encoding)),
+                None => return Ok(None),
+            }
+        };
+        // Read off the state lock, once per version: the outline, and the
+        // whole model's facts only on a kernel's name (its launches and calls).
+        let outline = semantic.outline();
+        let on_jit = super::super::hover_api::dotted_at(&semantic.text, offset)
+            .is_some_and(|(_, name)| outline.jit_named(name).is_some());
+        let facts = if on_jit { semantic.facts() } else { outline };
         let st = self.state();
         let p = &params.text_document_position_params;
-        let Some(doc) = st.docs.get(&p.text_document.uri) else {
+        let Some(doc) = st.docs.get(&p.text_document.uri).filter(|d| d.version == semantic.version) else {
             return Ok(None);
         };
-        let offset = doc.offset(p.position, st.encoding);
-        let markdown = hover::hover_markdown(doc, offset, st.bench.get(&p.text_document.uri));
+        let api = self.api_for(&doc.settings);
+        let inputs = hover::HoverInputs { bench: st.bench.get(&p.text_document.uri), api: &api, facts: &facts };
+        let markdown = hover::hover_markdown(doc, offset, &inputs);
         let compiled = crate::lsp::compile::hover(&st, &p.text_document.uri, offset);
         let markdown = match (markdown, compiled) {
             (Some(a), Some(b)) => Some(format!("{a}\n\n---\n\n{b}")),

@@ -51,6 +51,11 @@ impl Server {
                 trigger_characters: Some(vec![".".to_string()]),
                 ..Default::default()
             }),
+            signature_help_provider: Some(SignatureHelpOptions {
+                trigger_characters: Some(vec!["(".to_string(), ",".to_string()]),
+                retrigger_characters: Some(vec!["=".to_string()]),
+                work_done_progress_options: Default::default(),
+            }),
             code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
                 code_action_kinds: Some(code_action_kinds),
                 work_done_progress_options: Default::default(),

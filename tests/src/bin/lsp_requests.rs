@@ -1,0 +1,249 @@
+//! Latency of what a Triton author asks while typing: hover, signature help
+//! and completion on the generated 5,000-line file (`kernel_lsp_tests::generate`),
+//! with 20 such files open, and the server's resident memory.
+//!
+//! At each of 60 kernels it makes an edit (` + 1` typed at the end of
+//! `y = x * 2.0`) and at once asks, in turn, a hover on `tl.load`, signature
+//! help inside that `tl.load(...)` and completion after `tl.`: the first
+//! request after an edit reads a version nobody has read yet (its analysis
+//! awaited by hover, its facts built). Each request is then asked again on
+//! the same version (warm). Times are from sending the request to its
+//! answer; p50/p99/max per request and kind, then VmRSS and VmHWM. The
+//! compiler in the loop is off (`kernel-lsp.toml` in the temporary
+//! workspace) unless `--compile`: it would compile every kernel of 20 files
+//! on the same cores while the requests are timed.
+//!
+//! ```text
+//! cargo build --release -p kernel-lsp -p kernel-lsp-tests
+//! target/release/lsp_requests [--kernel-lsp PATH] [--lines N] [--files N] [--places N] [--compile]
+//! ```
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use kernel_lsp_tests::{default_kernel_lsp, generate};
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// #36's goal for each request's p99.
+const GOAL_MS: f64 = 20.0;
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    rx: Receiver<Value>,
+    next_id: i64,
+}
+
+fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0u8; length?];
+    std::io::Read::read_exact(reader, &mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+impl Server {
+    fn start(binary: &str, cwd: &std::path::Path) -> Server {
+        let mut child = Command::new(binary)
+            .arg("serve")
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(msg) = read_frame(&mut reader) {
+                if tx.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        Server { child, stdin, rx, next_id: 1 }
+    }
+
+    fn send(&mut self, msg: &Value) {
+        let body = serde_json::to_vec(msg).expect("json");
+        write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len()).expect("write");
+        self.stdin.write_all(&body).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let msg = self
+                .rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the server answers in time");
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                let n = msg["params"]["items"].as_array().map_or(1, Vec::len);
+                let result =
+                    if msg["method"] == "workspace/configuration" { json!(vec![Value::Null; n]) } else { Value::Null };
+                self.send(&json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}));
+            }
+            if pred(&msg) {
+                return msg;
+            }
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait(|m| m.get("method").is_none() && m["id"] == json!(id))
+    }
+
+    fn memory_kb(&self, field: &str) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+}
+
+fn percentiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    (at(0.5), at(0.99), v[v.len() - 1])
+}
+
+fn main() {
+    let mut binary = default_kernel_lsp().display().to_string();
+    let (mut lines, mut files, mut places) = (5000, 20, 60);
+    let mut compile = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut num = |what: &str| args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{what} N"));
+        match a.as_str() {
+            "--kernel-lsp" => {
+                let p = args.next().expect("--kernel-lsp PATH");
+                binary = std::fs::canonicalize(&p).map_or(p, |p| p.display().to_string());
+            }
+            "--lines" => lines = num("--lines"),
+            "--compile" => compile = true,
+            "--files" => files = num("--files"),
+            "--places" => places = num("--places"),
+            other => panic!(
+                "usage: lsp_requests [--kernel-lsp PATH] [--lines N] [--files N] [--places N] [--compile]; got {other}"
+            ),
+        }
+    }
+    let generated = generate(lines);
+    let text = generated.text.as_str();
+    let dir = std::env::temp_dir().join(format!("kl-requests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    if !compile {
+        // The compiler in the loop would compile 110 kernels per file in the background, on the same cores.
+        std::fs::write(dir.join("kernel-lsp.toml"), "[compile]\nenabled = false\n").expect("config");
+    }
+    let mut server = Server::start(&binary, &dir);
+    let root = format!("file://{}", dir.display());
+    server.request(
+        "initialize",
+        json!({"processId": std::process::id(), "rootUri": root,
+               "capabilities": {"general": {"positionEncodings": ["utf-16"]},
+                                "textDocument": {"completion": {"completionItem": {"snippetSupport": true}}}}}),
+    );
+    server.notify("initialized", json!({}));
+    let uris: Vec<String> = (0..files).map(|i| format!("{root}/kernels_{i}.py")).collect();
+    for uri in &uris {
+        server.notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+        );
+        server.wait(|m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == json!(uri));
+    }
+    let rss_open = server.memory_kb("VmRSS:");
+    let all: Vec<&str> = text.lines().collect();
+    let step = (generated.kernel_lines.len() / places.max(1)).max(1);
+    let mut timings: Vec<(&str, bool, f64)> = Vec::new();
+    let uri = uris[0].clone();
+    for (k, &line) in generated.kernel_lines.iter().step_by(step).take(places).enumerate() {
+        let end = all[line].encode_utf16().count() as u64 + 4 * k as u64;
+        server.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 2 + k as i64},
+                   "contentChanges": [{"range": {"start": {"line": line, "character": end}, "end": {"line": line, "character": end}}, "text": " + 1"}]}),
+        );
+        let load = (0..line).rev().find(|&l| all[l].contains("x = tl.load(x_ptr")).expect("the kernel's tl.load");
+        let col = all[load].find("tl.load").expect("tl.load") as u64;
+        let at = |c: u64| json!({"textDocument": {"uri": uri}, "position": {"line": load, "character": c}});
+        let asks = [
+            ("hover", "textDocument/hover", at(col + 4)),
+            ("signatureHelp", "textDocument/signatureHelp", at(col + 8)),
+            ("completion", "textDocument/completion", at(col + 5)),
+        ];
+        for warm in [false, true] {
+            for (name, method, params) in &asks {
+                let started = Instant::now();
+                let answer = server.request(method, params.clone());
+                timings.push((name, warm, started.elapsed().as_secs_f64() * 1000.0));
+                assert!(answer.get("error").is_none() && !answer["result"].is_null(), "{name}: {answer}");
+            }
+        }
+    }
+    let (rss, hwm) = (server.memory_kb("VmRSS:"), server.memory_kb("VmHWM:"));
+    println!(
+        "file: {lines} lines, {} kernels; {files} files open; {places} edits, each followed by the requests",
+        generated.kernel_lines.len()
+    );
+    println!(
+        "| request | after an edit p50 / p99 / max (ms) | same version p50 / p99 / max (ms) | p99 <= {GOAL_MS} ms |"
+    );
+    println!("|---|---|---|---|");
+    let mut all_met = true;
+    for name in ["hover", "signatureHelp", "completion"] {
+        let pick = |warm: bool| timings.iter().filter(|t| t.0 == name && t.1 == warm).map(|t| t.2).collect::<Vec<_>>();
+        let (c, w) = (percentiles(pick(false)), percentiles(pick(true)));
+        let met = c.1 <= GOAL_MS && w.1 <= GOAL_MS;
+        all_met &= met;
+        println!(
+            "| {name} | {:.1} / {:.1} / {:.1} | {:.1} / {:.1} / {:.1} | {} |",
+            c.0,
+            c.1,
+            c.2,
+            w.0,
+            w.1,
+            w.2,
+            if met { "yes" } else { "no" }
+        );
+    }
+    let mb = |kb: Option<u64>| kb.map_or("?".into(), |kb| format!("{:.0} MB", kb as f64 / 1024.0));
+    println!(
+        "resident memory: {} with {files} files open, {} after the requests (peak {})",
+        mb(rss_open),
+        mb(rss),
+        mb(hwm)
+    );
+    println!("goal met: {}", if all_met { "yes" } else { "no" });
+    server.request("shutdown", Value::Null);
+    server.notify("exit", Value::Null);
+    let _ = server.child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
