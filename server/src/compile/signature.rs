@@ -674,9 +674,16 @@ fn call_type(model: &FileModel, settings: &Settings, f: usize, node: Node, depth
         let module = model.text(object);
         if module == "torch" {
             return match method {
-                "empty" | "zeros" | "ones" | "randn" | "rand" | "full" | "empty_strided" | "tensor" => {
-                    explicit.or(Some(Ty::Ptr("fp32".into())))
-                }
+                "empty" | "zeros" | "ones" | "randn" | "rand" | "empty_strided" => explicit.or(Some(Ty::Ptr("fp32".into()))),
+                // The dtype follows the data: `torch.tensor(addresses)` is int64, `full(.., 0)` too.
+                "tensor" | "full" => explicit.or_else(|| {
+                    let data = if method == "full" { args.get(1) } else { args.first() };
+                    match data.map(|d| d.kind()) {
+                        Some("float") => Some(Ty::Ptr("fp32".into())),
+                        Some("integer") => Some(Ty::Ptr("i64".into())),
+                        _ => None,
+                    }
+                }),
                 "arange" | "randint" => explicit.or(Some(Ty::Ptr("i64".into()))),
                 m if m.ends_with("_like") => explicit.or_else(|| args.first().and_then(|a| again(*a))),
                 _ => args.first().and_then(|a| again(*a)).filter(|t| matches!(t, Ty::Ptr(_))),

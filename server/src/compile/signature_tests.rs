@@ -213,3 +213,26 @@ def k(x_ptr, BLOCK: tl.constexpr):
     assert!(p[0].functions.contains("helper"));
     assert_eq!(p[0].variants[0].constexprs["BLOCK"], json!(64), "assumed");
 }
+
+#[test]
+fn a_tensor_made_from_data_has_the_data_s_dtype_or_none() {
+    // `torch.tensor(addresses)` holds int64 pointers: never an fp32 pointer on a guess.
+    let src = r#"
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def k(ptrs, fill, out_ptr):
+    p = tl.load(ptrs).to(tl.pointer_type(tl.float16))
+    tl.store(out_ptr, tl.load(p) + tl.load(fill))
+
+def run(addrs, out):
+    ptrs = torch.tensor(addrs, device="cuda")
+    fill = torch.full((1,), 0, device="cuda")
+    k[(1,)](ptrs, fill, out)
+"#;
+    let v = &plans(src)[0].variants[0];
+    assert_eq!(v.signature["fill"], "*i64");
+    assert!(v.assumed.iter().any(|a| a.starts_with("`ptrs`")), "{:?}", v.assumed);
+}
