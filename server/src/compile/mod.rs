@@ -419,10 +419,13 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
             Some(status @ ("error" | "failure" | "bundle-error")) => {
                 let e = &reply["error"];
                 let message = e["message"].as_str().unwrap_or("compile error").trim().to_string();
-                let hidden =
-                    o.job.hidden_names.iter().find(|n| {
-                        message.contains(&format!("{n} is not defined")) || message.contains(&format!("'{n}'"))
-                    });
+                let undefined = undefined_name(&message).filter(|n| bound_in_file(src, n)).map(str::to_string);
+                let hidden = o
+                    .job
+                    .hidden_names
+                    .iter()
+                    .find(|n| message.contains(&format!("{n} is not defined")) || message.contains(&format!("'{n}'")))
+                    .or(undefined.as_ref());
                 let line = e["line"].as_u64().map(|l| l.saturating_sub(1) as usize);
                 let column = e["column"].as_u64().map(|c| c.saturating_sub(1) as usize).unwrap_or(0);
                 let start = match line {
@@ -481,6 +484,24 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
     }
     diagnostics.sort();
     (diagnostics, resources)
+}
+
+/// `X` of a "X is not defined" compile error.
+fn undefined_name(message: &str) -> Option<&str> {
+    let end = message.find(" is not defined")?;
+    let start = message[..end].rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+    Some(&message[start..end]).filter(|n| !n.is_empty())
+}
+
+/// Whether the file binds `name` itself (an assignment, a `def`, an import): then a "not
+/// defined" says only that the compiler was not shown that code, not that the name is missing.
+fn bound_in_file(src: &str, name: &str) -> bool {
+    src.lines().map(str::trim_start).any(|l| {
+        let word = |w: &str| w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')) == name;
+        l.strip_prefix(name).is_some_and(|rest| rest.trim_start().starts_with('=') && !rest.trim_start().starts_with("=="))
+            || l.strip_prefix("def ").is_some_and(|rest| rest.starts_with(name) && rest[name.len()..].starts_with('('))
+            || ((l.starts_with("import ") || l.starts_with("from ")) && l.split_whitespace().any(word))
+    })
 }
 
 /// The static findings the compiler settles, from a file's outcomes: in a
@@ -637,6 +658,19 @@ mod tests {
             message: String::new(),
             related: related.map(|r| Related { range: r, message: String::new() }).into_iter().collect(),
             fix: None,
+        }
+    }
+
+    #[test]
+    fn a_name_the_file_binds_elsewhere_is_hidden_not_missing() {
+        let src = "from mylib import ext, helper as h2\nif FAST:\n    pick = fast\ndef local(x):\n    pass\n";
+        assert_eq!(undefined_name("NameError('pick is not defined')"), Some("pick"));
+        assert_eq!(undefined_name("name 'x' is not found"), None);
+        for bound in ["ext", "h2", "pick", "local"] {
+            assert!(bound_in_file(src, bound), "{bound}");
+        }
+        for free in ["nothing", "loc", "FAS"] {
+            assert!(!bound_in_file(src, free), "{free}");
         }
     }
 

@@ -167,6 +167,18 @@ fn reachable(model: &FileModel, k: &Kernel) -> HashSet<String> {
                 }
             }
         }
+        // A jit function named without a call: `tl.reduce(x, 0, combine_fn=add)`.
+        let body = model.text(k.node);
+        for other in &model.kernels {
+            let named = body.match_indices(other.name.as_str()).any(|(i, _)| {
+                let before = body[..i].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '.'));
+                let after = body[i + other.name.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                before && after
+            });
+            if named && seen.insert(other.name.clone()) {
+                stack.push(other);
+            }
+        }
     }
     seen
 }

@@ -236,3 +236,25 @@ def run(addrs, out):
     assert_eq!(v.signature["fill"], "*i64");
     assert!(v.assumed.iter().any(|a| a.starts_with("`ptrs`")), "{:?}", v.assumed);
 }
+
+#[test]
+fn a_jit_function_passed_by_name_is_compiled_with_its_kernel() {
+    let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def both(a, b):
+    return a & b
+
+@triton.jit
+def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.store(out_ptr, tl.reduce(x, 0, combine_fn=both))
+
+def run(x, out):
+    k[(1,)](x, out, BLOCK=64)
+"#;
+    let p = plans(src).into_iter().find(|p| p.kernel == "k").expect("k planned");
+    assert!(p.functions.contains("both"), "{:?}", p.functions);
+}
