@@ -19,16 +19,13 @@ pub struct HoverInputs<'a> {
     pub bench: Option<&'a BenchState>,
     pub api: &'a TritonApi,
     pub facts: &'a Facts,
-    /// The analysis describes the document's current text: its diagnostics (and
-    /// classes) may be read. Without it only what the snapshot knows is shown.
-    pub analyzed: bool,
 }
 
 /// Markdown for the hover at byte `offset`, if any.
 pub fn hover_markdown(doc: &Document, offset: usize, inputs: &HoverInputs) -> Option<String> {
     let mut sections = Vec::new();
     let result = inputs.bench.and_then(|b| b.result.as_ref());
-    if let Some(r) = result.filter(|_| inputs.analyzed) {
+    if let Some(r) = result {
         let on_model = doc.result.classes.iter().any(|c| c.name == "ModelNew" && c.range.contains(offset));
         if on_model {
             sections.push(bench_view::hover_section(r));
@@ -42,8 +39,7 @@ pub fn hover_markdown(doc: &Document, offset: usize, inputs: &HoverInputs) -> Op
         }
         sections.push(s);
     }
-    let diagnostics = if inputs.analyzed { doc.result.diagnostics.as_slice() } else { &[] };
-    for d in diagnostics.iter().filter(|d| d.range.contains(offset) || d.range.start == offset) {
+    for d in doc.result.diagnostics.iter().filter(|d| d.range.contains(offset) || d.range.start == offset) {
         let mut s = format!("**{}** `{}`: {}\n\n", d.code, d.name, d.message);
         if let Some(doc) = rule_doc(&d.code) {
             // The line above names the rule: its heading would be the second.
@@ -196,7 +192,7 @@ mod tests {
     fn hover(doc: &Document, offset: usize, bench: Option<&BenchState>) -> Option<String> {
         let facts = doc.semantic().facts();
         let api = TritonApi::embedded();
-        hover_markdown(doc, offset, &HoverInputs { bench, api: &api, facts: &facts, analyzed: true })
+        hover_markdown(doc, offset, &HoverInputs { bench, api: &api, facts: &facts })
     }
 
     #[test]

@@ -7,22 +7,7 @@ use super::*;
 impl Server {
     pub(super) async fn on_hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let uri = &params.text_document_position_params.text_document.uri;
-        // Right after an edit, what the snapshot knows (a `tl` name, a kernel, a launch) is
-        // answered at once; only a hover with nothing else to say waits for the analysis
-        // (a rule's documentation at its diagnostic).
-        let pending = self.state().docs.get(uri).is_some_and(|d| !d.is_analyzed());
-        if pending {
-            if let Some(hover) = self.hover_once(&params, false).await? {
-                return Ok(Some(hover));
-            }
-            self.analyzed(uri).await;
-        }
-        let analyzed = self.state().docs.get(uri).is_some_and(|d| d.is_analyzed());
-        self.hover_once(&params, analyzed).await
-    }
-
-    async fn hover_once(&self, params: &HoverParams, analyzed: bool) -> Result<Option<Hover>> {
-        let uri = &params.text_document_position_params.text_document.uri;
+        self.analyzed(uri).await;
         let (semantic, offset) = {
             let st = self.state();
             match st.docs.get(uri) {
@@ -42,8 +27,7 @@ impl Server {
             return Ok(None);
         };
         let api = self.api_for(&doc.settings);
-        let inputs =
-            hover::HoverInputs { bench: st.bench.get(&p.text_document.uri), api: &api, facts: &facts, analyzed };
+        let inputs = hover::HoverInputs { bench: st.bench.get(&p.text_document.uri), api: &api, facts: &facts };
         let markdown = hover::hover_markdown(doc, offset, &inputs);
         let compiled = crate::lsp::compile::hover(&st, &p.text_document.uri, offset);
         let markdown = match (markdown, compiled) {
