@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -188,7 +188,9 @@ fn kl900_stands_only_where_cpythons_parser_agrees() {
         .output()
         .unwrap();
     let plain: Value = serde_json::from_slice(&plain.stdout).unwrap();
-    assert_eq!(plain["diagnostics"][0]["code"], "KL900", "tree-sitter alone reports valid Python: {plain:#}");
+    // tree-sitter's gap on this valid Python (`return a, *([None] * 5)`) is closed in the model
+    // now (issue #35); CPython's word on a gap the model still has is `Settled::keeps`' unit test.
+    assert_eq!(plain["diagnostics"], json!([]), "valid Python, no KL900 from the static check: {plain:#}");
     let valid = check_compile(&dir, "python_valid.py");
     assert_eq!(codes(&valid), vec![], "CPython parses it: {:#}", valid.json);
     assert_eq!(valid.code, 0);

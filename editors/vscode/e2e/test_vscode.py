@@ -474,6 +474,23 @@ def main():
 
             check("hover and signature help on tl.load", triton_hover_and_signature_help)
 
+            def go_to_definition():
+                # F12 on the kernel's name at its launch: the cursor lands on the kernel's `def`.
+                user.go_to_line(69)
+                x, y = user.point_at("linear_tanh_kernel[grid](", "linear_tanh_kernel")
+                page.mouse.click(x, y)
+                page.keyboard.press("F12")
+                where = page.locator('[id="status.editor.selection"]')
+
+                def at_def():
+                    t = " ".join(where.all_inner_texts())
+                    return "Ln 24," in t and t
+
+                got = wait_until("the cursor at the kernel's def (line 24)", at_def, 30)
+                return f"F12 on the launch on line 69 went to the def: {got.strip()}"
+
+            check("go to definition from a launch to its kernel", go_to_definition)
+
             def setting_takes_effect():
                 user.edit_user_settings({**user_settings, "kernelLsp.ignore": ["KL005"]}, vscode.settings_file)
                 wait_until("KL005 to leave Problems after kernelLsp.ignore", lambda: "KL005" not in user.problems(), 30)
