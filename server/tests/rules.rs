@@ -223,7 +223,9 @@ def scale(x_ptr, n):
     assert_eq!(result.kernels.len(), 1, "{:?}", result.kernels);
     assert!(result.diagnostics.iter().any(|d| d.code == "KL005"), "{}", render(&fragment, &result.diagnostics));
     // Importing Triton anywhere, even inside `try:`, makes the same code Triton code.
-    let imported = format!("try:\n    import triton\n    import triton.language as tl\nexcept ImportError:\n    pass\n\n\n{plain}");
+    let imported = format!(
+        "try:\n    import triton\n    import triton.language as tl\nexcept ImportError:\n    pass\n\n\n{plain}"
+    );
     let result = check_text(&imported, &only("KL005"));
     assert_eq!(result.kernels.len(), 1, "{:?}", result.kernels);
     assert!(result.diagnostics.iter().any(|d| d.code == "KL005"), "{}", render(&imported, &result.diagnostics));

@@ -243,10 +243,8 @@ fn answer_using_tl_tanh_fails_to_compile_then_a_spliced_repair_passes() {
 fn an_answer_the_cpu_interpreter_accepts_but_the_compiler_rejects_is_repaired_before_it_is_offered() {
     // `break` runs as Python under the interpreter (the benchmark would call it correct);
     // Triton's compiler rejects it, and its message goes back to the LLM.
-    let llm = MockLlm::start(vec![
-        Reply::Answer(fixture("answer_break.md")),
-        Reply::Answer(fixture("answer_persistent.md")),
-    ]);
+    let llm =
+        MockLlm::start(vec![Reply::Answer(fixture("answer_break.md")), Reply::Answer(fixture("answer_persistent.md"))]);
     let dir = project("break", &llm, "");
     let out =
         rewrite(&dir, &["--action", "persistent", "--candidates", "1", "--repairs", "1", "--format", "json"], &[]);

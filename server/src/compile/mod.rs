@@ -223,15 +223,14 @@ impl Compiler {
             let key = cache_key(&request, &hello.triton, worker::SCRIPT);
             match self.cached(&key, job.cache_dir.as_deref()) {
                 Some(reply) => {
-                    outcomes[i] =
-                        Some(Outcome {
-                            job,
-                            target,
-                            triton: hello.triton.clone(),
-                            reply: Ok(reply),
-                            cached: true,
-                            not_from_assumptions: false,
-                        })
+                    outcomes[i] = Some(Outcome {
+                        job,
+                        target,
+                        triton: hello.triton.clone(),
+                        reply: Ok(reply),
+                        cached: true,
+                        not_from_assumptions: false,
+                    })
                 }
                 None => todo.push((i, job, request, key)),
             }
@@ -251,7 +250,14 @@ impl Compiler {
                     }
                     done.push((
                         i,
-                        Outcome { job, target, triton: triton.clone(), reply, cached: false, not_from_assumptions: false },
+                        Outcome {
+                            job,
+                            target,
+                            triton: triton.clone(),
+                            reply,
+                            cached: false,
+                            not_from_assumptions: false,
+                        },
                     ));
                 }
                 done
@@ -498,7 +504,8 @@ fn undefined_name(message: &str) -> Option<&str> {
 fn bound_in_file(src: &str, name: &str) -> bool {
     src.lines().map(str::trim_start).any(|l| {
         let word = |w: &str| w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')) == name;
-        l.strip_prefix(name).is_some_and(|rest| rest.trim_start().starts_with('=') && !rest.trim_start().starts_with("=="))
+        l.strip_prefix(name)
+            .is_some_and(|rest| rest.trim_start().starts_with('=') && !rest.trim_start().starts_with("=="))
             || l.strip_prefix("def ").is_some_and(|rest| rest.starts_with(name) && rest[name.len()..].starts_with('('))
             || ((l.starts_with("import ") || l.starts_with("from ")) && l.split_whitespace().any(word))
     })

@@ -171,8 +171,10 @@ fn reachable(model: &FileModel, k: &Kernel) -> HashSet<String> {
         let body = model.text(k.node);
         for other in &model.kernels {
             let named = body.match_indices(other.name.as_str()).any(|(i, _)| {
-                let before = body[..i].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '.'));
-                let after = body[i + other.name.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                let before =
+                    body[..i].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '.'));
+                let after =
+                    body[i + other.name.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
                 before && after
             });
             if named && seen.insert(other.name.clone()) {
@@ -686,7 +688,9 @@ fn call_type(model: &FileModel, settings: &Settings, f: usize, node: Node, depth
         let module = model.text(object);
         if module == "torch" {
             return match method {
-                "empty" | "zeros" | "ones" | "randn" | "rand" | "empty_strided" => explicit.or(Some(Ty::Ptr("fp32".into()))),
+                "empty" | "zeros" | "ones" | "randn" | "rand" | "empty_strided" => {
+                    explicit.or(Some(Ty::Ptr("fp32".into())))
+                }
                 // The dtype follows the data: `torch.tensor(addresses)` is int64, `full(.., 0)` too.
                 "tensor" | "full" => explicit.or_else(|| {
                     let data = if method == "full" { args.get(1) } else { args.first() };

@@ -64,8 +64,8 @@ mod initialized;
 mod inlay_hint;
 mod references;
 mod rewrite_command;
-mod workspace_symbol;
 mod signature_help;
+mod workspace_symbol;
 
 pub const COMMANDS: &[&str] = &[
     "kernel-lsp.benchmark",

@@ -286,7 +286,12 @@ fn import_statements<'t>(statements: &[Node<'t>], module_level: bool, out: &mut 
                 continue;
             }
             "function_definition" | "class_definition" => false,
-            "block" | "if_statement" | "try_statement" | "with_statement" | "for_statement" | "while_statement"
+            "block"
+            | "if_statement"
+            | "try_statement"
+            | "with_statement"
+            | "for_statement"
+            | "while_statement"
             | "decorated_definition" => module_level,
             k if k.ends_with("_clause") => module_level,
             _ => continue,

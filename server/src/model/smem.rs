@@ -120,8 +120,11 @@ pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
         Some(w) if w < 4 => return (w, true),
         _ => {}
     }
-    let widths: Vec<Option<i64>> =
-        model.launches_of_kernel(k).map(|l| l.host_fn).map(|f| (f > 0).then_some(()).and_then(|_| named_width(model.text(model.host_fns[f].node)))).collect();
+    let widths: Vec<Option<i64>> = model
+        .launches_of_kernel(k)
+        .map(|l| l.host_fn)
+        .map(|f| (f > 0).then_some(()).and_then(|_| named_width(model.text(model.host_fns[f].node))))
+        .collect();
     if let Some(Some(w)) = widths.first() {
         if widths.iter().all(|x| *x == Some(*w)) {
             return (*w, true);

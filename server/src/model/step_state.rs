@@ -99,7 +99,8 @@ impl<'a> FileModel<'a> {
                 if n.kind() != "call" {
                     return false;
                 }
-                let Some(attr) = field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
+                let Some(attr) =
+                    field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
                 else {
                     return false;
                 };
@@ -151,7 +152,8 @@ impl<'a> FileModel<'a> {
                         || (matches!(p.kind(), "assignment" | "augmented_assignment") && field!(p, "left") == Some(n))
                 });
                 let mut c = n.walk();
-                let element = !written && n.children_by_field_name("subscript", &mut c).any(|i| step_index(self, i, var));
+                let element =
+                    !written && n.children_by_field_name("subscript", &mut c).any(|i| step_index(self, i, var));
                 if element {
                     found = Some(n);
                 }
@@ -235,9 +237,9 @@ fn names_steps(bound: &str) -> bool {
     }
     let words: Vec<&str> = b.split('_').filter(|w| !w.is_empty()).collect();
     b == "t"
-        || words.iter().any(|w| {
-            matches!(*w, "seq" | "seqlen" | "steps" | "timesteps" | "time" | "horizon" | "tsteps" | "step")
-        })
+        || words
+            .iter()
+            .any(|w| matches!(*w, "seq" | "seqlen" | "steps" | "timesteps" | "time" | "horizon" | "tsteps" | "step"))
         || (words.contains(&"len") && words.iter().any(|w| w.starts_with("seq")))
 }
 

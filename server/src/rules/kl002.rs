@@ -185,7 +185,10 @@ fn program_picks_tile(model: &FileModel, k: &Kernel) -> bool {
             }
         }
     }
-    let from_pid = |t: &str| t.contains("program_id") || pid.iter().any(|p| t.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == p));
+    let from_pid = |t: &str| {
+        t.contains("program_id")
+            || pid.iter().any(|p| t.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == p))
+    };
     let scale = |t: &str| {
         let t = t.trim().trim_start_matches('(').trim_end_matches(')');
         k.is_constexpr(t) || t.parse::<i64>().is_ok_and(|v| v > 1)

@@ -108,7 +108,8 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
             if !shown && !cfg.from_autotune {
                 d.severity = Severity::Hint;
                 if let Some(stem) = d.message.strip_suffix(": the launch fails with OutOfResources") {
-                    d.message = format!("{stem}: the launch fails with OutOfResources if the operands are {bytes} B wide");
+                    d.message =
+                        format!("{stem}: the launch fails with OutOfResources if the operands are {bytes} B wide");
                 }
             }
             if cfg.from_autotune {

@@ -484,7 +484,9 @@ fn on_cpu(model: &FileModel, func: &HostFn, value: Node, depth: usize) -> bool {
                         return true;
                     }
                     // `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))`.
-                    if attr == "to" && args.is_some_and(|a| model.text(a).contains("\"cpu\"") || model.text(a).contains("'cpu'")) {
+                    if attr == "to"
+                        && args.is_some_and(|a| model.text(a).contains("\"cpu\"") || model.text(a).contains("'cpu'"))
+                    {
                         return true;
                     }
                     if object_text == "torch" {

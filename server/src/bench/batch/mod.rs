@@ -128,9 +128,9 @@ fn run(args: &BenchArgs, input: &Path) -> Result<i32, String> {
     let mut out = Output::open(&out_path, pending.len(), skipped)?;
     let (rejected, runnable) = static_checks(pending);
     // Syntax errors confirmed by CPython, sure compile errors: verdicts without a GPU.
-    let (syntax, mut held) = rejected.into_iter().partition::<Vec<_>, _>(|(_, r)| {
-        r.extra.get("static_check").and_then(|v| v.as_str()) == Some("syntax")
-    });
+    let (syntax, mut held) = rejected
+        .into_iter()
+        .partition::<Vec<_>, _>(|(_, r)| r.extra.get("static_check").and_then(|v| v.as_str()) == Some("syntax"));
     let (compiled, runnable, why) = match batch.settings.compile.enabled {
         true => compiled::check(&batch.python, &batch.settings, syntax, runnable),
         false => (syntax, runnable, Some("compile.enabled is off".to_string())),

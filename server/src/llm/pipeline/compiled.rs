@@ -39,7 +39,12 @@ pub(super) async fn prepare(python: &str, settings: &Settings) -> Result<Arc<Com
 }
 
 /// Compiles every kernel of `text` (as the file `path`).
-pub(super) async fn check(compiler: &Arc<Compiler>, path: &Path, text: &str, settings: &Settings) -> Result<Verdict, String> {
+pub(super) async fn check(
+    compiler: &Arc<Compiler>,
+    path: &Path,
+    text: &str,
+    settings: &Settings,
+) -> Result<Verdict, String> {
     let tree = crate::model::parse(text, None);
     let jobs = compile::jobs(path, text, &tree, settings);
     let configurations = jobs.len();
@@ -51,7 +56,8 @@ pub(super) async fn check(compiler: &Arc<Compiler>, path: &Path, text: &str, set
         .filter(|d| d.code == "KL901" && d.severity == Severity::Error)
         .map(|d| {
             let line = index.line_of(d.range.start) + 1;
-            let source = extract::source_line(text, line as u32).map(|s| format!("\n    {}", s.trim_end())).unwrap_or_default();
+            let source =
+                extract::source_line(text, line as u32).map(|s| format!("\n    {}", s.trim_end())).unwrap_or_default();
             format!("compile error at line {line}:{source}\n{}", readable(&d.message))
         })
         .collect();
@@ -106,14 +112,9 @@ pub(super) async fn compile_stage(
 impl Ctx {
     /// The user's Triton on `text` as this file (see `compiled`).
     pub(super) async fn compile_verdict(&self, text: &str) -> Result<Verdict, String> {
-        let compiler = self
-            .compiler
-            .get_or_init(|| prepare(&self.compile_python, &self.req.settings))
-            .await
-            .clone()?;
+        let compiler = self.compiler.get_or_init(|| prepare(&self.compile_python, &self.req.settings)).await.clone()?;
         check(&compiler, &self.file, text, &self.req.settings).await
     }
-
 }
 
 #[cfg(test)]
@@ -127,7 +128,10 @@ mod tests {
             "AttributeError: module 'triton.language' has no attribute 'tanh' (Triton 3.9.0, sm_90)"
         );
         assert_eq!(readable("ValueError('bad (thing)')"), "ValueError: bad (thing)");
-        assert_eq!(readable("input and other must have equal reduction dimensions"), "input and other must have equal reduction dimensions");
+        assert_eq!(
+            readable("input and other must have equal reduction dimensions"),
+            "input and other must have equal reduction dimensions"
+        );
         assert_eq!(readable("f(\"x\")"), "f(\"x\")");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{prompts, repair_template, diagnostics_text, Action, Ctx, LlmError};
+use super::{diagnostics_text, prompts, repair_template, Action, Ctx, LlmError};
 use crate::bench::BenchResult;
 
 pub(super) fn first_prompt(
@@ -45,12 +45,7 @@ pub(super) fn first_prompt(
             };
             let head = prompts::render(
                 &prompts::load(template, dir)?,
-                &[
-                    ("stage", &stage),
-                    ("error", &error),
-                    ("gpu", &ctx.gpu),
-                    ("smem_limit", &ctx.smem),
-                ],
+                &[("stage", &stage), ("error", &error), ("gpu", &ctx.gpu), ("smem_limit", &ctx.smem)],
             );
             return Ok(format!(
                 "{head}\n\n## What the checker reports\n\n{diagnostics}\n\n## The reference module (`Model`)\n\n```python\n{reference_src}\n```\n\n## The current file (`{name}`)\n\n```python\n{}\n```\n",
@@ -77,4 +72,3 @@ pub(super) fn first_prompt(
         ],
     ))
 }
-
