@@ -1,6 +1,8 @@
 //! Shared helpers for end-to-end tests live in `tests/tests/common`; this
 //! library holds what the benchmark binaries share: the generated Triton
-//! files they measure on.
+//! files they measure on, and the stdio client that speaks to the servers.
+
+pub mod stdio;
 
 /// One generated block: a kernel, the helper that launches it in a time loop,
 /// and a plain elementwise kernel. About 50 lines; every name ends in `_{i}`.

@@ -19,13 +19,12 @@
 //! target/debug/compile_latency [--kernel-lsp PATH] [--python PATH] [--edits N] [--debounce-ms N]
 //! ```
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use kernel_lsp_tests::default_kernel_lsp;
 use serde_json::{json, Value};
+
+use kernel_lsp_tests::stdio::StdioServer as Server;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -70,98 +69,6 @@ def launch{i}(x):
     s
 }
 
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    rx: Receiver<Value>,
-    next_id: i64,
-}
-
-fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length:") {
-            len = v.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; len];
-    std::io::Read::read_exact(reader, &mut body).ok()?;
-    serde_json::from_slice(&body).ok()
-}
-
-impl Server {
-    fn start(bin: &str) -> Server {
-        let mut child = Command::new(bin)
-            .arg("serve")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kernel-lsp serve starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stdout);
-            while let Some(m) = read_frame(&mut r) {
-                if tx.send(m).is_err() {
-                    break;
-                }
-            }
-        });
-        Server { child, stdin, rx, next_id: 1 }
-    }
-
-    fn send(&mut self, msg: Value) {
-        let body = serde_json::to_vec(&msg).expect("json");
-        let _ = write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len());
-        let _ = self.stdin.write_all(&body);
-        let _ = self.stdin.flush();
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.wait(|m| m["id"] == json!(id) && m.get("method").is_none())
-    }
-
-    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = self.rx.recv_timeout(left).expect("the server answers in time");
-            if let (Some(id), Some(_)) = (m.get("id"), m.get("method")) {
-                // A request from the server (configuration, progress): answer it empty.
-                self.send(json!({"jsonrpc": "2.0", "id": id, "result": null}));
-                continue;
-            }
-            if pred(&m) {
-                return m;
-            }
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn is_publication(m: &Value, version: i64) -> bool {
     m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == json!(version)
 }
@@ -196,7 +103,7 @@ fn session(bin: &str, python: &str, edits: usize, debounce: u64, compile: bool) 
     let path = dir.join("candidate.py");
     std::fs::write(&path, &text).expect("write");
     let uri = format!("file://{}", path.display());
-    let mut s = Server::start(bin);
+    let mut s = Server::start(&[bin.to_string(), "serve".to_string()], None, TIMEOUT);
     s.request(
         "initialize",
         json!({"processId": null, "rootUri": format!("file://{}", dir.display()), "capabilities": {}}),

@@ -32,14 +32,13 @@
 //! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]
 //! ```
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use kernel_lsp_tests::{default_kernel_lsp, default_ruff, generate, Generated};
-use serde_json::{json, Value};
+use serde_json::json;
+
+use kernel_lsp_tests::stdio::StdioServer as Server;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -145,126 +144,13 @@ fn edits(text: &str, targets: &[usize], places: usize) -> Vec<Edit> {
     out
 }
 
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    rx: Receiver<Value>,
-    next_id: i64,
-}
-
-fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length:") {
-            length = v.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0u8; length?];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
-}
-
-impl Server {
-    fn start(command: &[String], cwd: &Path) -> Server {
-        let mut child = Command::new(&command[0])
-            .args(&command[1..])
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            while let Some(msg) = read_frame(&mut reader) {
-                if tx.send(msg).is_err() {
-                    break;
-                }
-            }
-        });
-        Server { child, stdin, rx, next_id: 1 }
-    }
-
-    fn send(&mut self, msg: &Value) {
-        let body = serde_json::to_vec(msg).expect("json");
-        write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len()).expect("write");
-        self.stdin.write_all(&body).expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// Waits for a message matching `pred`, answering the server's own requests.
-    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let msg = self
-                .rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the server answers in time");
-            if msg.get("method").is_some() && msg.get("id").is_some() {
-                let result = if msg["method"] == "workspace/configuration" {
-                    Value::Array(vec![Value::Null; msg["params"]["items"].as_array().map_or(1, Vec::len)])
-                } else {
-                    Value::Null
-                };
-                self.send(&json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}));
-            }
-            if pred(&msg) {
-                return msg;
-            }
-        }
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.wait(|m| m.get("method").is_none() && m["id"] == json!(id))
-    }
-
-    fn wait_diagnostics(&mut self, uri: &str, version: i64) {
-        self.wait(|m| {
-            m["method"] == "textDocument/publishDiagnostics"
-                && m["params"]["uri"] == uri
-                && (m["params"]["version"] == json!(version) || m["params"]["version"].is_null())
-        });
-    }
-
-    fn peak_rss_kb(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-    }
-
-    fn stop(mut self) {
-        self.request("shutdown", Value::Null);
-        self.notify("exit", Value::Null);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Waits for the diagnostics of `uri` at `version` (or unversioned).
+fn wait_diagnostics(server: &mut Server, uri: &str, version: i64) {
+    server.wait(|m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["uri"] == uri
+            && (m["params"]["version"] == json!(version) || m["params"]["version"].is_null())
+    });
 }
 
 struct Measurement {
@@ -291,7 +177,7 @@ fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files:
             statement_edits(text, middle, KERNEL_STATEMENT, STATEMENT_CHANGES)
         }
     };
-    let mut server = Server::start(command, dir);
+    let mut server = Server::start(command, Some(dir), TIMEOUT);
     let root = format!("file://{}", dir.display());
     server.request(
         "initialize",
@@ -319,7 +205,7 @@ fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files:
             "textDocument/didOpen",
             json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
         );
-        server.wait_diagnostics(uri, 1);
+        wait_diagnostics(&mut server, uri, 1);
     }
     let uri = uris[0].clone();
     let mut latencies_ms = Vec::new();
@@ -342,7 +228,7 @@ fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files:
             "textDocument/didChange",
             json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}),
         );
-        server.wait_diagnostics(&uri, version);
+        wait_diagnostics(&mut server, &uri, version);
         if timed {
             latencies_ms.push(began.elapsed().as_secs_f64() * 1000.0);
         }
@@ -351,7 +237,7 @@ fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files:
         let lines: Vec<String> = latencies_ms.iter().map(|l| format!("{l:.3}")).collect();
         let _ = std::fs::write(path, lines.join("\n") + "\n");
     }
-    let peak_rss_kb = server.peak_rss_kb();
+    let peak_rss_kb = server.memory_kb("VmHWM:");
     server.stop();
     Measurement { latencies_ms, peak_rss_kb }
 }

@@ -18,114 +18,16 @@
 //! target/release/lsp_requests [--kernel-lsp PATH] [--lines N] [--files N] [--places N] [--compile]
 //! ```
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use kernel_lsp_tests::{default_kernel_lsp, generate};
 use serde_json::{json, Value};
 
+use kernel_lsp_tests::stdio::StdioServer as Server;
+
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// #36's goal for each request's p99.
 const GOAL_MS: f64 = 20.0;
-
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    rx: Receiver<Value>,
-    next_id: i64,
-}
-
-fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length:") {
-            length = v.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0u8; length?];
-    std::io::Read::read_exact(reader, &mut body).ok()?;
-    serde_json::from_slice(&body).ok()
-}
-
-impl Server {
-    fn start(binary: &str, cwd: &std::path::Path) -> Server {
-        let mut child = Command::new(binary)
-            .arg("serve")
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            while let Some(msg) = read_frame(&mut reader) {
-                if tx.send(msg).is_err() {
-                    break;
-                }
-            }
-        });
-        Server { child, stdin, rx, next_id: 1 }
-    }
-
-    fn send(&mut self, msg: &Value) {
-        let body = serde_json::to_vec(msg).expect("json");
-        write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len()).expect("write");
-        self.stdin.write_all(&body).expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    fn wait(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let msg = self
-                .rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the server answers in time");
-            if msg.get("method").is_some() && msg.get("id").is_some() {
-                let n = msg["params"]["items"].as_array().map_or(1, Vec::len);
-                let result =
-                    if msg["method"] == "workspace/configuration" { json!(vec![Value::Null; n]) } else { Value::Null };
-                self.send(&json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}));
-            }
-            if pred(&msg) {
-                return msg;
-            }
-        }
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.wait(|m| m.get("method").is_none() && m["id"] == json!(id))
-    }
-
-    fn memory_kb(&self, field: &str) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-    }
-}
 
 fn percentiles(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -162,7 +64,7 @@ fn main() {
         // The compiler in the loop would compile 110 kernels per file in the background, on the same cores.
         std::fs::write(dir.join("kernel-lsp.toml"), "[compile]\nenabled = false\n").expect("config");
     }
-    let mut server = Server::start(&binary, &dir);
+    let mut server = Server::start(&[binary.clone(), "serve".to_string()], Some(&dir), TIMEOUT);
     let root = format!("file://{}", dir.display());
     server.request(
         "initialize",
