@@ -492,6 +492,14 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
     (diagnostics, resources)
 }
 
+/// The compile errors of a file the compiler is sure of (KL901 at error severity: none that
+/// may come from an assumed type), from its outcomes: what refuses an LLM answer or a batch
+/// candidate before anything runs it.
+pub fn sure_errors(src: &str, outcomes: &[Outcome]) -> Vec<Diagnostic> {
+    let (diagnostics, _) = report(src, outcomes);
+    diagnostics.into_iter().filter(|d| d.code == "KL901" && d.severity == Severity::Error).collect()
+}
+
 /// `X` of a "X is not defined" compile error.
 fn undefined_name(message: &str) -> Option<&str> {
     let end = message.find(" is not defined")?;

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use super::{BenchResult, Job};
 use crate::compile::{self, Compiler};
 use crate::config::Settings;
-use crate::diagnostic::Severity;
 
 /// Splits `runnable` into (verdicts found by compiling, still runnable); the
 /// syntax rejections CPython does not confirm go back to the runnable ones.
@@ -60,8 +59,7 @@ pub(crate) fn check(
         for (i, job) in runnable.iter().enumerate() {
             let mine: Vec<compile::Outcome> =
                 outcomes.iter().zip(&owners).filter(|(_, o)| **o == i).map(|(o, _)| o.clone()).collect();
-            let (diagnostics, _) = compile::report(&job.candidate_text, &mine);
-            let Some(d) = diagnostics.iter().find(|d| d.code == "KL901" && d.severity == Severity::Error) else {
+            let Some(d) = compile::sure_errors(&job.candidate_text, &mine).into_iter().next() else {
                 continue;
             };
             let index = crate::text::LineIndex::new(&job.candidate_text);

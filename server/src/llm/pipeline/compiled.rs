@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use crate::compile::{self, Compiler};
 use crate::config::Settings;
-use crate::diagnostic::Severity;
 
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -49,11 +48,9 @@ pub(super) async fn check(
     let jobs = compile::jobs(path, text, &tree, settings);
     let configurations = jobs.len();
     let outcomes = compiler.run(jobs).await?;
-    let (diagnostics, _) = compile::report(text, &outcomes);
     let index = crate::text::LineIndex::new(text);
-    let errors = diagnostics
+    let errors = compile::sure_errors(text, &outcomes)
         .iter()
-        .filter(|d| d.code == "KL901" && d.severity == Severity::Error)
         .map(|d| {
             let line = index.line_of(d.range.start) + 1;
             let source =
