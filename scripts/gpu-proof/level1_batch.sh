@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Issue #38's proof on KernelBench level 1, one device call's worth of stages:
+#   two   bench --batch on GPUs 0,1        one   bench --batch on GPU 0
+#   ray   bench --batch --ray (a local Ray cluster started for the run, GPUs 0,1)
+#   single  a single `bench` of each pair in $SINGLES (default: the list below), GPUs 0 and 1 in turn
+#   kb1, kb2  KernelBench's own evaluation of the same files (kb_eval_generations.py), on GPUs 0,1
+# The candidates are written by gen_level1_candidates.py into $W/run (KernelBench's generations
+# layout) against KernelBench's own level-1 task files. Each stage is skipped when fewer seconds are
+# left before $BUDGET_S than it needs; results are packed into $OUT/results-<tag>.tgz at the end.
+#
+# Needs (as carried to the device in .gpu38, see docs/bench.md): $G/kernel-lsp, $G/KB (KernelBench's
+# repository), $G/bw (bwrap and its libraries, for a machine without bubblewrap), $G/whl
+# (wheels: pydantic for KernelBench, jsonschema for Ray), $G/ray_slim.tar.xz (ray 2.60.0 without
+# its Java jar and dashboard web build).
+#
+# Usage: G=.gpu38 OUT=... BUDGET_S=540 TAG=call1 bash scripts/gpu-proof/level1_batch.sh two one ray ...
+set -uo pipefail
+T0=${T0:-$(date +%s)}
+ROOT=$PWD
+HERE=$(cd "$(dirname "$0")" && pwd)
+G=${G:-$ROOT/.gpu38}
+G=$(cd "$G" && pwd)
+OUT=${OUT:-/tmp/level1-out}
+TAG=${TAG:-run}
+W=${W:-/tmp/level1}
+BUDGET_S=${BUDGET_S:-540}
+KLSP=$G/kernel-lsp
+TASKS=$G/KB/KernelBench
+mkdir -p "$OUT" "$W"
+# Multicast stays off on the lent machines (see the device notes).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+now() { date +%s.%N; }
+log() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+
+
+batch() {  # name, CUDA_VISIBLE_DEVICES, extra args...
+  local name=$1 gpus=$2; shift 2
+  local t0 t1
+  rm -f "$W/$name.jsonl"
+  t0=$(now)
+  # a fresh cache per run: no run gets another's compiled kernels
+  CUDA_VISIBLE_DEVICES=$gpus XDG_CACHE_HOME=$W/cache-$name TRITON_CACHE_DIR=$W/cache-$name/triton \
+    timeout $(( $(left) - 15 )) "$KLSP" bench --batch "$W/run" --tasks "$TASKS" --out "$W/$name.jsonl" \
+    --python python3 --timeout 300 --format json "$@" > "$W/$name.summary.json" 2> "$W/$name.err"
+  local rc=$?
+  t1=$(now)
+  echo "$name: CUDA_VISIBLE_DEVICES=$gpus $* exit $rc, wall $(python3 -c "print(round($t1 - $t0, 1))") s, \
+$(wc -l < "$W/$name.jsonl") lines" | tee -a "$W/walls.txt"
+  tail -3 "$W/$name.err"
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: s.get(k) for k in ('pairs','compiled','correct','fast_p','flagged','seconds')})" "$W/$name.summary.json" 2>/dev/null
+}
+
+# The single benches: every pair of the five non-matmul tasks, each matmul's failing candidate, two cheats
+# and two correct matmuls.
+SINGLES=${SINGLES:-"88_sample_0 88_sample_1 88_sample_2 88_sample_3 88_sample_4 88_sample_5
+12_sample_0 12_sample_1 12_sample_2 12_sample_3 12_sample_4 12_sample_5
+95_sample_0 95_sample_1 95_sample_2 95_sample_3 95_sample_4 95_sample_5
+66_sample_0 66_sample_1 66_sample_2 72_sample_0 72_sample_1 72_sample_2
+1_sample_3 2_sample_3 8_sample_3 10_sample_3 13_sample_3 14_sample_3 15_sample_3 16_sample_3 17_sample_3 18_sample_3
+1_sample_2 2_sample_2 8_sample_0 14_sample_0"}
+
+single_lane() {  # gpu, ids...: one single bench after another on this GPU
+  local gpu=$1; shift
+  for id in "$@"; do
+    [ "$(left)" -lt 40 ] && { echo "single $id: skipped, no time left"; continue; }
+    local p=${id%%_sample_*} cand="$W/run/level_1_problem_${id}_kernel.py"
+    local ref
+    ref=$(ls "$TASKS"/level1/${p}_*.py | head -1)
+    local t0; t0=$(now)
+    CUDA_VISIBLE_DEVICES=$gpu XDG_CACHE_HOME=$W/cache-single$gpu TRITON_CACHE_DIR=$W/cache-single$gpu/triton \
+      timeout $(( $(left) - 20 )) "$KLSP" bench "$cand" --reference "$ref" --python python3 --timeout 300 \
+      --format json > "$W/singles/level_1_problem_$id.json" 2> "$W/singles/level_1_problem_$id.err"
+    echo "single $id gpu$gpu exit $? $(python3 -c "print(round($(now) - $t0, 1))") s"
+  done
+}
+
+# Single benches run the candidate in a bwrap sandbox of the script's own (a single `bench` runs it
+# unsandboxed): read-only root, the work folder writable, no network.
+sandboxed() {
+  bwrap --ro-bind / / --dev-bind /dev /dev --proc /proc --tmpfs /tmp --bind "$W" "$W" \
+    --ro-bind "$G" "$G" --ro-bind /tmp/site /tmp/site --unshare-net --unshare-pid --die-with-parent \
+    --setenv HOME "$W/home" --setenv PATH "$PATH" "$@"
+}
+
+# A lane of single benches, run by the script itself inside the sandbox below (exported functions do
+# not survive the /bin/sh wrapper of a carried bwrap).
+if [ "${1:-}" = "--lane" ]; then
+  shift
+  single_lane "$@"
+  exit 0
+fi
+
+# bwrap for the sandbox where the machine has none
+if ! command -v bwrap >/dev/null && [ -x "$G/bw/bwrap.real" ]; then
+  mkdir -p /tmp/klsp-bin
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/lib exec %s/bwrap.real "$@"\n' "$G/bw" "$G/bw" > /tmp/klsp-bin/bwrap
+  chmod +x /tmp/klsp-bin/bwrap
+  export PATH=/tmp/klsp-bin:$PATH
+fi
+# wheels into /tmp/site (KernelBench's pydantic; Ray's jsonschema), Ray itself unpacked there
+if [ ! -e /tmp/site/.done ]; then
+  mkdir -p /tmp/site
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$G"/whl/*.whl \
+    || echo "pip install of the carried wheels failed"
+  case " $* " in *" ray "*) tar -xJf "$G/ray_slim.tar.xz" -C /tmp/site || echo "ray unpack failed";; esac
+  touch /tmp/site/.done
+fi
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+log "setup done; bwrap $(command -v bwrap); $(bwrap --version 2>&1)"
+nvidia-smi --query-gpu=index,name,driver_version,memory.used --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'gpus', torch.cuda.device_count())"
+nproc
+
+if [ ! -d "$W/run" ]; then
+  python3 "$HERE/gen_level1_candidates.py" --tasks "$TASKS/level1" --out "$W/run"
+fi
+NPAIRS=$(ls "$W"/run/level_1_problem_*_kernel.py | wc -l)
+
+for stage in "$@"; do
+  case $stage in
+    two) [ "$(left)" -gt 120 ] && batch two_gpus 0,1 || log "two: skipped ($(left) s left)";;
+    one) need=$(python3 -c "import json; print(int(2.1 * float(json.load(open('$W/two_gpus.summary.json'))['seconds'])) + 30)" 2>/dev/null || echo 400)
+         [ "$(left)" -gt "$need" ] && batch one_gpu 0 || log "one: skipped ($(left) s left, needs $need)";;
+    ray) [ "$(left)" -gt 150 ] && batch ray 0,1 --ray || log "ray: skipped ($(left) s left)"
+         python3 -c "import ray; print('ray', ray.__version__)" 2>&1 | tail -1
+         ls /tmp/ray/session_latest/logs 2>/dev/null | head -30 > "$W/ray_logs_list.txt"
+         tail -n 40 /tmp/ray/session_latest/logs/raylet.out > "$W/ray_raylet_tail.txt" 2>/dev/null;;
+    single) mkdir -p "$W/singles" "$W/home"
+         ids=($SINGLES); a=(); b=()
+         for i in "${!ids[@]}"; do if (( i % 2 == 0 )); then a+=("${ids[$i]}"); else b+=("${ids[$i]}"); fi; done
+         export W G OUT TAG T0 BUDGET_S
+         sandboxed bash "$HERE/level1_batch.sh" --lane 0 "${a[@]}" > "$W/singles_gpu0.log" 2>&1 &
+         sandboxed bash "$HERE/level1_batch.sh" --lane 1 "${b[@]}" > "$W/singles_gpu1.log" 2>&1 &
+         wait; cat "$W/singles_gpu0.log" "$W/singles_gpu1.log" | tail -50;;
+    kb1|kb2) [ "$(left)" -lt 90 ] && { log "$stage: skipped ($(left) s left)"; continue; }
+         mkdir -p "$W/home"
+         t0=$(now)
+         sandboxed env CUDA_VISIBLE_DEVICES=0,1 TRITON_CACHE_DIR=$W/cache-$stage timeout $(( $(left) - 15 )) \
+           python3 "$HERE/kb_eval_generations.py" --kb "$G/KB" --run-dir "$W/run" --level 1 --gpus 2 \
+           --build-dir "$W/kb-build-$stage" --out "$W/$stage.json" > "$W/$stage.log" 2>&1
+         echo "$stage: exit $?, wall $(python3 -c "print(round($(now) - $t0, 1))") s" | tee -a "$W/walls.txt"
+         tail -4 "$W/$stage.log";;
+    *) log "unknown stage $stage";;
+  esac
+  log "after $stage: $(left) s left"
+done
+
+cp "$W/run/manifest.json" "$W/manifest.json" 2>/dev/null
+(cd "$W" && tar -czf "$OUT/results-$TAG.tgz" --exclude='cache-*' --exclude='kb-build-*' --exclude=home --exclude=run \
+  ./*.jsonl ./*.json ./*.err ./*.log ./*.txt singles 2>/dev/null)
+ls -la "$OUT"
+log "done"
