@@ -177,6 +177,7 @@ def main():
             seconds = time.time() - t0
             with lock:
                 done[pid] = dict(out or {}, gpu=gpu, eval_seconds=round(seconds, 2))
+                write(partial=True)
                 print(f"[{len(done)}/{len(jobs_list)}] {pid} gpu{gpu} compiled={out.get('compiled')} "
                       f"correct={out.get('correctness')} runtime={out.get('runtime')} "
                       f"ref={out.get('ref_runtime')} ({seconds:.1f} s)", flush=True)
@@ -185,6 +186,12 @@ def main():
         except OSError:
             pass
         proc.join(timeout=30)
+
+    def write(partial):
+        with open(args.out, "w") as f:
+            json.dump({"pairs": done, "seconds": round(time.time() - start, 2), "gpus": args.gpus,
+                       "partial": partial, "stubbed_imports": stubbed,
+                       "config": {k: v for k, v in vars(args).items()}}, f, indent=1, default=str)
 
     lanes = [threading.Thread(target=lane, args=(gpu,)) for gpu in range(args.gpus)]
     for t in lanes:
@@ -196,9 +203,7 @@ def main():
         done[pid] = {"compiled": False, "correctness": False, "metadata": {"error": "Evaluation timed out"},
                      "runtime": -1.0}
     seconds = time.time() - start
-    with open(args.out, "w") as f:
-        json.dump({"pairs": done, "seconds": round(seconds, 2), "gpus": args.gpus, "stubbed_imports": stubbed,
-                   "config": {k: v for k, v in vars(args).items()}}, f, indent=1, default=str)
+    write(partial=False)
     print(f"KernelBench evaluation: {len(done)} pairs in {seconds:.1f} s on {args.gpus} GPU(s); "
           f"stubbed imports: {stubbed}", flush=True)
 

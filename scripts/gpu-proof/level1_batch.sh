@@ -35,13 +35,14 @@ log() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 
 
 batch() {  # name, CUDA_VISIBLE_DEVICES, extra args...
-  local name=$1 gpus=$2; shift 2
+  local name=$1$SFX gpus=$2; shift 2
   local t0 t1
   rm -f "$W/$name.jsonl"
   t0=$(now)
-  # a fresh cache per run: no run gets another's compiled kernels
-  CUDA_VISIBLE_DEVICES=$gpus XDG_CACHE_HOME=$W/cache-$name TRITON_CACHE_DIR=$W/cache-$name/triton \
-    timeout $(( $(left) - 15 )) "$KLSP" bench --batch "$W/run" --tasks "$TASKS" --out "$W/$name.jsonl" \
+  # no run reads another's compile cache (the project's .kernel-lsp/compile-cache); the GPU workers'
+  # Triton caches live in each sandbox's own fresh folder
+  rm -rf "$RUNDIR/.kernel-lsp" "$W/.kernel-lsp"
+  CUDA_VISIBLE_DEVICES=$gpus timeout $(( $(left) - 15 )) "$KLSP" bench --batch "$RUNDIR" --tasks "$TASKS" --out "$W/$name.jsonl" \
     --python python3 --timeout 300 --format json "$@" > "$W/$name.summary.json" 2> "$W/$name.err"
   local rc=$?
   t1=$(now)
@@ -51,12 +52,11 @@ $(wc -l < "$W/$name.jsonl") lines" | tee -a "$W/walls.txt"
   python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: s.get(k) for k in ('pairs','compiled','correct','fast_p','flagged','seconds')})" "$W/$name.summary.json" 2>/dev/null
 }
 
-# The single benches: every pair of the five non-matmul tasks, each matmul's failing candidate, two cheats
-# and two correct matmuls.
-SINGLES=${SINGLES:-"88_sample_0 88_sample_1 88_sample_2 88_sample_3 88_sample_4 88_sample_5
-12_sample_0 12_sample_1 12_sample_2 12_sample_3 12_sample_4 12_sample_5
-95_sample_0 95_sample_1 95_sample_2 95_sample_3 95_sample_4 95_sample_5
-66_sample_0 66_sample_1 66_sample_2 72_sample_0 72_sample_1 72_sample_2
+# The single benches (a subset, for the device time): every pair of the three non-matmul tasks, each
+# matmul's failing candidate, two cheats and two correct matmuls.
+SINGLES=${SINGLES:-"88_sample_0 88_sample_1 88_sample_2 88_sample_3 88_sample_4 88_sample_5 88_sample_6 88_sample_7
+12_sample_0 12_sample_1 12_sample_2 12_sample_3 12_sample_4 12_sample_5 12_sample_6 12_sample_7
+40_sample_0 40_sample_1 40_sample_2 40_sample_3 40_sample_4 40_sample_5 40_sample_6 40_sample_7
 1_sample_3 2_sample_3 8_sample_3 10_sample_3 13_sample_3 14_sample_3 15_sample_3 16_sample_3 17_sample_3 18_sample_3
 1_sample_2 2_sample_2 8_sample_0 14_sample_0"}
 
@@ -115,14 +115,25 @@ nproc
 if [ ! -d "$W/run" ]; then
   python3 "$HERE/gen_level1_candidates.py" --tasks "$TASKS/level1" --out "$W/run"
 fi
-NPAIRS=$(ls "$W"/run/level_1_problem_*_kernel.py | wc -l)
+# SUBSET="88_sample_0 ...": the stages run on those pairs alone (copied into $W/sub), and each
+# result's name ends in _sub.
+RUNDIR=$W/run
+SFX=
+if [ -n "${SUBSET:-}" ]; then
+  RUNDIR=$W/sub
+  SFX=_sub
+  rm -rf "$RUNDIR" && mkdir -p "$RUNDIR"
+  for id in $SUBSET; do cp "$W/run/level_1_problem_${id}_kernel.py" "$RUNDIR/"; done
+fi
+NPAIRS=$(ls "$RUNDIR"/level_1_problem_*_kernel.py | wc -l)
+log "$NPAIRS pairs in $RUNDIR"
 
 for stage in "$@"; do
   case $stage in
-    two) [ "$(left)" -gt 120 ] && batch two_gpus 0,1 || log "two: skipped ($(left) s left)";;
-    one) need=$(python3 -c "import json; print(int(2.1 * float(json.load(open('$W/two_gpus.summary.json'))['seconds'])) + 30)" 2>/dev/null || echo 400)
+    two) [ "$(left)" -gt 60 ] && batch two_gpus 0,1 || log "two: skipped ($(left) s left)";;
+    one) need=$(python3 -c "import json; print(int(2.1 * float(json.load(open('$W/two_gpus$SFX.summary.json'))['seconds'])) + 30)" 2>/dev/null || echo 400)
          [ "$(left)" -gt "$need" ] && batch one_gpu 0 || log "one: skipped ($(left) s left, needs $need)";;
-    ray) [ "$(left)" -gt 150 ] && batch ray 0,1 --ray || log "ray: skipped ($(left) s left)"
+    ray) [ "$(left)" -gt 60 ] && batch ray 0,1 --ray || log "ray: skipped ($(left) s left)"
          python3 -c "import ray; print('ray', ray.__version__)" 2>&1 | tail -1
          ls /tmp/ray/session_latest/logs 2>/dev/null | head -30 > "$W/ray_logs_list.txt"
          tail -n 40 /tmp/ray/session_latest/logs/raylet.out > "$W/ray_raylet_tail.txt" 2>/dev/null;;
@@ -133,14 +144,14 @@ for stage in "$@"; do
          sandboxed bash "$HERE/level1_batch.sh" --lane 0 "${a[@]}" > "$W/singles_gpu0.log" 2>&1 &
          sandboxed bash "$HERE/level1_batch.sh" --lane 1 "${b[@]}" > "$W/singles_gpu1.log" 2>&1 &
          wait; cat "$W/singles_gpu0.log" "$W/singles_gpu1.log" | tail -50;;
-    kb1|kb2) [ "$(left)" -lt 90 ] && { log "$stage: skipped ($(left) s left)"; continue; }
+    kb1|kb2) [ "$(left)" -lt 45 ] && { log "$stage: skipped ($(left) s left)"; continue; }
          mkdir -p "$W/home"
          t0=$(now)
          sandboxed env CUDA_VISIBLE_DEVICES=0,1 TRITON_CACHE_DIR=$W/cache-$stage timeout $(( $(left) - 15 )) \
-           python3 "$HERE/kb_eval_generations.py" --kb "$G/KB" --run-dir "$W/run" --level 1 --gpus 2 \
-           --build-dir "$W/kb-build-$stage" --out "$W/$stage.json" > "$W/$stage.log" 2>&1
+           python3 "$HERE/kb_eval_generations.py" --kb "$G/KB" --run-dir "$RUNDIR" --level 1 --gpus 2 \
+           --build-dir "$W/kb-build-$stage" --out "$W/$stage$SFX.json" > "$W/$stage$SFX.log" 2>&1
          echo "$stage: exit $?, wall $(python3 -c "print(round($(now) - $t0, 1))") s" | tee -a "$W/walls.txt"
-         tail -4 "$W/$stage.log";;
+         tail -4 "$W/$stage$SFX.log";;
     *) log "unknown stage $stage";;
   esac
   log "after $stage: $(left) s left"

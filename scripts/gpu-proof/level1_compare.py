@@ -84,15 +84,26 @@ def spread(x, y):
     return abs(x - y) / min(x, y)
 
 
-def load_dirs(dirs):
-    data = {"batch": {}, "summary": {}, "singles": {}, "kb": {}, "walls": [], "manifest": None}
+def klsp_compiled(v):
+    """KernelBench's `compiled` as kernel-lsp's summary counts it: the module loaded, or the
+    compile stage found a sure Triton error before any GPU (which KernelBench meets after loading)."""
+    return "load" in (v.get("phase_s") or {}) or v.get("static_check") == "compile"
+
+
+def load_dirs(dirs, suffix=""):
+    data = {"batch": {}, "summary": {}, "singles": {}, "kb": {}, "walls": [], "manifest": None, "full": {}}
     for d in dirs:
+        if suffix:  # the whole batch's runs, to compare the subset's verdicts with
+            for name in ("one_gpu", "two_gpus"):
+                lines = load_lines(os.path.join(d, name + ".jsonl"))
+                if lines:
+                    data["full"][name] = lines
         for name in ("one_gpu", "two_gpus", "ray"):
-            lines = load_lines(os.path.join(d, name + ".jsonl"))
+            lines = load_lines(os.path.join(d, name + suffix + ".jsonl"))
             if lines:
                 data["batch"][name] = lines
                 try:
-                    data["summary"][name] = json.load(open(os.path.join(d, name + ".summary.json")))
+                    data["summary"][name] = json.load(open(os.path.join(d, name + suffix + ".summary.json")))
                 except (OSError, ValueError):
                     pass
         sd = os.path.join(d, "singles")
@@ -104,7 +115,7 @@ def load_dirs(dirs):
                     except ValueError:
                         data["singles"][f[:-5]] = None  # an empty or cut file: no verdict
         for name in ("kb1", "kb2"):
-            p = os.path.join(d, name + ".json")
+            p = os.path.join(d, name + suffix + ".json")
             if os.path.exists(p):
                 data["kb"][name] = json.load(open(p))
         if os.path.exists(os.path.join(d, "walls.txt")):
@@ -139,6 +150,10 @@ def report(data):
         for b in names[i + 1:]:
             eq, n, diff = agree(batch[a], batch[b])
             say(f"- {a} vs {b}: **{eq}/{n}** equal" + (f"; differ: {', '.join(diff)}" if diff else ""))
+    for name in names:
+        for full, lines in data.get("full", {}).items():
+            eq, n, diff = agree(batch[name], lines)
+            say(f"- {name} vs the whole batch's {full} run: **{eq}/{n}** equal" + (f"; differ: {', '.join(diff)}" if diff else ""))
     singles = {k: v for k, v in data["singles"].items()}
     for name in names:
         eq, n, diff = agree(batch[name], {k: v for k, v in singles.items() if v is not None})
@@ -153,13 +168,16 @@ def report(data):
         ref = batch["two_gpus"] if "two_gpus" in batch else batch[names[0]]
         n = len(ref)
         say("\n## KernelBench's own evaluation of the same files\n")
+        say("kernel-lsp's `compiled` here counts the compile stage's sure errors as compiled (the rule of "
+            "`summary.rs` after this run; the `*.summary.json` of the run used the earlier rule).\n")
         say("| | compiled | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | wall |")
         say("|---|---|---|---|---|---|---|---|")
         for name in names:
             lines = batch[name]
             correct = {k: v.get("correct") is True for k, v in lines.items()}
             fp = fast_p({k: klsp_speedup(v) for k, v in lines.items()}, correct, len(lines))
-            say(f"| kernel-lsp {name} | {summary.get(name, {}).get('compiled')} | {sum(correct.values())} | "
+            comp = sum(1 for v in lines.values() if klsp_compiled(v))
+            say(f"| kernel-lsp {name} | {comp} | {sum(correct.values())} | "
                 + " | ".join(f"{fp[p]:.4f}" for p in THRESHOLDS) + f" | {summary.get(name, {}).get('seconds')} s |")
         for name, res in sorted(kb.items()):
             pairs = res["pairs"]
@@ -179,7 +197,7 @@ def report(data):
                     why = meta.get("runtime_error_name") or meta.get("compilation_error_name") or meta.get("error") or ""
                     say(f"  - {k}: kernel-lsp {verdict(ref[k])}, KernelBench (compiled, correct) "
                         f"{kb_verdict(pairs[k])} {str(why)[:120]}")
-            comp = [k for k in keys if bool(pairs[k].get("compiled")) != ("load" in (ref[k].get("phase_s") or {}))]
+            comp = [k for k in keys if bool(pairs[k].get("compiled")) != klsp_compiled(ref[k])]
             if comp:
                 say(f"  - `compiled` differs on {len(comp)}: " + ", ".join(
                     f"{k} (kernel-lsp {verdict(ref[k])}, KernelBench compiled={pairs[k].get('compiled')})" for k in comp))
@@ -212,8 +230,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dirs", nargs="+")
     p.add_argument("--md", help="also write the report to this file")
+    p.add_argument("--suffix", default="", help="read NAME+SUFFIX files (level1_batch.sh's SUBSET runs: _sub)")
     args = p.parse_args(argv)
-    text = report(load_dirs(args.dirs))
+    text = report(load_dirs(args.dirs, args.suffix))
     sys.stdout.write(text)
     if args.md:
         with open(args.md, "w") as f:
