@@ -12,9 +12,13 @@ pub(crate) const THRESHOLDS: [f64; 4] = [0.0, 1.0, 1.5, 2.0];
 
 /// Whether KernelBench would count the candidate as compiled: its module
 /// loaded (the harness's `load` step ended). A Triton compile error at the
-/// first launch is a runtime failure there, as here.
+/// first launch is a runtime failure there, as here; so is one the compile
+/// stage found before any GPU (`static_check: "compile"`): the module loads,
+/// and KernelBench's evaluator meets the error at the first launch (measured
+/// against its `eval_from_generations.py` code on level 1, docs/bench.md).
 pub(crate) fn compiled(line: &Value) -> bool {
     line.get("phase_s").and_then(|p| p.get("load")).is_some()
+        || line.get("static_check").and_then(Value::as_str) == Some("compile")
 }
 
 /// KernelBench's speedup of one line, when measured.
@@ -159,6 +163,19 @@ mod tests {
         assert_eq!(s["flagged"], 1);
         assert_eq!(s["unflagged"]["correct"], 1);
         assert_eq!(s["unflagged"]["fast_p"]["1"], 0.0);
+    }
+
+    #[test]
+    fn a_compile_error_found_before_the_gpu_counts_as_compiled_as_kernelbench_does() {
+        let mut compile = line(None, None, false);
+        compile["error"] = json!({"kind": "compile-error"});
+        compile["static_check"] = "compile".into();
+        let mut syntax = line(None, None, false);
+        syntax["error"] = json!({"kind": "exception"});
+        syntax["static_check"] = "syntax".into();
+        let s = summarize(&[compile, syntax, line(Some(true), Some(2.0), true)]);
+        assert_eq!(s["compiled"], 2);
+        assert_eq!(s["correct"], 1);
     }
 
     #[test]
