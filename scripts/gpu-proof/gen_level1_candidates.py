@@ -258,7 +258,7 @@ def candidates():
             bad = compile_error(a)
         elif kind == "wrong-k-loop":  # skips the first K block
             bad = matmul_candidate(task, 64, 64, 32, 4, k_start="BK")
-        else:  # TF32 products: about 1e-3 off near the diagonal, over fp32's 1e-4
+        else:  # TF32 products: over KernelBench's fp32 tolerance (0.73 off on the H200)
             bad = matmul_candidate(task, 64, 64, 32, 4, precision="")
         cheat = cheat_copy(expr, "A, B") if task % 2 else cheat_never_launched(expr, "A, B")
         out.append((task, [("correct", a), ("correct", b),
