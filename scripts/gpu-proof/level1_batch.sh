@@ -13,6 +13,15 @@
 # (wheels: pydantic for KernelBench, jsonschema for Ray), $G/ray_slim.tar.xz (ray 2.60.0 without
 # its Java jar and dashboard web build).
 #
+# What was carried on 2026-11-28 (the device has no network): bwrap from Debian bookworm's
+# bubblewrap 0.8.0-2+deb12u1 with libcap2, libselinux1 and libpcre2-8-0 (`apt-get download`, `dpkg -x`,
+# bwrap as bw/bwrap.real and the libraries in bw/lib); wheels for cp312 manylinux: pydantic 2.11.7,
+# pydantic-core 2.33.2, annotated-types 0.7.0, typing-inspection 0.4.1 (KernelBench's eval.py),
+# jsonschema 4.23.0, jsonschema-specifications 2024.10.1, referencing 0.35.1, rpds-py 0.22.3 (Ray);
+# ray 2.60.0's cp312 manylinux2014 wheel unpacked without ray/jars and ray/dashboard/client/build,
+# as a tar.xz of 30 MB; KernelBench's repository (`git archive`) without levels 2-4, assets,
+# notebooks and results; a stripped release build of kernel-lsp.
+#
 # Usage: G=.gpu38 OUT=... BUDGET_S=540 TAG=call1 bash scripts/gpu-proof/level1_batch.sh two one ray ...
 set -uo pipefail
 T0=${T0:-$(date +%s)}
