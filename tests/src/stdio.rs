@@ -62,6 +62,11 @@ impl StdioServer {
         StdioServer { child, stdin, rx, next_id: 1, timeout }
     }
 
+    /// How long each later wait gives up after.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
     pub fn send(&mut self, msg: &Value) {
         let body = serde_json::to_vec(msg).expect("json");
         let _ = write!(self.stdin, "Content-Length: {}\r\n\r\n", body.len());

@@ -120,17 +120,26 @@ async fn compile_document(
     uri: &Uri,
 ) {
     let began = std::time::Instant::now();
-    let (text, version, settings) = {
+    let (source, version, settings) = {
         let st = lock(state);
         let Some(doc) = st.docs.get(uri) else { return };
-        (doc.text().to_string(), doc.version, doc.settings.clone())
+        (doc.syntax(), doc.version, doc.settings.clone())
     };
     let Some(path) = file_path(uri) else { return };
-    let (jobs, kernel_ranges, unparsed) = {
-        let tree = crate::model::parse(&text, None);
+    // Signatures, bundles and kernel ranges for every kernel of the file: CPU
+    // work on the background thread, never on a runtime worker the next
+    // edit's analysis needs. The document's own tree (the edit reparsed it
+    // incrementally), else a parse there.
+    let (s, file) = (settings.clone(), path.clone());
+    let prepared = super::background::run(move || {
+        let text: &str = &source.text;
+        let tree = source.tree.unwrap_or_else(|| crate::model::parse(text, None));
         let unparsed = tree.root_node().has_error();
-        (compile::jobs(&path, &text, &tree, &settings), compile::kernel_ranges(&text, &tree), unparsed)
-    };
+        let jobs = compile::jobs(&file, text, &tree, &s);
+        let ranges = compile::kernel_ranges(text, &tree);
+        (source.text, jobs, ranges, unparsed)
+    });
+    let Some((text, jobs, kernel_ranges, unparsed)) = prepared.await else { return };
     if jobs.is_empty() && !unparsed {
         // No kernel and nothing for CPython's parser to confirm: no worker is started for this file.
         return;
@@ -164,9 +173,13 @@ async fn compile_document(
             return;
         }
     };
-    let (diagnostics, resources) = compile::report(&text, &outcomes);
-    let mut settled = compile::settled(&outcomes, &kernel_ranges);
-    settled.python_parses = unparsed && compiler.python_parses(&text).await == Ok(true);
+    let python_parses = unparsed && compiler.python_parses(&text).await == Ok(true);
+    let read = super::background::run(move || {
+        let (diagnostics, resources) = compile::report(&text, &outcomes);
+        (diagnostics, resources, compile::settled(&outcomes, &kernel_ranges), outcomes.len())
+    });
+    let Some((diagnostics, resources, mut settled, configurations)) = read.await else { return };
+    settled.python_parses = python_parses;
     settled.errors = diagnostics.iter().filter(|d| d.code == "KL901").map(|d| d.range).collect();
     let compiled = Compiled { version, diagnostics, resources, settled };
     let st = &mut *lock(state);
@@ -182,7 +195,7 @@ async fn compile_document(
         }
     }
     let refresh = (st.caps.inlay_hint_refresh, st.caps.pull_diagnostics && st.caps.diagnostic_refresh);
-    tracing::debug!("version {version}: {} kernel configurations compiled in {:?}", outcomes.len(), began.elapsed());
+    tracing::debug!("version {version}: {configurations} kernel configurations compiled in {:?}", began.elapsed());
     let client = client.clone();
     // The hints and a pulling client's diagnostics changed: ask the editor to fetch them again.
     tokio::spawn(async move {

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tower_lsp_server::{LspService, Server as Transport};
 
 mod actions;
+mod background;
 mod bench_view;
 mod compile;
 mod complete;

@@ -24,12 +24,20 @@
 //! On a shared machine one scheduling hiccup can decide a p99: `--rounds N`
 //! repeats the whole measurement N times and prints each round's ratios and
 //! in how many rounds every mode met the goal together.
+//! `--pause-ms N` pauses N ms after the first edit at each place (and after
+//! every 10th character of the statement modes), as a user who stops to
+//! think: with `--compile-python` (which makes it 600 ms, past the 500 ms
+//! debounce) each pause starts a compilation of the changed kernel, and the
+//! next edits are timed while it runs. With `--compile-python` the timing
+//! also starts only once the opened file's first compilation has landed (a
+//! warm worker, as for a file open a while); compare with `--pause-ms 600`
+//! and the compiler off.
 //! `KL_LATENCY_DUMP=PATH` writes each timed edit's latency (ms, one per line)
 //! of the last server run to PATH, to line them up with a server's log.
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
-//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]
+//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--pause-ms N] [--mode kernel|host|full-text|statement-host|statement-kernel]
 //! ```
 
 use std::path::Path;
@@ -98,16 +106,26 @@ fn statement_edits(text: &str, line: usize, statement: &str, count: usize) -> Ve
             end: current.len(),
             text: format!("\n{}", " ".repeat(indent)),
             timed: false,
+            pause: false,
         });
         let n = statement.len().min(count - typed);
         for (k, ch) in statement[..n].char_indices() {
             let (at, next) = (line + 1, indent + k);
-            out.push(Edit { line: at, start: next, end_line: at, end: next, text: ch.to_string(), timed: true });
+            let pause = (typed + k + 1) % 10 == 0;
+            out.push(Edit { line: at, start: next, end_line: at, end: next, text: ch.to_string(), timed: true, pause });
         }
         typed += n;
         // Remove the fresh line: from the end of `line` to the end of what was typed.
         let end = indent + n;
-        out.push(Edit { line, start: current.len(), end_line: line + 1, end, text: String::new(), timed: false });
+        out.push(Edit {
+            line,
+            start: current.len(),
+            end_line: line + 1,
+            end,
+            text: String::new(),
+            timed: false,
+            pause: false,
+        });
     }
     out
 }
@@ -121,6 +139,8 @@ struct Edit {
     end: usize,
     text: String,
     timed: bool,
+    /// Whether the user pauses after this edit (`--pause-ms`).
+    pause: bool,
 }
 
 /// Typing-like edits: at the end of `places` of `targets`' lines (spread
@@ -135,11 +155,17 @@ fn edits(text: &str, targets: &[usize], places: usize) -> Vec<Edit> {
         let end = lines[line].len();
         let mut col = end;
         for ch in [" ", "+", " ", "1"] {
-            out.push(Edit { line, start: col, end_line: line, end: col, text: ch.to_string(), timed: true });
+            // The pause after the first character: the kernel differs from what the cache holds.
+            let pause = col == end;
+            out.push(Edit { line, start: col, end_line: line, end: col, text: ch.to_string(), timed: true, pause });
             col += 1;
         }
-        out.push(Edit { line, start: col - 1, end_line: line, end: col, text: String::new(), timed: true });
-        out.push(Edit { line, start: end, end_line: line, end: col - 1, text: String::new(), timed: false });
+        let delete =
+            Edit { line, start: col - 1, end_line: line, end: col, text: String::new(), timed: true, pause: false };
+        out.push(delete);
+        let restore =
+            Edit { line, start: end, end_line: line, end: col - 1, text: String::new(), timed: false, pause: false };
+        out.push(restore);
     }
     out
 }
@@ -163,7 +189,22 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files: usize, places: usize) -> Measurement {
+/// How the user types: the pause after some edits, and whether to wait for the first compilation.
+#[derive(Clone, Copy)]
+struct Typing {
+    pause: Duration,
+    warm_compile: bool,
+}
+
+fn run(
+    command: &[String],
+    dir: &Path,
+    generated: &Generated,
+    mode: Mode,
+    files: usize,
+    places: usize,
+    typing: Typing,
+) -> Measurement {
     let text = generated.text.as_str();
     let edits = match mode {
         Mode::Kernel | Mode::FullText => edits(text, &generated.kernel_lines, places),
@@ -208,9 +249,40 @@ fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files:
         wait_diagnostics(&mut server, uri, 1);
     }
     let uri = uris[0].clone();
+    if typing.warm_compile && command[0].contains("kernel-lsp") {
+        // Asks the hover of the first kernels' names until one shows what the compiler
+        // said of it (the generated `cell_*` kernels call `tl.tanh`: they do not compile).
+        let defs: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("def "))
+            .map(|(i, _)| i)
+            .filter(|&i| i > 0 && text.lines().nth(i - 1).is_some_and(|l| l.starts_with("@triton.jit")))
+            .take(4)
+            .collect();
+        assert!(!defs.is_empty(), "a kernel in the generated file");
+        let began = Instant::now();
+        'warm: loop {
+            for &line in &defs {
+                let hover = server.request(
+                    "textDocument/hover",
+                    json!({"textDocument": {"uri": uri}, "position": {"line": line, "character": 4}}),
+                );
+                if hover.to_string().contains("Compiled") {
+                    break 'warm;
+                }
+            }
+            assert!(
+                began.elapsed() < Duration::from_secs(600),
+                "the first compilation did not land in 600 s (is the compile worker able to start: bwrap, Triton?)"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        eprintln!("first compilation landed after {:.1} s", began.elapsed().as_secs_f64());
+    }
     let mut latencies_ms = Vec::new();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    for (k, Edit { line, start, end_line, end, text: new_text, timed }) in edits.into_iter().enumerate() {
+    for (k, Edit { line, start, end_line, end, text: new_text, timed, pause }) in edits.into_iter().enumerate() {
         let version = 2 + k as i64;
         // Build the whole text before the clock starts: the client's work is not the server's.
         let change = match mode {
@@ -231,6 +303,9 @@ fn run(command: &[String], dir: &Path, generated: &Generated, mode: Mode, files:
         wait_diagnostics(&mut server, &uri, version);
         if timed {
             latencies_ms.push(began.elapsed().as_secs_f64() * 1000.0);
+        }
+        if pause && !typing.pause.is_zero() {
+            std::thread::sleep(typing.pause);
         }
     }
     if let Some(path) = std::env::var_os("KL_LATENCY_DUMP") {
@@ -265,6 +340,7 @@ fn main() {
     let mut rounds = 1usize;
     let mut modes: Vec<Mode> = Mode::ALL.to_vec();
     let mut compile_python: Option<String> = None;
+    let mut pause_ms: Option<u64> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -285,7 +361,13 @@ fn main() {
             "--no-ruff" => ruff = None,
             // the compile worker on, in this interpreter (its Triton compiles each changed kernel
             // after the pause while the edits are timed); without it no Triton is found and it is off
-            "--compile-python" => compile_python = Some(args.next().expect("--compile-python PATH")),
+            "--compile-python" => {
+                // Made absolute: the servers run in a temporary directory.
+                let p = args.next().expect("--compile-python PATH");
+                compile_python = Some(std::path::absolute(&p).map_or(p, |a| a.display().to_string()))
+            }
+            // a pause after the first edit of each place (600 ms with --compile-python)
+            "--pause-ms" => pause_ms = Some(args.next().and_then(|v| v.parse().ok()).expect("--pause-ms N")),
             "--lines" => lines = args.next().and_then(|v| v.parse().ok()).expect("--lines N"),
             "--files" => files = args.next().and_then(|v| v.parse().ok()).expect("--files N"),
             "--places" => {
@@ -309,7 +391,7 @@ fn main() {
                 files = 0;
             }
             other => {
-                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--mode kernel|host|full-text|statement-host|statement-kernel]; got {other}");
+                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--pause-ms N] [--mode kernel|host|full-text|statement-host|statement-kernel]; got {other}");
                 std::process::exit(2);
             }
         }
@@ -330,6 +412,16 @@ fn main() {
         std::fs::write(dir.join("kernel-lsp.toml"), toml).expect("kernel-lsp.toml");
         println!("compile worker on: {py} (debounce 500 ms)");
     }
+    let typing = Typing {
+        pause: Duration::from_millis(pause_ms.unwrap_or(if compile_python.is_some() { 600 } else { 0 })),
+        warm_compile: compile_python.is_some(),
+    };
+    if !typing.pause.is_zero() {
+        println!(
+            "a pause of {} ms after the first edit of each place (every 10th character of a statement)",
+            typing.pause.as_millis()
+        );
+    }
 
     let mut servers: Vec<(&str, Vec<String>)> = vec![("kernel-lsp", vec![kernel_lsp, "serve".into()])];
     if let Some(r) = ruff {
@@ -344,7 +436,7 @@ fn main() {
         for &mode in &modes {
             let figures: Vec<(f64, f64, f64)> = servers
                 .iter()
-                .map(|(_, command)| percentiles(&run(command, &dir, &generated, mode, 1, places)))
+                .map(|(_, command)| percentiles(&run(command, &dir, &generated, mode, 1, places, typing)))
                 .collect();
             rows.push((mode, figures));
         }
@@ -352,7 +444,10 @@ fn main() {
     }
     let mut rss = Vec::new();
     for (_, command) in servers.iter().filter(|_| files > 0) {
-        rss.push(run(command, &dir, &generated, Mode::Kernel, files, 12).peak_rss_kb);
+        rss.push(
+            run(command, &dir, &generated, Mode::Kernel, files, 12, Typing { pause: Duration::ZERO, ..typing })
+                .peak_rss_kb,
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 
