@@ -47,6 +47,38 @@ pub struct Document {
     reparsed_incrementally: bool,
     /// The semantic snapshot of this version, made for the first reader that asks.
     semantic: std::sync::OnceLock<Arc<Semantic>>,
+    /// The edits made since the text `result` describes, in order (byte
+    /// start, old end, new end): a hover reads `result` through them rather
+    /// than wait for the next analysis (`Document::analysis_at`).
+    moved: Vec<Moved>,
+}
+
+/// One edit as bytes: `start..old_end` of the text before became `start..new_end`.
+#[derive(Debug, Clone, Copy)]
+struct Moved {
+    start: usize,
+    old_end: usize,
+    new_end: usize,
+}
+
+impl Moved {
+    /// Where `pos` of the text before this edit is after it (inside the replaced text: its start).
+    fn forward(self, pos: usize) -> usize {
+        if pos >= self.old_end {
+            pos - self.old_end + self.new_end
+        } else {
+            pos.min(self.start)
+        }
+    }
+}
+
+/// What the last analysis says at one offset of the current text (`Document::analysis_at`).
+#[derive(Debug, Default)]
+pub struct AnalysisAt {
+    /// The diagnostics on the offset's line, their ranges in the current text.
+    pub diagnostics: Vec<crate::diagnostic::Diagnostic>,
+    /// Whether the offset is inside `class ModelNew`.
+    pub in_model_new: bool,
 }
 
 /// What the analysis of one version needs, taken under the state lock and
@@ -135,6 +167,7 @@ impl Document {
             snapshot: Some(Arc::new(snapshot)),
             reparsed_incrementally: false,
             semantic: Default::default(),
+            moved: Vec::new(),
         }
     }
 
@@ -167,6 +200,7 @@ impl Document {
                 // incremental. Only when there is no tree to edit is the new
                 // text parsed afresh.
                 None if self.tree.is_none() => {
+                    self.moved.push(Moved { start: 0, old_end: text.len(), new_end: change.text.len() });
                     text = change.text.clone();
                     *index = LineIndex::new(&text);
                     full_reparse = true;
@@ -174,11 +208,13 @@ impl Document {
                 None => {
                     let (start, old_end, new_end) = changed_span(&text, &change.text);
                     apply_bytes(&mut text, index, self.tree.as_mut(), start, old_end, &change.text[start..new_end]);
+                    self.moved.push(Moved { start, old_end, new_end: start + (new_end - start) });
                 }
                 Some(range) => {
-                    if let Some(w) = apply_ranged(&mut text, index, self.tree.as_mut(), range, &change.text, encoding) {
-                        warnings.push(w);
-                    }
+                    let (moved, warning) =
+                        apply_ranged(&mut text, index, self.tree.as_mut(), range, &change.text, encoding);
+                    self.moved.push(moved);
+                    warnings.extend(warning);
                 }
             }
         }
@@ -227,6 +263,7 @@ impl Document {
 
     fn set_analyzed(&mut self, version: i32) {
         self.analyzed = version;
+        self.moved.clear();
         self.analyzed_tx.send_replace(version);
     }
 
@@ -267,6 +304,52 @@ impl Document {
             .clone()
     }
 
+    /// What the last analysis says at `offset` of the current text, read
+    /// through the edits made since it: `None` when `offset`'s line was
+    /// edited since, or a finding on it covers text edited since (only the
+    /// next analysis can tell), else its diagnostics on that line, moved to
+    /// the current text. A diagnostic the next
+    /// analysis adds on an unedited line is not there yet: it is published
+    /// when that analysis lands.
+    pub fn analysis_at(&self, offset: usize) -> Option<AnalysisAt> {
+        let offset = offset.min(self.text.len());
+        let line_start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.text[offset..].find('\n').map_or(self.text.len(), |i| offset + i);
+        // Where the edits since the analysis are in the current text (each moved by the later ones).
+        let mut edited: Vec<(usize, usize)> = Vec::new();
+        for m in &self.moved {
+            for span in &mut edited {
+                *span = (m.forward(span.0), m.forward(span.1).max(m.forward(span.0)));
+                if span.0 <= m.new_end && m.start <= span.1 {
+                    *span = (span.0.min(m.start), span.1.max(m.new_end));
+                }
+            }
+            edited.push((m.start, m.new_end));
+        }
+        if edited.iter().any(|&(a, b)| a <= line_end && line_start <= b) {
+            return None;
+        }
+        let moved = |r: TextRange| {
+            let (a, b) = self.moved.iter().fold((r.start, r.end), |(a, b), m| (m.forward(a), m.forward(b)));
+            TextRange::new(a, b.max(a))
+        };
+        let mut diagnostics = Vec::new();
+        for d in &self.result.diagnostics {
+            let range = moved(d.range);
+            if range.start <= line_end && line_start <= range.end {
+                // A finding over text edited since (a loop whose body changed): the next analysis decides.
+                if edited.iter().any(|&(a, b)| a <= range.end && range.start <= b) {
+                    return None;
+                }
+                let mut d = d.clone();
+                d.range = range;
+                diagnostics.push(d);
+            }
+        }
+        let in_model_new = self.result.classes.iter().any(|c| c.name == "ModelNew" && moved(c.range).contains(offset));
+        Some(AnalysisAt { diagnostics, in_model_new })
+    }
+
     /// Byte offset of an LSP position in the current text (clamped).
     pub fn offset(&self, position: Position, encoding: Encoding) -> usize {
         self.line_index.offset(&self.text, position.line as usize, position.character as usize, encoding.unit())
@@ -303,7 +386,7 @@ fn apply_ranged(
     range: Range,
     new_text: &str,
     encoding: Encoding,
-) -> Option<String> {
+) -> (Moved, Option<String>) {
     let (mut start, clamped_start) = byte_of(text, index, range.start, encoding);
     let (mut end, clamped_end) = byte_of(text, index, range.end, encoding);
     let mut warning = (clamped_start || clamped_end).then(|| format!("clamped change range {range:?} to the document"));
@@ -312,7 +395,7 @@ fn apply_ranged(
         warning = Some(format!("change range {range:?} ends before it starts; applied it reversed"));
     }
     apply_bytes(text, index, tree, start, end, new_text);
-    warning
+    (Moved { start, old_end: end, new_end: start + new_text.len() }, warning)
 }
 
 /// Replaces the bytes `start..end` of `text` with `new_text`, keeping the line
@@ -448,6 +531,84 @@ mod tests {
         assert!(!doc.result.diagnostics.iter().any(|d| d.code == "KL005"));
         // A job of the current settings is installed.
         assert!(doc.install(2, doc.analysis_job().run()));
+    }
+
+    /// A hover reads the last analysis through the edits made since it: a
+    /// finding on a line nobody edited moves with the text; on an edited line
+    /// nothing is answered until the next analysis lands.
+    #[test]
+    fn the_last_analysis_is_read_through_the_edits_since() {
+        let mut doc = Document::new(FIXTURE, 1, Arc::new(Settings::default()));
+        let old = doc.result.diagnostics.iter().find(|d| d.code == "KL005").expect("a KL005 in the fixture").clone();
+        let old_text = FIXTURE[old.range.start..old.range.end].to_string();
+        let added = "# one\n# two\n";
+        for (k, piece) in ["# one\n", "# two\n"].into_iter().enumerate() {
+            let at = Position::new(k as u32, 0);
+            let change = TextDocumentContentChangeEvent {
+                range: Some(Range::new(at, at)),
+                range_length: None,
+                text: piece.into(),
+            };
+            doc.apply_changes(2 + k as i32, &[change], Encoding::Utf16);
+        }
+        assert!(!doc.is_analyzed());
+        let offset = old.range.start + added.len();
+        let at = doc.analysis_at(offset).expect("the finding's line was not edited");
+        let moved = at.diagnostics.iter().find(|d| d.code == "KL005").expect("the finding, moved");
+        assert_eq!(moved.range, TextRange::new(old.range.start + added.len(), old.range.end + added.len()));
+        assert_eq!(&doc.text()[moved.range.start..moved.range.end], old_text);
+        assert!(doc.analysis_at(1).is_none(), "the first line was edited since the analysis");
+        assert!(doc.analysis_at(added.len() - 1).is_none(), "the second too");
+        let job = doc.analysis_job();
+        assert!(doc.install(3, job.run()));
+        assert!(doc.analysis_at(1).is_some());
+        assert_eq!(
+            doc.analysis_at(offset).expect("analysed").diagnostics.iter().filter(|d| d.code == "KL005").count(),
+            1
+        );
+    }
+
+    /// Under random edits, every finding `analysis_at` answers with covers
+    /// the same text it covered in the analysed version.
+    #[test]
+    fn findings_read_through_random_edits_cover_the_text_they_covered() {
+        const SNIPPETS: &[&str] = &["x", " ", "\n", "tl.tanh(", ")", "é", "    ", ""];
+        for seed in 1..=8u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut doc = Document::new(FIXTURE, 1, Arc::new(Settings::default()));
+            let analysed = doc.text().to_string();
+            let findings: Vec<(String, String)> = doc
+                .result
+                .diagnostics
+                .iter()
+                .map(|d| (d.code.to_string(), analysed[d.range.start..d.range.end].to_string()))
+                .collect();
+            for version in 2..6 {
+                let len = doc.text().len();
+                let start = char_boundary(doc.text(), rng.below(len + 1));
+                let end = char_boundary(doc.text(), (start + rng.below(8)).min(len)).max(start);
+                let index = LineIndex::new(doc.text());
+                let range = Range::new(
+                    position_of(doc.text(), &index, start, Encoding::Utf8),
+                    position_of(doc.text(), &index, end, Encoding::Utf8),
+                );
+                let text = SNIPPETS[rng.below(SNIPPETS.len())].to_string();
+                let change = TextDocumentContentChangeEvent { range: Some(range), range_length: None, text };
+                doc.apply_changes(version, &[change], Encoding::Utf8);
+            }
+            let text = doc.text().to_string();
+            for offset in (0..text.len()).step_by(97).filter(|&o| text.is_char_boundary(o)) {
+                let Some(at) = doc.analysis_at(offset) else { continue };
+                for d in &at.diagnostics {
+                    let now = &text[d.range.start..d.range.end];
+                    assert!(
+                        findings.iter().any(|(code, was)| *code == d.code && was == now),
+                        "seed {seed}: {} now covers {now:?}",
+                        d.code
+                    );
+                }
+            }
+        }
     }
 
     fn position_of(text: &str, index: &LineIndex, offset: usize, encoding: Encoding) -> Position {

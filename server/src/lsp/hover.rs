@@ -9,7 +9,7 @@ use crate::model::triton_names;
 use crate::rules;
 
 use super::bench_view;
-use super::document::Document;
+use super::document::{AnalysisAt, Document};
 use super::semantic::Facts;
 use super::state::BenchState;
 
@@ -19,6 +19,8 @@ pub struct HoverInputs<'a> {
     pub bench: Option<&'a BenchState>,
     pub api: &'a TritonApi,
     pub facts: &'a Facts,
+    /// The last analysis at the offset, moved to the current text.
+    pub at: &'a AnalysisAt,
 }
 
 /// Markdown for the hover at byte `offset`, if any.
@@ -26,8 +28,7 @@ pub fn hover_markdown(doc: &Document, offset: usize, inputs: &HoverInputs) -> Op
     let mut sections = Vec::new();
     let result = inputs.bench.and_then(|b| b.result.as_ref());
     if let Some(r) = result {
-        let on_model = doc.result.classes.iter().any(|c| c.name == "ModelNew" && c.range.contains(offset));
-        if on_model {
+        if inputs.at.in_model_new {
             sections.push(bench_view::hover_section(r));
         }
     }
@@ -39,7 +40,7 @@ pub fn hover_markdown(doc: &Document, offset: usize, inputs: &HoverInputs) -> Op
         }
         sections.push(s);
     }
-    for d in doc.result.diagnostics.iter().filter(|d| d.range.contains(offset) || d.range.start == offset) {
+    for d in inputs.at.diagnostics.iter().filter(|d| d.range.contains(offset) || d.range.start == offset) {
         let mut s = format!("**{}** `{}`: {}\n\n", d.code, d.name, d.message);
         if let Some(doc) = rule_doc(&d.code) {
             // The line above names the rule: its heading would be the second.
@@ -124,8 +125,8 @@ fn triton_name_hover(doc: &Document, offset: usize, inputs: &HoverInputs) -> Opt
     let version = &api.version;
     let mut s =
         format!("`tl.{name}`: **`triton.language` has no `{name}`** (Triton {version}); this fails to compile.");
-    let fix = doc
-        .result
+    let fix = inputs
+        .at
         .diagnostics
         .iter()
         .find(|d| d.code == "KL005" && d.range.contains(start))
@@ -192,7 +193,8 @@ mod tests {
     fn hover(doc: &Document, offset: usize, bench: Option<&BenchState>) -> Option<String> {
         let facts = doc.semantic().facts();
         let api = TritonApi::embedded();
-        hover_markdown(doc, offset, &HoverInputs { bench, api: &api, facts: &facts })
+        let at = doc.analysis_at(offset).expect("the test's document is analysed");
+        hover_markdown(doc, offset, &HoverInputs { bench, api: &api, facts: &facts, at: &at })
     }
 
     #[test]

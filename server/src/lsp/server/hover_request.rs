@@ -7,7 +7,20 @@ use super::*;
 impl Server {
     pub(super) async fn on_hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let uri = &params.text_document_position_params.text_document.uri;
-        self.analyzed(uri).await;
+        // The analysis is awaited only where the hovered line was edited since
+        // the last one landed: elsewhere its findings, moved through the
+        // edits, answer at once (`Document::analysis_at`).
+        let edited_here = {
+            let st = self.state();
+            st.docs.get(uri).is_some_and(|doc| {
+                let offset = doc.offset(params.text_document_position_params.position, st.encoding);
+                doc.analysis_at(offset).is_none()
+            })
+        };
+        if edited_here {
+            tracing::debug!("hover on a line edited since the last analysis: waiting for the next");
+            self.analyzed(uri).await;
+        }
         let (semantic, offset) = {
             let st = self.state();
             match st.docs.get(uri) {
@@ -27,7 +40,10 @@ impl Server {
             return Ok(None);
         };
         let api = self.api_for(&doc.settings);
-        let inputs = hover::HoverInputs { bench: st.bench.get(&p.text_document.uri), api: &api, facts: &facts };
+        // None only where the line was edited and the analysis did not land within its wait: no findings then.
+        let at = doc.analysis_at(offset).unwrap_or_default();
+        let inputs =
+            hover::HoverInputs { bench: st.bench.get(&p.text_document.uri), api: &api, facts: &facts, at: &at };
         let markdown = hover::hover_markdown(doc, offset, &inputs);
         let compiled = crate::lsp::compile::hover(&st, &p.text_document.uri, offset);
         let markdown = match (markdown, compiled) {
