@@ -1,77 +1,115 @@
-//! One thread below the editor's priority for the server's own CPU work
-//! that nobody is waiting for: preparing a compilation after a pause
+//! The server's own threads beside the async runtime. `BACKGROUND`, below
+//! the editor's priority, for CPU work that nobody is waiting for: preparing a compilation after a pause
 //! (parsing, signatures, bundles) and reading its results. On a runtime
 //! worker that work took one of the runtime's two threads, and on a machine
 //! with two cores it took a core from the analysis of the next keystroke
 //! (#34: p99 of a kernel edit 31 -> 62 ms with the compiler on). Here it runs
 //! at nice 19, on its own thread, one job at a time, and a job whose caller
-//! stopped waiting (a newer edit aborted it) is skipped.
+//! stopped waiting (a newer edit aborted it) is skipped. `ANALYSIS`, at the
+//! editor's priority, for the analysis of each edit.
 
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
 type Job = Box<dyn FnOnce() + Send>;
 
-fn queue() -> Option<&'static Mutex<mpsc::Sender<Job>>> {
-    static QUEUE: OnceLock<Option<Mutex<mpsc::Sender<Job>>>> = OnceLock::new();
-    QUEUE
-        .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<Job>();
-            let started = std::thread::Builder::new().name("kl-background".into()).spawn(move || {
-                lower_this_thread();
-                for job in rx {
-                    job();
-                }
-            });
-            match started {
-                Ok(_) => Some(Mutex::new(tx)),
-                Err(e) => {
-                    tracing::warn!("no background thread ({e}): its work runs on the runtime");
-                    None
-                }
-            }
-        })
-        .as_ref()
+/// A thread and its queue of jobs, started on the first job.
+pub(crate) struct Lane {
+    name: &'static str,
+    /// The thread's nice value (0: the editor's own priority).
+    nice: i32,
+    queue: OnceLock<Option<Mutex<mpsc::Sender<Job>>>>,
 }
 
-/// This thread at the lowest priority: on Linux, nice is per thread.
-fn lower_this_thread() {
+/// Work nobody waits for: compilations' preparation, the embedded API.
+pub(crate) static BACKGROUND: Lane = Lane::new("kl-background", 19);
+
+/// The analyses of edits, one at a time at the editor's priority: off the
+/// runtime's two workers, so that a hover or a completion never waits
+/// behind an analysis for a worker (#36), and an analysis whose version a
+/// newer edit replaced before its turn is skipped.
+pub(crate) static ANALYSIS: Lane = Lane::new("kl-analysis", 0);
+
+impl Lane {
+    const fn new(name: &'static str, nice: i32) -> Lane {
+        Lane { name, nice, queue: OnceLock::new() }
+    }
+
+    fn queue(&self) -> Option<&Mutex<mpsc::Sender<Job>>> {
+        self.queue
+            .get_or_init(|| {
+                let (tx, rx) = mpsc::channel::<Job>();
+                let nice = self.nice;
+                let started = std::thread::Builder::new().name(self.name.into()).spawn(move || {
+                    lower_this_thread(nice);
+                    for job in rx {
+                        // A job that panics takes neither the thread nor the jobs after it.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    }
+                });
+                match started {
+                    Ok(_) => Some(Mutex::new(tx)),
+                    Err(e) => {
+                        tracing::warn!("no {} thread ({e}): its work runs where it is asked for", self.name);
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
+
+    /// Queues `f` on this lane's thread (or runs it here, where no thread could start).
+    pub(crate) fn submit(&self, f: impl FnOnce() + Send + 'static) {
+        match self.queue() {
+            Some(q) => {
+                if let Err(mpsc::SendError(job)) = q.lock().unwrap_or_else(|p| p.into_inner()).send(Box::new(f)) {
+                    job();
+                }
+            }
+            None => f(),
+        }
+    }
+
+    /// Runs `f` on this lane's thread and returns its result; `None` when it
+    /// panicked. A job whose caller stopped waiting (a newer edit aborted
+    /// it) is skipped.
+    pub(crate) async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(move || {
+            if tx.is_closed() {
+                return;
+            }
+            let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+        });
+        match rx.await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(_)) => {
+                tracing::error!("a job on the {} thread panicked", self.name);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// This thread at `nice` (0 leaves it as it is): on Linux, nice is per thread.
+fn lower_this_thread(nice: i32) {
+    if nice == 0 {
+        return;
+    }
     #[cfg(target_os = "linux")]
     // SAFETY: gettid and setpriority only read and set this thread's scheduling value.
     unsafe {
         let tid = libc::gettid();
-        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) != 0 {
+        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) != 0 {
             tracing::debug!("the background thread keeps its priority: {}", std::io::Error::last_os_error());
         }
     }
 }
 
-/// Runs `f` on the background thread and returns its result; `None` when it
-/// panicked. Where no thread could be started, `f` runs here.
+/// Runs `f` on the background thread (nice 19); see [`Lane::run`].
 pub(crate) async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let Some(queue) = queue() else {
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let job: Job = Box::new(move || {
-        // The caller was dropped (its compilation cancelled by a newer edit): nothing to do.
-        if tx.is_closed() {
-            return;
-        }
-        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
-    });
-    let sent = queue.lock().unwrap_or_else(|p| p.into_inner()).send(job);
-    if sent.is_err() {
-        return None;
-    }
-    match rx.await {
-        Ok(Ok(value)) => Some(value),
-        Ok(Err(_)) => {
-            tracing::error!("a background job panicked");
-            None
-        }
-        Err(_) => None,
-    }
+    BACKGROUND.run(f).await
 }
 
 #[cfg(test)]
@@ -90,6 +128,28 @@ mod tests {
     async fn a_panicking_job_is_none_and_the_thread_lives_on() {
         assert_eq!(run(|| -> u32 { panic!("boom") }).await, None);
         assert_eq!(run(|| 1u32).await, Some(1));
+    }
+
+    #[tokio::test]
+    async fn the_analysis_lane_runs_jobs_in_order_at_the_callers_priority() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for i in 0..5 {
+            let tx = tx.clone();
+            ANALYSIS.submit(move || tx.send(i).expect("send"));
+        }
+        let got: Vec<i32> = (0..5).map(|_| rx.recv_timeout(std::time::Duration::from_secs(5)).expect("ran")).collect();
+        assert_eq!(got, [0, 1, 2, 3, 4]);
+        ANALYSIS.submit(|| panic!("boom"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        ANALYSIS.submit(move || tx.send(()).expect("send"));
+        rx.recv_timeout(std::time::Duration::from_secs(5)).expect("the lane lives on after a panic");
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: getpriority reads this thread's nice value.
+            let nice = ANALYSIS.run(|| unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) });
+            let here = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+            assert_eq!(nice.await, Some(here));
+        }
     }
 
     #[tokio::test]

@@ -25,6 +25,7 @@ pub(crate) fn complete(
     facts: &Facts,
     api: &TritonApi,
     snippets: bool,
+    locals: &dyn Fn(&JitFn) -> Vec<String>,
 ) -> Option<Vec<CompletionItem>> {
     let offset = offset.min(text.len());
     let before = &text[..offset];
@@ -35,7 +36,7 @@ pub(crate) fn complete(
     }
     let mut items = keyword_items(text, offset, facts, api);
     if let Some(k) = kernel {
-        items.extend(kernel_names(k, facts));
+        items.extend(kernel_names(k, facts, &locals(k)));
     }
     (!items.is_empty()).then_some(items)
 }
@@ -145,7 +146,7 @@ fn keyword_items(text: &str, offset: usize, facts: &Facts, api: &TritonApi) -> V
 }
 
 /// The names a kernel body may use.
-fn kernel_names(k: &JitFn, facts: &Facts) -> Vec<CompletionItem> {
+fn kernel_names(k: &JitFn, facts: &Facts, locals: &[String]) -> Vec<CompletionItem> {
     let item = |label: &str, kind: CompletionItemKind, detail: String| CompletionItem {
         label: label.to_string(),
         kind: Some(kind),
@@ -157,7 +158,7 @@ fn kernel_names(k: &JitFn, facts: &Facts) -> Vec<CompletionItem> {
         let what = if p.constexpr { "constexpr parameter" } else { "parameter" };
         items.push(item(&p.name, CompletionItemKind::VARIABLE, format!("{what} of {}", k.name)));
     }
-    for l in k.locals.iter().filter(|l| !k.params.iter().any(|p| &p.name == *l)) {
+    for l in locals.iter().filter(|l| !k.params.iter().any(|p| &p.name == *l)) {
         items.push(item(l, CompletionItemKind::VARIABLE, format!("local of {}", k.name)));
     }
     for f in &facts.jit {
@@ -190,9 +191,10 @@ mod tests {
 
     fn items_at(needle: &str, delta: usize) -> Vec<CompletionItem> {
         let text: Arc<str> = Arc::from(SRC);
-        let facts = Semantic::new(1, text.clone(), None).facts();
+        let semantic = Semantic::new(1, text.clone(), None);
+        let facts = semantic.facts();
         let at = SRC.find(needle).expect("needle") + delta;
-        complete(&text, at, &facts, &TritonApi::embedded(), true).unwrap_or_default()
+        complete(&text, at, &facts, &TritonApi::embedded(), true, &|k| semantic.locals_of(k)).unwrap_or_default()
     }
 
     fn labels(items: &[CompletionItem]) -> Vec<&str> {

@@ -51,14 +51,32 @@ pub struct Document {
     /// start, old end, new end): a hover reads `result` through them rather
     /// than wait for the next analysis (`Document::analysis_at`).
     moved: Vec<Moved>,
+    /// The last outline a reader had built and the edits since, for the next version's snapshot.
+    seed: Option<super::semantic::Seed>,
 }
 
 /// One edit as bytes: `start..old_end` of the text before became `start..new_end`.
 #[derive(Debug, Clone, Copy)]
-struct Moved {
-    start: usize,
-    old_end: usize,
-    new_end: usize,
+pub(crate) struct Moved {
+    pub(crate) start: usize,
+    pub(crate) old_end: usize,
+    pub(crate) new_end: usize,
+    /// Whether it changed only the middle of one line: after the line's
+    /// first token, no line break, quote, backslash or `import` removed or
+    /// typed. Such an edit leaves every other line's structure as it was.
+    pub(crate) in_line: bool,
+}
+
+impl Moved {
+    /// `start..old_end` of `text` (before the edit) replaced by `new_text`.
+    fn of(text: &str, start: usize, old_end: usize, new_text: &str) -> Moved {
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let plain = |t: &str| !t.contains(['\n', '\r', '"', '\'', '\\']) && !t.contains("import");
+        let in_line = text[line_start..start].contains(|c: char| !c.is_whitespace())
+            && plain(&text[start..old_end])
+            && plain(new_text);
+        Moved { start, old_end, new_end: start + new_text.len(), in_line }
+    }
 }
 
 impl Moved {
@@ -168,6 +186,7 @@ impl Document {
             reparsed_incrementally: false,
             semantic: Default::default(),
             moved: Vec::new(),
+            seed: None,
         }
     }
 
@@ -190,6 +209,7 @@ impl Document {
     ) -> Vec<String> {
         let mut warnings = Vec::new();
         let mut full_reparse = false;
+        let before = self.moved.len();
         let mut text = String::from(&*self.text);
         let index = Arc::make_mut(&mut self.line_index);
         for change in changes {
@@ -200,15 +220,21 @@ impl Document {
                 // incremental. Only when there is no tree to edit is the new
                 // text parsed afresh.
                 None if self.tree.is_none() => {
-                    self.moved.push(Moved { start: 0, old_end: text.len(), new_end: change.text.len() });
+                    self.moved.push(Moved {
+                        start: 0,
+                        old_end: text.len(),
+                        new_end: change.text.len(),
+                        in_line: false,
+                    });
                     text = change.text.clone();
                     *index = LineIndex::new(&text);
                     full_reparse = true;
                 }
                 None => {
                     let (start, old_end, new_end) = changed_span(&text, &change.text);
-                    apply_bytes(&mut text, index, self.tree.as_mut(), start, old_end, &change.text[start..new_end]);
-                    self.moved.push(Moved { start, old_end, new_end: start + (new_end - start) });
+                    let moved =
+                        apply_bytes(&mut text, index, self.tree.as_mut(), start, old_end, &change.text[start..new_end]);
+                    self.moved.push(moved);
                 }
                 Some(range) => {
                     let (moved, warning) =
@@ -220,6 +246,17 @@ impl Document {
         }
         self.version = version;
         self.text = Arc::from(text);
+        // The outline a reader built for the version before seeds the next one's.
+        if let Some(outline) = self.semantic.get().and_then(|s| s.built()) {
+            self.seed = Some(super::semantic::Seed { outline, moved: Vec::new() });
+        }
+        let these = &self.moved[before..];
+        if let Some(seed) = &mut self.seed {
+            seed.moved.extend_from_slice(these);
+        }
+        if self.seed.as_ref().is_some_and(|s| s.moved.len() > super::semantic::SEED_EDITS) {
+            self.seed = None;
+        }
         self.semantic = Default::default();
         let old = if full_reparse { None } else { self.tree.as_ref() };
         self.reparsed_incrementally = old.is_some();
@@ -300,7 +337,9 @@ impl Document {
     /// readers to use after they let go of the state lock.
     pub(crate) fn semantic(&self) -> Arc<Semantic> {
         self.semantic
-            .get_or_init(|| Arc::new(Semantic::new(self.version, self.text.clone(), self.tree.clone())))
+            .get_or_init(|| {
+                Arc::new(Semantic::seeded(self.version, self.text.clone(), self.tree.clone(), self.seed.clone()))
+            })
             .clone()
     }
 
@@ -394,8 +433,7 @@ fn apply_ranged(
         std::mem::swap(&mut start, &mut end);
         warning = Some(format!("change range {range:?} ends before it starts; applied it reversed"));
     }
-    apply_bytes(text, index, tree, start, end, new_text);
-    (Moved { start, old_end: end, new_end: start + new_text.len() }, warning)
+    (apply_bytes(text, index, tree, start, end, new_text), warning)
 }
 
 /// Replaces the bytes `start..end` of `text` with `new_text`, keeping the line
@@ -407,7 +445,8 @@ fn apply_bytes(
     start: usize,
     end: usize,
     new_text: &str,
-) {
+) -> Moved {
+    let moved = Moved::of(text, start, end, new_text);
     let start_position = point_of(index, start);
     let old_end_position = point_of(index, end);
     text.replace_range(start..end, new_text);
@@ -424,6 +463,7 @@ fn apply_bytes(
             new_end_position,
         });
     }
+    moved
 }
 
 /// Byte offset of an LSP position, and whether it had to be clamped. Lines
@@ -609,6 +649,94 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// What a reader sees of an outline, for comparing a moved one with one built afresh.
+    fn outline_view(f: &super::super::semantic::Facts) -> String {
+        let jit: Vec<String> = f
+            .jit
+            .iter()
+            .map(|j| {
+                let ps: Vec<_> = j.params.iter().map(|p| (p.name.clone(), p.constexpr, p.default.clone())).collect();
+                format!("{} {:?} {:?} {} {ps:?}", j.name, j.name_range, j.range, j.body_start)
+            })
+            .collect();
+        format!("{jit:?} {:?} {:?} {:?} {}", f.tl_aliases, f.triton_aliases, f.constexpr_globals, f.top_level)
+    }
+
+    /// A character typed inside a kernel's body moves the last outline
+    /// instead of building it again, and the moved outline is the one a
+    /// fresh build gives; under random edits, whenever the outline is moved
+    /// it equals a fresh build.
+    #[test]
+    fn the_outline_moves_through_edits_inside_a_kernel_body() {
+        let settings = Arc::new(Settings::default());
+        let mut doc = Document::new(LINKED, 1, settings.clone());
+        let _ = doc.semantic().outline();
+        let line = LINKED.lines().position(|l| l.contains("tl.load")).expect("a tl.load line");
+        let col = LINKED.lines().nth(line).map(str::len).expect("line") as u32;
+        let change = TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(line as u32, col), Position::new(line as u32, col))),
+            range_length: None,
+            text: " + 1".into(),
+        };
+        doc.apply_changes(2, &[change], Encoding::Utf8);
+        let semantic = doc.semantic();
+        let moved = semantic.moved_seed().expect("moved, not built");
+        let fresh = super::super::outline::build(doc.text(), &model::parse(doc.text(), None));
+        assert_eq!(outline_view(&moved), outline_view(&fresh));
+
+        const SNIPPETS: &[&str] = &["x", " ", "\n", "(", ")", "    ", "", "\"", "def k(", "@triton.jit\n", "import tl"];
+        let mut moved_seen = 0;
+        for seed in 1..=16u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut doc = Document::new(LINKED, 1, settings.clone());
+            for version in 2..40 {
+                if rng.below(3) > 0 {
+                    let _ = doc.semantic().outline();
+                }
+                let len = doc.text().len();
+                // Half the edits in the middle of a kernel's line (what typing in a kernel does).
+                let kernel_lines: Vec<(usize, usize)> = doc
+                    .text()
+                    .split_inclusive('\n')
+                    .scan(0, |at, l| {
+                        let start = *at;
+                        *at += l.len();
+                        Some((start, l))
+                    })
+                    .filter(|(_, l)| l.starts_with("    ") && l.contains("tl."))
+                    .map(|(start, l)| (start + l.len() - l.trim_start().len() + 1, start + l.trim_end().len()))
+                    .collect();
+                let start = match kernel_lines.len() {
+                    n if n > 0 && rng.below(2) == 0 => {
+                        let (a, b) = kernel_lines[rng.below(n)];
+                        a + rng.below(b.saturating_sub(a) + 1)
+                    }
+                    _ => rng.below(len + 1),
+                };
+                let start = char_boundary(doc.text(), start.min(len));
+                let end = char_boundary(doc.text(), (start + rng.below(4)).min(len)).max(start);
+                let index = LineIndex::new(doc.text());
+                let range = Range::new(
+                    position_of(doc.text(), &index, start, Encoding::Utf8),
+                    position_of(doc.text(), &index, end, Encoding::Utf8),
+                );
+                let text = SNIPPETS[rng.below(SNIPPETS.len())].to_string();
+                doc.apply_changes(
+                    version,
+                    &[TextDocumentContentChangeEvent { range: Some(range), range_length: None, text }],
+                    Encoding::Utf8,
+                );
+                let semantic = doc.semantic();
+                if let Some(moved) = semantic.moved_seed() {
+                    moved_seen += 1;
+                    let fresh = super::super::outline::build(doc.text(), &model::parse(doc.text(), None));
+                    assert_eq!(outline_view(&moved), outline_view(&fresh), "seed {seed}, version {version}");
+                }
+            }
+        }
+        assert!(moved_seen > 20, "the property was checked on only {moved_seen} moved outlines");
     }
 
     fn position_of(text: &str, index: &LineIndex, offset: usize, encoding: Encoding) -> Position {

@@ -37,6 +37,7 @@ pub(crate) fn build(text: &str, tree: &Tree) -> Facts {
         tl_aliases,
         triton_aliases,
         constexpr_globals: super::semantic::constexpr_globals(text, tree),
+        top_level: root.named_child_count(),
     }
 }
 
@@ -73,6 +74,19 @@ fn jit_fn(text: &str, def: Node) -> Option<JitFn> {
             });
         }
     }
+    Some(JitFn {
+        name: src(name),
+        name_range: model::range_of(name),
+        range: TextRange::new(def.start_byte(), def.end_byte()),
+        body_start: def.child_by_field_name("body").map_or(def.end_byte(), |b| b.start_byte()),
+        params,
+        launch_sites: Vec::new(),
+        call_sites: Vec::new(),
+    })
+}
+
+/// The names assigned in `def`'s body (assignments and `for` targets), sorted, once each.
+pub(crate) fn locals(text: &str, def: Node) -> Vec<String> {
     let mut locals = Vec::new();
     if let Some(body) = def.child_by_field_name("body") {
         model::visit_nodes(body, &mut |n| {
@@ -81,21 +95,13 @@ fn jit_fn(text: &str, def: Node) -> Option<JitFn> {
                 _ => None,
             };
             if let Some(t) = target.filter(|t| t.kind() == "identifier") {
-                locals.push(src(t));
+                locals.push(text.get(t.byte_range()).unwrap_or("").to_string());
             }
         });
     }
     locals.sort();
     locals.dedup();
-    Some(JitFn {
-        name: src(name),
-        name_range: model::range_of(name),
-        range: TextRange::new(def.start_byte(), def.end_byte()),
-        locals,
-        params,
-        launch_sites: Vec::new(),
-        call_sites: Vec::new(),
-    })
+    locals
 }
 
 #[cfg(test)]
@@ -108,7 +114,8 @@ mod tests {
     fn the_outline_agrees_with_the_model() {
         let src = "import triton\nimport triton.language as tl\nfrom triton import jit\n\nB = tl.constexpr(4)\n\n@triton.autotune(configs=[], key=['n'])\n@triton.jit\ndef k(x_ptr, n: int, BLOCK: tl.constexpr = 64):\n    offs = tl.arange(0, BLOCK)\n    for i in range(n):\n        acc = offs + i\n\n@jit\ndef helper(a):\n    return a\n\n@torch.jit.script\ndef not_triton(a):\n    return a\n\ndef host(x):\n    k[(1,)](x, 1)\n";
         let full = Semantic::new(1, Arc::from(src), None).facts();
-        let outline = Semantic::new(1, Arc::from(src), None).outline();
+        let semantic = Semantic::new(1, Arc::from(src), None);
+        let outline = semantic.outline();
         let view = |f: &crate::lsp::semantic::Facts| {
             f.jit
                 .iter()
@@ -121,7 +128,7 @@ mod tests {
         };
         assert_eq!(view(&outline), view(&full));
         assert_eq!(outline.jit.iter().map(|j| j.name.as_str()).collect::<Vec<_>>(), ["k", "helper"]);
-        assert_eq!(outline.jit[0].locals, ["acc", "i", "offs"]);
+        assert_eq!(semantic.locals_of(&outline.jit[0]), ["acc", "i", "offs"]);
         assert_eq!(
             (outline.tl_aliases.clone(), outline.constexpr_globals.clone()),
             (vec!["tl".to_string()], vec!["B".to_string()])

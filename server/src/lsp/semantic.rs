@@ -8,12 +8,21 @@
 //! clone). The facts are built once per version, by whichever reader comes
 //! first, from `FileModel::build`, and kept as owned data (the model borrows
 //! the tree; these outlive the lock).
+//!
+//! After an edit inside a jit function's body that changes no line's
+//! structure (a character typed mid-line), the outline is the previous
+//! version's moved through the edit (`Seed`), checked against the new tree,
+//! rather than built again: the first hover after a keystroke in a kernel
+//! reads it at once. A kernel's locals are read only for the completion that
+//! asks for them (`Semantic::locals_of`).
 
 use std::sync::{Arc, OnceLock};
 
 use tree_sitter::{Node, Tree};
 
 use crate::model::{self, FileModel};
+
+pub(crate) use super::document::Moved;
 use crate::text::TextRange;
 
 pub(crate) struct Semantic {
@@ -22,7 +31,18 @@ pub(crate) struct Semantic {
     tree: Option<Tree>,
     facts: OnceLock<Arc<Facts>>,
     outline: OnceLock<Arc<Facts>>,
+    seed: Option<Seed>,
 }
+
+/// An earlier version's outline and the edits made since, in order.
+#[derive(Debug, Clone)]
+pub(crate) struct Seed {
+    pub(crate) outline: Arc<Facts>,
+    pub(crate) moved: Vec<Moved>,
+}
+
+/// The most edits a seed carries; past it the outline is built again.
+pub(crate) const SEED_EDITS: usize = 64;
 
 /// What the readers ask of a version: its jit functions and its launches.
 #[derive(Debug, Default)]
@@ -35,6 +55,8 @@ pub(crate) struct Facts {
     pub(crate) triton_aliases: Vec<String>,
     /// Module-level names assigned a `tl.constexpr` (what a kernel may read of the module).
     pub(crate) constexpr_globals: Vec<String>,
+    /// How many statements the module has at top level (a seed's check).
+    pub(crate) top_level: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -45,15 +67,15 @@ pub(crate) struct FnParam {
 }
 
 /// A `@triton.jit` function: a kernel when something launches it, else a helper.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct JitFn {
     pub(crate) name: String,
     pub(crate) name_range: TextRange,
     pub(crate) params: Vec<FnParam>,
     /// The whole `def` (its body included).
     pub(crate) range: TextRange,
-    /// Names assigned in its body.
-    pub(crate) locals: Vec<String>,
+    /// Where its body starts (past the parameters and the colon).
+    pub(crate) body_start: usize,
     /// Byte offsets of the launches that reach it.
     pub(crate) launch_sites: Vec<usize>,
     /// Byte offsets of the calls in other jit functions that reach it.
@@ -72,8 +94,37 @@ pub(crate) struct LaunchSite {
 }
 
 impl Semantic {
+    #[cfg(test)]
     pub(crate) fn new(version: i32, text: Arc<str>, tree: Option<Tree>) -> Semantic {
-        Semantic { version, text, tree, facts: OnceLock::new(), outline: OnceLock::new() }
+        Semantic::seeded(version, text, tree, None)
+    }
+
+    /// A snapshot whose outline may be `seed`'s moved through its edits.
+    pub(crate) fn seeded(version: i32, text: Arc<str>, tree: Option<Tree>, seed: Option<Seed>) -> Semantic {
+        Semantic { version, text, tree, facts: OnceLock::new(), outline: OnceLock::new(), seed }
+    }
+
+    /// The outline or facts a reader already had built for this version.
+    pub(crate) fn built(&self) -> Option<Arc<Facts>> {
+        self.outline.get().or_else(|| self.facts.get()).cloned()
+    }
+
+    /// The names assigned in a jit function's body (assignments and `for` targets), sorted.
+    pub(crate) fn locals_of(&self, f: &JitFn) -> Vec<String> {
+        let parsed;
+        let tree = match &self.tree {
+            Some(t) => t,
+            None => {
+                parsed = model::parse(&self.text, None);
+                &parsed
+            }
+        };
+        let def = tree
+            .root_node()
+            .descendant_for_byte_range(f.name_range.start, f.name_range.end)
+            .and_then(|n| n.parent())
+            .filter(|d| d.kind() == "function_definition");
+        def.map(|d| super::outline::locals(&self.text, d)).unwrap_or_default()
     }
 
     /// The facts of this version, built by the first reader (a parse too when the document kept no tree).
@@ -87,7 +138,66 @@ impl Semantic {
         if let Some(f) = self.facts.get() {
             return f.clone();
         }
-        self.outline.get_or_init(|| self.read("outline", super::outline::build)).clone()
+        self.outline
+            .get_or_init(|| self.moved_seed().unwrap_or_else(|| self.read("outline", super::outline::build)))
+            .clone()
+    }
+
+    /// The seed's outline moved through its edits, when each was typed
+    /// inside one jit function's body without changing a line's structure,
+    /// and the new tree still has each such function where the moved
+    /// outline says; else `None` (the outline is built).
+    pub(super) fn moved_seed(&self) -> Option<Arc<Facts>> {
+        let (seed, tree) = (self.seed.as_ref()?, self.tree.as_ref()?);
+        let root = tree.root_node();
+        if root.named_child_count() != seed.outline.top_level || seed.moved.is_empty() {
+            return None;
+        }
+        let mut jit: Vec<JitFn> = seed.outline.jit.clone();
+        let mut touched = Vec::new();
+        for m in &seed.moved {
+            if !m.in_line {
+                return None;
+            }
+            let at = jit.iter().position(|f| f.body_start <= m.start && m.old_end <= f.range.end)?;
+            let shift = |p: usize| if p >= m.old_end { p - m.old_end + m.new_end } else { p };
+            for f in &mut jit {
+                f.range = TextRange::new(shift(f.range.start), shift(f.range.end));
+                f.name_range = TextRange::new(shift(f.name_range.start), shift(f.name_range.end));
+                f.body_start = shift(f.body_start);
+            }
+            touched.push(at);
+        }
+        for &i in &touched {
+            let f = &jit[i];
+            let def = root
+                .descendant_for_byte_range(f.name_range.start, f.name_range.end)
+                .filter(|n| n.kind() == "identifier" && self.text.get(n.byte_range()) == Some(f.name.as_str()))
+                .and_then(|n| n.parent())
+                .filter(|d| d.kind() == "function_definition")?;
+            let body = def.child_by_field_name("body")?;
+            let at_top = def.parent().and_then(|p| p.parent()).is_some_and(|r| r.id() == root.id());
+            if !at_top
+                || def.start_byte() != f.range.start
+                || def.end_byte() != f.range.end
+                || body.start_byte() != f.body_start
+            {
+                return None;
+            }
+        }
+        for f in &mut jit {
+            f.launch_sites.clear();
+            f.call_sites.clear();
+        }
+        let o = &seed.outline;
+        Some(Arc::new(Facts {
+            jit,
+            launches: Vec::new(),
+            tl_aliases: o.tl_aliases.clone(),
+            triton_aliases: o.triton_aliases.clone(),
+            constexpr_globals: o.constexpr_globals.clone(),
+            top_level: o.top_level,
+        }))
     }
 
     fn read(&self, what: &str, build: fn(&str, &Tree) -> Facts) -> Arc<Facts> {
@@ -112,12 +222,7 @@ impl Facts {
                 name: k.name.clone(),
                 name_range: k.name_range,
                 range: model::range_of(k.node),
-                locals: {
-                    let mut v: Vec<String> = k.assigns.iter().map(|a| a.target.clone()).collect();
-                    v.sort();
-                    v.dedup();
-                    v
-                },
+                body_start: k.node.child_by_field_name("body").map_or(k.node.end_byte(), |b| b.start_byte()),
                 params: k
                     .params
                     .iter()
@@ -151,6 +256,7 @@ impl Facts {
             tl_aliases: m.tl_aliases.clone(),
             triton_aliases: m.triton_aliases.clone(),
             constexpr_globals: constexpr_globals(text, tree),
+            top_level: tree.root_node().named_child_count(),
         }
     }
 

@@ -13,6 +13,8 @@
 //! workspace) unless `--compile`: it would compile every kernel of 20 files
 //! on the same cores while the requests are timed.
 //!
+//! `KL_REQUESTS_DUMP=PATH` writes each request's time, in order, to PATH.
+//!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
 //! target/release/lsp_requests [--kernel-lsp PATH] [--lines N] [--files N] [--places N] [--compile]
@@ -109,6 +111,11 @@ fn main() {
                 assert!(answer.get("error").is_none() && !answer["result"].is_null(), "{name}: {answer}");
             }
         }
+    }
+    if let Some(path) = std::env::var_os("KL_REQUESTS_DUMP") {
+        // Each request's time, in order: "name warm ms" a line, to line them up with a server's log.
+        let lines: Vec<String> = timings.iter().map(|(n, w, ms)| format!("{n} {w} {ms:.3}")).collect();
+        let _ = std::fs::write(path, lines.join("\n") + "\n");
     }
     let (rss, hwm) = (server.memory_kb("VmRSS:"), server.memory_kb("VmHWM:"));
     println!(

@@ -15,7 +15,9 @@ impl Server {
             (doc.semantic(), doc.offset(p.position, st.encoding), self.api_for(&doc.settings), st.caps.snippets)
         };
         let facts = semantic.outline();
-        let items = super::super::complete::complete(&semantic.text, offset, &facts, &api, snippets);
+        let items = super::super::complete::complete(&semantic.text, offset, &facts, &api, snippets, &|k| {
+            semantic.locals_of(k)
+        });
         Ok(items.map(CompletionResponse::Array))
     }
 }

@@ -33,14 +33,19 @@ impl Server {
         st.compile.remove(&uri);
         drop(st);
         self.compiling.schedule(&self.state, &self.publish_tx, &self.client, &uri, false);
-        // The analysis runs off the state lock, so hovers, code actions and the
-        // next edit never wait for it; a result for an outdated version is dropped.
+        // The analysis runs off the state lock and off the runtime, on the
+        // analysis thread, so hovers, code actions and the next edit never
+        // wait for it; one whose version a newer edit replaced before its turn
+        // is skipped, and a result for an outdated version is dropped.
         let state = self.state.clone();
         let publish_tx = self.publish_tx.clone();
-        // On a runtime worker rather than a blocking-pool thread: a fresh thread
-        // gets its own malloc arena, which cost ~10 MB of RSS per server.
-        tokio::spawn(async move {
+        crate::lsp::background::ANALYSIS.submit(move || {
             let started = began.elapsed();
+            let current = lock(&state).docs.get(&uri).is_some_and(|doc| doc.version == job.version);
+            if !current {
+                tracing::debug!("version {}: replaced before its analysis began; skipped", job.version);
+                return;
+            }
             let result = job.run();
             let analysed = began.elapsed();
             {
@@ -58,11 +63,8 @@ impl Server {
                 analysed - started,
                 began.elapsed()
             );
-            // The trees this edit evicted are freed off the lock, once the publisher has had its turn.
-            if !evicted.is_empty() {
-                tokio::task::yield_now().await;
-                drop(evicted);
-            }
+            // The trees this edit evicted are freed off the lock, after the publication.
+            drop(evicted);
         });
     }
 }

@@ -1,9 +1,13 @@
-//! `initialized`: shows an error from the initialization options and watches the configuration files.
+//! `initialized`: shows an error from the initialization options, watches
+//! the configuration files and reads the embedded Triton API in the background.
 
 use super::*;
 
 impl Server {
     pub(super) async fn on_initialized(&self) {
+        // The embedded Triton API (parsed once, ~50 ms) is read now, off the
+        // runtime, rather than by the first hover or completion.
+        tokio::spawn(crate::lsp::background::run(|| drop(crate::model::triton_api::TritonApi::embedded())));
         let error = self.init_error.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(e) = error {
             self.client.show_message(MessageType::ERROR, e).await;
