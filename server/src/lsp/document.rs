@@ -627,14 +627,7 @@ mod tests {
                 let len = doc.text().len();
                 let start = char_boundary(doc.text(), rng.below(len + 1));
                 let end = char_boundary(doc.text(), (start + rng.below(8)).min(len)).max(start);
-                let index = LineIndex::new(doc.text());
-                let range = Range::new(
-                    position_of(doc.text(), &index, start, Encoding::Utf8),
-                    position_of(doc.text(), &index, end, Encoding::Utf8),
-                );
-                let text = SNIPPETS[rng.below(SNIPPETS.len())].to_string();
-                let change = TextDocumentContentChangeEvent { range: Some(range), range_length: None, text };
-                doc.apply_changes(version, &[change], Encoding::Utf8);
+                replace_bytes(&mut doc, version, start, end, SNIPPETS[rng.below(SNIPPETS.len())]);
             }
             let text = doc.text().to_string();
             for offset in (0..text.len()).step_by(97).filter(|&o| text.is_char_boundary(o)) {
@@ -649,6 +642,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Replaces the bytes `start..end` of the document's text with `text`, as a ranged change.
+    fn replace_bytes(doc: &mut Document, version: i32, start: usize, end: usize, text: &str) {
+        let index = LineIndex::new(doc.text());
+        let range = Range::new(
+            position_of(doc.text(), &index, start, Encoding::Utf8),
+            position_of(doc.text(), &index, end, Encoding::Utf8),
+        );
+        let change = TextDocumentContentChangeEvent { range: Some(range), range_length: None, text: text.to_string() };
+        doc.apply_changes(version, &[change], Encoding::Utf8);
     }
 
     /// What a reader sees of an outline, for comparing a moved one with one built afresh.
@@ -717,17 +721,7 @@ mod tests {
                 };
                 let start = char_boundary(doc.text(), start.min(len));
                 let end = char_boundary(doc.text(), (start + rng.below(4)).min(len)).max(start);
-                let index = LineIndex::new(doc.text());
-                let range = Range::new(
-                    position_of(doc.text(), &index, start, Encoding::Utf8),
-                    position_of(doc.text(), &index, end, Encoding::Utf8),
-                );
-                let text = SNIPPETS[rng.below(SNIPPETS.len())].to_string();
-                doc.apply_changes(
-                    version,
-                    &[TextDocumentContentChangeEvent { range: Some(range), range_length: None, text }],
-                    Encoding::Utf8,
-                );
+                replace_bytes(&mut doc, version, start, end, SNIPPETS[rng.below(SNIPPETS.len())]);
                 let semantic = doc.semantic();
                 if let Some(moved) = semantic.moved_seed() {
                     moved_seen += 1;
