@@ -102,7 +102,7 @@ fn lower_this_thread(nice: i32) {
     unsafe {
         let tid = libc::gettid();
         if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) != 0 {
-            tracing::debug!("the background thread keeps its priority: {}", std::io::Error::last_os_error());
+            tracing::debug!("a lane's thread keeps its priority: {}", std::io::Error::last_os_error());
         }
     }
 }

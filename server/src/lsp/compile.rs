@@ -120,10 +120,10 @@ async fn compile_document(
     uri: &Uri,
 ) {
     let began = std::time::Instant::now();
-    let (source, version, settings) = {
+    let (text, version, settings) = {
         let st = lock(state);
         let Some(doc) = st.docs.get(uri) else { return };
-        (doc.syntax(), doc.version, doc.settings.clone())
+        (doc.shared_text(), doc.version, doc.settings.clone())
     };
     let Some(path) = file_path(uri) else { return };
     let python = compile::resolve_python(&path, &settings);
@@ -137,8 +137,7 @@ async fn compile_document(
     // edit's analysis needs. It parses the text there: a queued job holding
     // the document's tree would keep the trees of evicted documents alive
     // (20 files opened at once: +55 MB).
-    let (s, file, text) = (settings.clone(), path.clone(), source.text);
-    drop(source.tree);
+    let (s, file) = (settings.clone(), path.clone());
     let prepared = super::background::run(move || {
         let tree = crate::model::parse(&text, None);
         let unparsed = tree.root_node().has_error();

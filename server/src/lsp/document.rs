@@ -77,9 +77,7 @@ impl Moved {
             && plain(new_text);
         Moved { start, old_end, new_end: start + new_text.len(), in_line }
     }
-}
 
-impl Moved {
     /// Where `pos` of the text before this edit is after it (inside the replaced text: its start).
     fn forward(self, pos: usize) -> usize {
         if pos >= self.old_end {
@@ -192,6 +190,11 @@ impl Document {
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// The text, shared (for work done after the state lock is let go).
+    pub fn shared_text(&self) -> Arc<str> {
+        self.text.clone()
     }
 
     pub fn line_index(&self) -> &LineIndex {
@@ -358,7 +361,7 @@ impl Document {
         let mut edited: Vec<(usize, usize)> = Vec::new();
         for m in &self.moved {
             for span in &mut edited {
-                *span = (m.forward(span.0), m.forward(span.1).max(m.forward(span.0)));
+                *span = (m.forward(span.0), m.forward(span.1));
                 if span.0 <= m.new_end && m.start <= span.1 {
                     *span = (span.0.min(m.start), span.1.max(m.new_end));
                 }

@@ -21,9 +21,9 @@ use std::sync::{Arc, OnceLock};
 use tree_sitter::{Node, Tree};
 
 use crate::model::{self, FileModel};
-
-pub(crate) use super::document::Moved;
 use crate::text::TextRange;
+
+use super::document::Moved;
 
 pub(crate) struct Semantic {
     pub(crate) version: i32,

@@ -7,7 +7,7 @@ impl Server {
     pub(super) async fn on_initialized(&self) {
         // The embedded Triton API (parsed once, ~50 ms) is read now, off the
         // runtime, rather than by the first hover or completion.
-        tokio::spawn(crate::lsp::background::run(|| drop(crate::model::triton_api::TritonApi::embedded())));
+        crate::lsp::background::BACKGROUND.submit(|| drop(crate::model::triton_api::TritonApi::embedded()));
         let error = self.init_error.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(e) = error {
             self.client.show_message(MessageType::ERROR, e).await;
