@@ -3,20 +3,26 @@
 Shipped inside the kernel-lsp binary, written to a cache directory and run
 with the user's Python. Each pair is one Ray task asking for one GPU (or one
 CPU on the interpreter); Ray schedules and retries them. A task hands its
-pair to `kernel-lsp bench --batch-serve` on the host it landed on: the same
-sandboxed warm worker the per-host pool uses, kept alive in the Ray worker
-process for the tasks that follow on the same GPU. No candidate code runs in
-a Ray process.
+pair to `kernel-lsp bench --batch-serve` on the host it landed on, over a
+Unix socket: the same sandboxed warm worker the per-host pool uses, one per
+host and GPU for the run, shared by whichever Ray worker process gets the
+next task on that GPU. No candidate code runs in a Ray process.
 
 Input: --jobs FILE, one JSON job per line (the files' text travels with it).
 Output: one JSON line per pair on stdout as each finishes, the batch's line.
 """
 
 import argparse
+import fcntl
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+import uuid
 
 
 def server_env(environ, driver_omp):
@@ -34,27 +40,65 @@ def server_env(environ, driver_omp):
     return env
 
 
-def _server(command, driver_omp=None):
-    """The `--batch-serve` process of this Ray worker for the GPU it was given,
-    kept on `sys` (a task function is pickled with its globals, `sys` is not)."""
-    if not hasattr(sys, "_kernel_lsp_servers"):
-        sys._kernel_lsp_servers = {}
-    servers = sys._kernel_lsp_servers
-    key = (tuple(command), os.environ.get("CUDA_VISIBLE_DEVICES", ""))
-    proc = servers.get(key)
-    if proc is None or proc.poll() is not None:
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-                                env=server_env(os.environ, driver_omp))
-        servers[key] = proc
-    return proc
+def socket_path(run_id, slot):
+    """Where this host's server for `slot` (a GPU, or a Ray worker process on the
+    interpreter) listens during run `run_id`; short enough for a socket's name."""
+    base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    return os.path.join(base, f"kernel-lsp-ray-{os.getuid()}", run_id, f"{slot}.sock")
 
 
-def judge(job, command, driver_omp=None):
+def _connect(path):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def connect_server(command, path, env, idle=120, start_secs=60):
+    """A connection to the `--batch-serve` server listening at `path`, started
+    (under a lock, once per host and slot) when none answers. The server
+    outlives the Ray worker that started it, so whichever worker process Ray
+    hands the next task on that GPU finds the same warm harness worker."""
+    sock = _connect(path)
+    if sock is not None:
+        return sock
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        sock = _connect(path)
+        if sock is not None:
+            return sock
+        if os.path.exists(path):
+            os.unlink(path)  # a server that died left its socket behind
+        with open(path + ".log", "ab") as log:
+            proc = subprocess.Popen(command + ["--serve-socket", path, "--serve-idle", str(idle)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env,
+                                    start_new_session=True)
+        deadline = time.monotonic() + start_secs
+        while time.monotonic() < deadline:
+            sock = _connect(path)
+            if sock is not None:
+                return sock
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+    with open(path + ".log", "rb") as f:
+        tail = f.read()[-2000:].decode(errors="replace")
+    raise RuntimeError(f"kernel-lsp --batch-serve did not start at {path}: {tail.strip()}")
+
+
+def judge(job, command, run_id, driver_omp=None):
     """One pair through the host's kernel-lsp; an exception makes Ray retry the task."""
-    proc = _server(command, driver_omp)
-    proc.stdin.write(json.dumps(job) + "\n")
-    proc.stdin.flush()
-    line = proc.stdout.readline()
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    slot = f"gpu-{gpus.replace(',', '_')}" if gpus else f"pid-{os.getpid()}"
+    sock = connect_server(command, socket_path(run_id, slot), server_env(os.environ, driver_omp))
+    with sock, sock.makefile("rw", encoding="utf-8", newline="\n") as stream:
+        stream.write(json.dumps(job) + "\n")
+        stream.flush()
+        line = stream.readline()
     if not line:
         raise RuntimeError(f"kernel-lsp --batch-serve ended without a verdict for {job['id']}")
     answer = json.loads(line)
@@ -95,10 +139,11 @@ def main():
         init["num_cpus"] = args.cpus
     ray.init(**init)
     resources = {"num_cpus": 1, "num_gpus": 0} if args.cpu else {"num_cpus": 0, "num_gpus": 1}
-    # max_calls=0: the Ray worker (and its warm kernel-lsp worker) stays for the next task.
+    # max_calls=0: a Ray worker process stays for the next task (Ray's default for GPU tasks is 1).
     task = ray.remote(max_calls=0, max_retries=args.retries, retry_exceptions=True, **resources)(judge)
     driver_omp = os.environ.get("OMP_NUM_THREADS")
-    pending = {task.remote(job, command, driver_omp): job for job in jobs}
+    run_id = uuid.uuid4().hex[:12]
+    pending = {task.remote(job, command, run_id, driver_omp): job for job in jobs}
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:
@@ -109,6 +154,8 @@ def main():
                 line = failed_line(job, f"the Ray task failed after {args.retries} retries: {e}")
             print(json.dumps(line), flush=True)
     ray.shutdown()
+    # This host's servers end when their folder goes; another host's after their idle time.
+    shutil.rmtree(os.path.dirname(socket_path(run_id, "x")), ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -209,17 +209,32 @@ fn ray_in_local_mode_judges_pairs_as_the_pool_does() {
         eprintln!("SKIPPED: {} cannot import ray", python());
         return;
     }
-    let dir = project("ray", &["reference.py", "good_new.py", "wrong_new.py"]);
+    let dir = project("ray", &["reference.py", "good_new.py", "wrong_new.py", "slow_new.py"]);
     let out = batch_command(&dir, &["--ray", "--cpu", "--workers", "2"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
     assert!(stderr.contains("Ray tasks on a local cluster"), "{stderr}");
     let got = by_id(&results(&dir));
-    assert_eq!(got.len(), 2, "{stderr}");
+    assert_eq!(got.len(), 3, "{stderr}");
     assert_eq!(got["good_new.py"]["correct"], true, "{}", got["good_new.py"]);
+    assert_eq!(got["slow_new.py"]["correct"], true, "{}", got["slow_new.py"]);
     assert_eq!(kind(&got["wrong_new.py"]), "mismatch");
     assert!(got["good_new.py"]["pair"]["ray_node"].is_string(), "ran as a Ray task: {}", got["good_new.py"]);
-    assert_eq!(summary["correct"], 1);
+    assert_eq!(summary["correct"], 2);
+    // Each task reached its host's warm server over its socket: a server that judged
+    // several pairs started its sandboxed worker once.
+    let mut servers = BTreeMap::<u64, usize>::new();
+    for line in got.values() {
+        let pid = line["pair"]["server_pid"].as_u64().unwrap_or_else(|| panic!("served: {line}"));
+        *servers.entry(pid).or_default() += 1;
+        assert_eq!(line["pair"]["worker_starts"], 1, "{line}");
+    }
+    // The run's end removed the sockets' folder: its servers are gone.
+    std::thread::sleep(Duration::from_secs(3));
+    for pid in servers.keys() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(stat.is_empty() || stat.split(' ').nth(2) == Some("Z"), "server {pid} still runs: {stat}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

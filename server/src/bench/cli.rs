@@ -47,6 +47,12 @@ pub struct BenchArgs {
     /// The per-host worker a Ray task talks to: jobs on stdin, results on stdout.
     #[arg(long, hide = true)]
     pub batch_serve: bool,
+    /// With --batch-serve: listen on this Unix socket instead (one per host and GPU, shared by Ray's workers).
+    #[arg(long, hide = true, value_name = "PATH", requires = "batch_serve")]
+    pub serve_socket: Option<PathBuf>,
+    /// With --serve-socket: seconds without a connection before the server ends.
+    #[arg(long, hide = true, value_name = "SECS", default_value_t = 600)]
+    pub serve_idle: u64,
     /// The reference file, defining `class Model`; found by the rules in the README ("Finding the reference") when omitted.
     #[arg(long)]
     pub reference: Option<PathBuf>,

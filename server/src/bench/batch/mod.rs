@@ -20,7 +20,7 @@ mod summary;
 
 pub(crate) use ray::serve;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -125,29 +125,46 @@ fn run(args: &BenchArgs, input: &Path) -> Result<i32, String> {
             (None, false) => format!("{workers} GPU workers ({})", gpus.join(",")),
         }
     );
+    let cpu = batch.cpu;
     let mut out = Output::open(&out_path, pending.len(), skipped)?;
     let (rejected, runnable) = static_checks(pending);
     // Syntax errors confirmed by CPython, sure compile errors: verdicts without a GPU.
-    let (syntax, mut held) = rejected
+    let (syntax, held) = rejected
         .into_iter()
         .partition::<Vec<_>, _>(|(_, r)| r.extra.get("static_check").and_then(|v| v.as_str()) == Some("syntax"));
-    let (compiled, runnable, why) = match batch.settings.compile.enabled {
-        true => compiled::check(&batch.python, &batch.settings, syntax, runnable),
-        false => (syntax, runnable, Some("compile.enabled is off".to_string())),
-    };
-    if let Some(why) = why {
-        eprintln!("batch: no compile stage ({why}); the workers judge every candidate that parses");
-    }
-    held.extend(compiled);
     for (job, result) in held {
         out.write(&job, result, None)?;
     }
-    if !runnable.is_empty() {
-        let sandbox = prepare_sandbox(&batch.settings, &batch.python)?;
-        match &args.ray {
-            Some(_) => ray::run(&batch.python, address, batch.cpu, workers, &runnable, &mut out)?,
-            None => run_pool(&sandbox, batch.cpu, &gpus, workers, runnable, &mut out)?,
+    let nothing_runs = syntax.is_empty() && runnable.is_empty();
+    let (python, settings) = (batch.python.clone(), batch.settings.clone());
+    let compile_stage = move || {
+        let t0 = Instant::now();
+        let (compiled, runnable, why) = match settings.compile.enabled {
+            true => compiled::check(&python, &settings, syntax, runnable),
+            false => (syntax, runnable, Some("compile.enabled is off".to_string())),
+        };
+        match why {
+            Some(why) => eprintln!("batch: no compile stage ({why}); the workers judge every candidate that parses"),
+            None => eprintln!(
+                "batch: compile stage {:.1} s: {} refused before any {}",
+                t0.elapsed().as_secs_f64(),
+                compiled.len(),
+                if cpu { "worker" } else { "GPU" }
+            ),
         }
+        (compiled, runnable)
+    };
+    if args.ray.is_some() {
+        let (compiled, runnable) = compile_stage();
+        for (job, result) in compiled {
+            out.write(&job, result, None)?;
+        }
+        if !runnable.is_empty() {
+            ray::run(&batch.python, address, batch.cpu, workers, &runnable, &mut out)?;
+        }
+    } else if !nothing_runs {
+        let sandbox = prepare_sandbox(&batch.settings, &batch.python)?;
+        run_pool(&sandbox, batch.cpu, &gpus, workers, compile_stage, &mut out)?;
     }
     out.finish();
     let lines = lines_of(&out_path, &wanted);
@@ -288,14 +305,16 @@ fn cannot_run(job: &Job) -> Option<BenchResult> {
     None
 }
 
-/// Runs `jobs` on one worker per GPU (or `workers` interpreter workers),
-/// each pulling the next job when it is free.
+/// Runs the jobs `stage` leaves runnable on one worker per GPU (or `workers`
+/// interpreter workers), each pulling the next job when it is free. The
+/// workers start (torch and triton imported) while `stage` compiles on the CPU
+/// cores; its verdicts are written as soon as it ends.
 fn run_pool(
     sandbox: &Arc<Sandbox>,
     cpu: bool,
     gpus: &[String],
     workers: usize,
-    jobs: Vec<Job>,
+    stage: impl FnOnce() -> (Vec<(Job, BenchResult)>, Vec<Job>) + Send + 'static,
     out: &mut Output,
 ) -> Result<(), String> {
     let harness = super::write_harness().map_err(|e| e.to_string())?;
@@ -307,30 +326,143 @@ fn run_pool(
         sandbox: sandbox.clone(),
         threads: cpu.then(|| (cores / workers).max(1)),
     });
-    let queue = Arc::new(Mutex::new(jobs.into_iter().collect::<VecDeque<Job>>()));
+    let queue = Arc::new(Mutex::new(Queue::default()));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Job, BenchResult, Option<String>)>();
+        let (ready_tx, ready) = tokio::sync::watch::channel(false);
+        let (staged_tx, staged) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = staged_tx.send(stage());
+        });
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Job, BenchResult, Option<String>, f64)>();
         for w in 0..workers {
             let gpu = if cpu { None } else { gpus.get(w).cloned() };
-            let (queue, tx, cfg) = (queue.clone(), tx.clone(), cfg.clone());
+            let (queue, tx, cfg, mut ready) = (queue.clone(), tx.clone(), cfg.clone(), ready.clone());
             tokio::spawn(async move {
                 let mut worker = Worker::new(gpu.clone());
+                worker.warm(&cfg).await;
+                if ready.wait_for(|r| *r).await.is_err() {
+                    return;
+                }
                 loop {
-                    let Some(job) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { break };
+                    let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) else { break };
+                    let t0 = Instant::now();
                     let result = judge(&mut worker, &cfg, &job).await;
-                    if tx.send((job, result, gpu.clone())).is_err() {
+                    let seconds = t0.elapsed().as_secs_f64();
+                    if let Ok(mut q) = queue.lock() {
+                        q.done(&job, seconds);
+                    }
+                    if tx.send((job, result, gpu.clone(), seconds)).is_err() {
                         break;
                     }
                 }
             });
         }
         drop(tx);
-        while let Some((job, result, gpu)) = rx.recv().await {
-            out.write(&job, result, gpu.as_deref()).map_err(|e| e.to_string())?;
+        let (compiled, runnable) = staged.await.map_err(|_| "the compile stage failed".to_string())?;
+        for (job, result) in compiled {
+            out.write(&job, result, None)?;
+        }
+        if let Ok(mut q) = queue.lock() {
+            q.jobs = runnable;
+        }
+        let _ = ready_tx.send(true);
+        while let Some((job, result, gpu, seconds)) = rx.recv().await {
+            out.write_timed(&job, result, gpu.as_deref(), Some(seconds)).map_err(|e| e.to_string())?;
         }
         Ok::<(), String>(())
     })
+}
+
+/// The pool's order: a pair of a reference not yet seen first (how long its
+/// pairs take is learnt from it), then the pairs of the slowest reference so
+/// far, so that the last pairs to run are short ones and the GPUs finish
+/// together. Input order breaks ties.
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    /// Per reference: seconds of its judged pairs, and how many.
+    seconds: std::collections::HashMap<String, (f64, u32)>,
+}
+
+impl Queue {
+    fn key(job: &Job) -> &str {
+        job.reference.as_deref().unwrap_or("")
+    }
+
+    /// The mean seconds of the reference's pairs; unknown counts as longest.
+    fn expected(&self, job: &Job) -> f64 {
+        match self.seconds.get(Self::key(job)) {
+            Some((total, n)) if *n > 0 => total / f64::from(*n),
+            _ => f64::INFINITY,
+        }
+    }
+
+    fn next(&mut self) -> Option<Job> {
+        let mut best: Option<(usize, (bool, f64))> = None;
+        for (i, job) in self.jobs.iter().enumerate() {
+            let rank = (!self.seconds.contains_key(Self::key(job)), self.expected(job));
+            if best.is_none_or(|(_, b)| rank.0 > b.0 || (rank.0 == b.0 && rank.1 > b.1)) {
+                best = Some((i, rank));
+            }
+        }
+        let (i, _) = best?;
+        let job = self.jobs.remove(i);
+        self.seconds.entry(Self::key(&job).to_string()).or_insert((0.0, 0));
+        Some(job)
+    }
+
+    fn done(&mut self, job: &Job, seconds: f64) {
+        let e = self.seconds.entry(Self::key(job).to_string()).or_insert((0.0, 0));
+        e.0 += seconds;
+        e.1 += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, reference: &str) -> Job {
+        Job {
+            id: id.into(),
+            hash: id.into(),
+            candidate: format!("{id}.py"),
+            reference: Some(reference.into()),
+            candidate_text: String::new(),
+            reference_text: None,
+            options: Vec::new(),
+            timeout: 1.0,
+            cpu: false,
+        }
+    }
+
+    fn ids(q: &mut Queue, n: usize) -> Vec<String> {
+        (0..n).filter_map(|_| q.next()).map(|j| j.id).collect()
+    }
+
+    #[test]
+    fn each_reference_is_tried_once_then_the_slowest_go_first() {
+        let mut q = Queue::default();
+        q.jobs = vec![job("a1", "a"), job("a2", "a"), job("b1", "b"), job("b2", "b"), job("c1", "c"), job("c2", "c")];
+        // One pair of each reference first, in input order, while nothing is known.
+        assert_eq!(ids(&mut q, 3), ["a1", "b1", "c1"]);
+        q.done(&job("a1", "a"), 1.0);
+        q.done(&job("b1", "b"), 9.0);
+        q.done(&job("c1", "c"), 4.0);
+        assert_eq!(ids(&mut q, 4), ["b2", "c2", "a2"]);
+        assert!(q.next().is_none());
+    }
+
+    #[test]
+    fn a_reference_whose_first_pair_still_runs_counts_as_long() {
+        let mut q = Queue::default();
+        q.jobs = vec![job("a1", "a"), job("a2", "a"), job("b1", "b"), job("b2", "b")];
+        assert_eq!(ids(&mut q, 2), ["a1", "b1"]);
+        q.done(&job("a1", "a"), 5.0);
+        // b's first pair has not finished: its next one goes before a's known 5 s.
+        assert_eq!(ids(&mut q, 2), ["b2", "a2"]);
+    }
 }
 
 /// One job on `worker`: staged into the sandbox, run, tried once more on a
@@ -431,10 +563,24 @@ impl Output {
 
     /// Appends the verdict of `job` (one line, flushed) and updates the progress line.
     pub(crate) fn write(&mut self, job: &Job, result: BenchResult, gpu: Option<&str>) -> Result<(), String> {
+        self.write_timed(job, result, gpu, None)
+    }
+
+    /// The same with the seconds the pair held its worker.
+    fn write_timed(
+        &mut self,
+        job: &Job,
+        result: BenchResult,
+        gpu: Option<&str>,
+        seconds: Option<f64>,
+    ) -> Result<(), String> {
         let mut line = serde_json::to_value(&result).map_err(|e| e.to_string())?;
         line["pair"] = json!({
             "id": job.id, "candidate": job.candidate, "reference": job.reference, "hash": job.hash, "gpu": gpu,
         });
+        if let Some(s) = seconds {
+            line["pair"]["seconds"] = json!((s * 1000.0).round() / 1000.0);
+        }
         self.write_line(line)
     }
 

@@ -61,6 +61,14 @@ impl Worker {
         Worker { gpu, live: None, starts: 0 }
     }
 
+    /// Starts the worker ahead of its first pair (torch and triton imported), so
+    /// that the start overlaps other work; a failure is reported by `judge`.
+    pub(crate) async fn warm(&mut self, cfg: &WorkerConfig) {
+        if self.live.is_none() && self.start(cfg).await.is_err() {
+            self.live = None;
+        }
+    }
+
     async fn start(&mut self, cfg: &WorkerConfig) -> Result<(), String> {
         let mut args = vec![cfg.harness.display().to_string(), "serve".to_string()];
         if cfg.cpu {
@@ -195,11 +203,53 @@ pub(crate) async fn serve_lines(
     mut judge: impl AsyncFnMut(&mut Worker, &WorkerConfig, &Value) -> Value,
 ) -> std::io::Result<()> {
     let mut worker = Worker::new(None);
-    let mut input = BufReader::new(tokio::io::stdin()).lines();
-    let mut out = tokio::io::stdout();
+    serve_stream(&mut worker, cfg, BufReader::new(tokio::io::stdin()), tokio::io::stdout(), &mut judge).await
+}
+
+/// The same on a Unix socket at `path`, one connection at a time, so that the
+/// Ray worker processes of a host share one warm worker per GPU whichever of
+/// them Ray hands the next task. Ends when `path` is removed (the run is
+/// over) or after `idle` without a connection.
+pub(crate) async fn serve_socket(
+    cfg: &WorkerConfig,
+    path: &std::path::Path,
+    idle: Duration,
+    mut judge: impl AsyncFnMut(&mut Worker, &WorkerConfig, &Value) -> Value,
+) -> std::io::Result<()> {
+    let listener = tokio::net::UnixListener::bind(path)?;
+    let mut worker = Worker::new(None);
+    let mut last = Instant::now();
+    loop {
+        let accepted = tokio::time::timeout(Duration::from_secs(1), listener.accept()).await;
+        match accepted {
+            Ok(Ok((stream, _))) => {
+                let (read, write) = stream.into_split();
+                // A client that goes away mid-answer ends its connection, not the server.
+                let _ = serve_stream(&mut worker, cfg, BufReader::new(read), write, &mut judge).await;
+                last = Instant::now();
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(_) if !path.exists() || last.elapsed() > idle => return Ok(()),
+            Err(_) => {}
+        }
+    }
+}
+
+async fn serve_stream<R, W>(
+    worker: &mut Worker,
+    cfg: &WorkerConfig,
+    reader: R,
+    mut out: W,
+    judge: &mut impl AsyncFnMut(&mut Worker, &WorkerConfig, &Value) -> Value,
+) -> std::io::Result<()>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut input = reader.lines();
     while let Some(line) = input.next_line().await? {
         let Ok(request) = serde_json::from_str::<Value>(&line) else { continue };
-        let answer = judge(&mut worker, cfg, &request).await;
+        let answer = judge(worker, cfg, &request).await;
         out.write_all((answer.to_string() + "\n").as_bytes()).await?;
         out.flush().await?;
     }

@@ -107,11 +107,17 @@ pub(crate) fn serve(args: &BenchArgs) -> i32 {
         let cfg = WorkerConfig { reads: vec![harness.clone()], harness, cpu: args.cpu, sandbox, threads: None };
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
         let gpu = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-        runtime
-            .block_on(pool::serve_lines(&cfg, async |worker: &mut Worker, cfg: &WorkerConfig, request: &Value| {
-                answer(worker, cfg, request, gpu.as_deref()).await
-            }))
-            .map_err(|e| e.to_string())
+        let judge = async |worker: &mut Worker, cfg: &WorkerConfig, request: &Value| {
+            answer(worker, cfg, request, gpu.as_deref()).await
+        };
+        let served = match &args.serve_socket {
+            Some(path) => {
+                let idle = std::time::Duration::from_secs(args.serve_idle);
+                runtime.block_on(pool::serve_socket(&cfg, path, idle, judge))
+            }
+            None => runtime.block_on(pool::serve_lines(&cfg, judge)),
+        };
+        served.map_err(|e| e.to_string())
     };
     match run() {
         Ok(()) => 0,
@@ -131,6 +137,7 @@ async fn answer(worker: &mut Worker, cfg: &WorkerConfig, request: &Value, gpu: O
     let mut line = serde_json::to_value(&result).unwrap_or_default();
     line["pair"] = serde_json::json!({
         "id": job.id, "candidate": job.candidate, "reference": job.reference, "hash": job.hash, "gpu": gpu,
+        "server_pid": std::process::id(), "worker_starts": worker.starts,
     });
     line
 }
