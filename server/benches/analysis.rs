@@ -192,7 +192,7 @@ fn typing(text: String, settings: &Settings, place: Place) {
         }
     };
     let mut tree = parse(&text, None);
-    let (_, mut snapshot) = kernel_lsp::checker::incremental::analyze(&text, &tree, &settings, &index, None);
+    let (_, mut snapshot) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, None);
     let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
     let (mut stubs, mut host_stubs) = (0, 0);
     let only =
@@ -225,8 +225,7 @@ fn typing(text: String, settings: &Settings, place: Place) {
             index = new_index;
             tree = parse(&text, Some(&tree));
             let t1 = Instant::now();
-            let (result, next) =
-                kernel_lsp::checker::incremental::analyze(&text, &tree, &settings, &index, Some(&snapshot));
+            let (result, next) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, Some(&snapshot));
             let t2 = Instant::now();
             incremental_runs += usize::from(next.is_incremental());
             stubs += next.stubs();

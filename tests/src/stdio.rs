@@ -43,7 +43,11 @@ impl StdioServer {
     /// Starts `command` (program and arguments) in `cwd`; every wait gives up after `timeout`.
     pub fn start(command: &[String], cwd: Option<&Path>, timeout: Duration) -> StdioServer {
         let mut cmd = Command::new(&command[0]);
-        cmd.args(&command[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        // `KL_SERVER_STDERR=FILE`: the server's log (`KERNEL_LSP_LOG`) appended to FILE, for profiling.
+        let stderr = std::env::var_os("KL_SERVER_STDERR")
+            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok())
+            .map_or_else(Stdio::null, Stdio::from);
+        cmd.args(&command[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
         if let Some(dir) = cwd {
             cmd.current_dir(dir);
         }

@@ -58,6 +58,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
         estimates: launch_estimates(&model),
         tl_aliases: model.tl_aliases.clone(),
         triton_aliases: model.triton_aliases.clone(),
+        triton_imported: crate::model::triton_imported(&nodes, text),
         units,
         host_diags,
         launch_counts: launch_counts(&model),

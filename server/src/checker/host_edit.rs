@@ -107,6 +107,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
             estimates: merged_estimates(&units),
             tl_aliases: m.aliases.0.clone(),
             triton_aliases: m.aliases.1.clone(),
+            triton_imported: m.triton_imported,
             launch_counts: merged_launch_counts(&units),
             units,
             host_diags,

@@ -272,6 +272,7 @@ fn assemble(
         text: text.clone(),
         tl_aliases: aliases.0.clone(),
         triton_aliases: aliases.1.clone(),
+        triton_imported: m.triton_imported,
         units,
         host_diags: m.moved(prev, &prev.host_diags)?,
         estimates: prev.estimates.clone(),

@@ -9,7 +9,7 @@ use tree_sitter::{Node, Tree};
 
 use super::snapshot::*;
 use crate::diagnostic::Diagnostic;
-use crate::model::imports_of;
+use crate::model::{imports_of, triton_imported};
 use crate::text::TextRange;
 
 pub(super) fn top_level(tree: &Tree) -> Vec<Node<'_>> {
@@ -42,6 +42,8 @@ pub(super) fn home(ranges: &[TextRange], d: &Diagnostic) -> Option<usize> {
 pub(super) struct Matching<'t> {
     pub(super) nodes: Vec<Node<'t>>,
     pub(super) aliases: (Vec<String>, Vec<String>),
+    /// Whether the file imports Triton (`model::triton_imported`).
+    pub(super) triton_imported: bool,
     /// For each statement now, the old one it matches.
     pub(super) matched: Vec<Option<usize>>,
     /// For each old statement, the new one.
@@ -69,13 +71,30 @@ impl Matching<'_> {
 
 pub(super) fn matching<'t>(text: &str, tree: &'t Tree, prev: &Snapshot) -> Result<Matching<'t>, &'static str> {
     let nodes = top_level(tree);
-    let aliases = imports_of(&nodes, text);
+    let (matched, old_to_new) = match_units(prev, &nodes, text);
+    let changed_old: Vec<usize> = (0..prev.units.len()).filter(|&o| old_to_new[o].is_none()).collect();
+    // The imports are read from the whole file only when an edited statement,
+    // before or after the edit, could bear on them: an `import`, or a
+    // `@triton.` decorator where the file imports no Triton (the decorator then
+    // stands for the missing import). A statement that reads as it did binds
+    // what it bound.
+    let unit_text = |o: usize| prev.text.get(prev.units[o].range.start..prev.units[o].range.end).unwrap_or("");
+    let node_text = |n: &Node| text.get(n.byte_range()).unwrap_or("");
+    let edited = |bears: &dyn Fn(&str) -> bool| {
+        changed_old.iter().any(|&o| bears(unit_text(o)))
+            || nodes.iter().zip(&matched).any(|(n, m)| m.is_none() && bears(node_text(n)))
+    };
+    let (aliases, imported) = if edited(&has_import_keyword) {
+        (imports_of(&nodes, text), triton_imported(&nodes, text))
+    } else if !prev.triton_imported && edited(&|t: &str| t.contains("triton")) {
+        (imports_of(&nodes, text), false)
+    } else {
+        ((prev.tl_aliases.clone(), prev.triton_aliases.clone()), prev.triton_imported)
+    };
     if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
         return Err("the imports changed");
     }
-    let (matched, old_to_new) = match_units(prev, &nodes, text);
-    let changed_old: Vec<usize> = (0..prev.units.len()).filter(|&o| old_to_new[o].is_none()).collect();
-    Ok(Matching { nodes, aliases, matched, old_to_new, changed_old })
+    Ok(Matching { nodes, aliases, triton_imported: imported, matched, old_to_new, changed_old })
 }
 
 /// Which statements an edit left as they were: those before and after the

@@ -31,6 +31,8 @@ pub struct Snapshot {
     pub(super) text: Arc<str>,
     pub(super) tl_aliases: Vec<String>,
     pub(super) triton_aliases: Vec<String>,
+    /// Whether the file imports Triton anywhere (`model::triton_imported`).
+    pub(super) triton_imported: bool,
     pub(super) units: Vec<Unit>,
     /// Host-rule diagnostics (KL001, KL010) that span several statements,
     /// and anything outside every statement; in current positions.

@@ -328,14 +328,18 @@ pub fn bound_from(statements: &[Node], src: &str, name: &str) -> Option<String> 
 }
 
 /// [`imports`] from the module's top-level statements.
-pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) {
-    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
-    let mut tl_aliases = Vec::new();
-    let mut triton_aliases = Vec::new();
+/// Whether `statements` (or the blocks nested in them) import Triton anywhere:
+/// then a `@triton.` decorator cannot change what `imports_of` answers.
+pub fn triton_imported(statements: &[Node], src: &str) -> bool {
     let mut found = Vec::new();
     import_statements(statements, true, &mut found);
+    any_imports_triton(&found, src)
+}
+
+fn any_imports_triton(found: &[(Node, bool)], src: &str) -> bool {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let is_triton = |m: &str| m == "triton" || m.starts_with("triton.");
-    let imports_triton = found.iter().any(|(stmt, _)| match stmt.kind() {
+    found.iter().any(|(stmt, _)| match stmt.kind() {
         "import_from_statement" => field!(*stmt, "module_name").map(text).is_some_and(is_triton),
         _ => {
             let mut c = stmt.walk();
@@ -345,7 +349,16 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
             });
             any
         }
-    });
+    })
+}
+
+pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
+    let mut tl_aliases = Vec::new();
+    let mut triton_aliases = Vec::new();
+    let mut found = Vec::new();
+    import_statements(statements, true, &mut found);
+    let imports_triton = any_imports_triton(&found, src);
     // A fragment that decorates a function `@triton.jit` (or `@triton.autotune`)
     // is Triton code whose import is missing; anything else is not Triton code.
     let triton_decorated = statements.iter().any(|s| {

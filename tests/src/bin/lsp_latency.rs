@@ -33,7 +33,11 @@
 //! warm worker, as for a file open a while); compare with `--pause-ms 600`
 //! and the compiler off.
 //! `KL_LATENCY_DUMP=PATH` writes each timed edit's latency (ms, one per line)
-//! of the last server run to PATH, to line them up with a server's log.
+//! of the last server run to PATH, to line them up with a server's log
+//! (`KL_SERVER_STDERR=FILE KERNEL_LSP_LOG=kernel_lsp=debug` keeps that log,
+//! with each analysis's own times). `KL_LATENCY_SETTLE_MS=N` waits N ms
+//! after the files are open before the first edit (to tell the server's
+//! start-up work from its typing).
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
@@ -279,6 +283,9 @@ fn run(
             std::thread::sleep(Duration::from_millis(500));
         }
         eprintln!("first compilation landed after {:.1} s", began.elapsed().as_secs_f64());
+    }
+    if let Some(ms) = std::env::var("KL_LATENCY_SETTLE_MS").ok().and_then(|v| v.parse().ok()) {
+        std::thread::sleep(Duration::from_millis(ms));
     }
     let mut latencies_ms = Vec::new();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
