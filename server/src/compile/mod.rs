@@ -137,6 +137,16 @@ impl Compiler {
         })
     }
 
+    /// The same for the editor: its workers compile at idle priority, on
+    /// cores the editor's own threads do not want.
+    pub fn in_background(python: &str, settings: &Settings, n: usize) -> Result<Compiler, String> {
+        let mut c = Compiler::new(python, settings, n)?;
+        for w in &mut c.workers {
+            w.get_mut().background = true;
+        }
+        Ok(c)
+    }
+
     /// Starts the first worker (if needed) and returns what it said: the Triton version and the GPU.
     pub async fn hello(&self) -> Result<Hello, String> {
         self.workers[0].lock().await.start().await

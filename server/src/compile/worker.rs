@@ -43,6 +43,8 @@ pub struct Worker {
     hello: Option<Hello>,
     /// How many times a process was started (1 after the first request).
     pub starts: u32,
+    /// Compiles nobody waits for (the editor's): the process runs at idle priority.
+    pub background: bool,
 }
 
 impl Worker {
@@ -54,7 +56,16 @@ impl Worker {
         let script = sandbox
             .write("compile_worker.py", SCRIPT)
             .map_err(|e| format!("cannot write the compile worker into its sandbox: {e}"))?;
-        Ok(Worker { sandbox, script, python: python.to_string(), process: None, next_id: 0, hello: None, starts: 0 })
+        Ok(Worker {
+            sandbox,
+            script,
+            python: python.to_string(),
+            process: None,
+            next_id: 0,
+            hello: None,
+            starts: 0,
+            background: false,
+        })
     }
 
     pub fn hello(&self) -> Option<&Hello> {
@@ -76,11 +87,19 @@ impl Worker {
         }
         let mut cmd = self.sandbox.command(&[self.script.display().to_string()], std::slice::from_ref(&self.script));
         // Below the editor's priority: on a machine with few cores a compilation
-        // never takes a core from the server's analysis of the next edit.
-        // SAFETY: `nice` is async-signal-safe; the closure runs in the child before exec.
+        // never takes a core from the server's analysis of the next edit. In the
+        // editor (`background`) it runs only on a core nothing else wants
+        // (SCHED_IDLE: any ordinary thread that wakes takes the core at once);
+        // for `check --compile` and a batch, which wait for it, at nice 10.
+        let background = self.background;
+        // SAFETY: `nice` and `sched_setscheduler` are async-signal-safe system
+        // calls; the closure runs in the child before exec.
         unsafe {
-            cmd.pre_exec(|| {
-                libc::nice(10);
+            cmd.pre_exec(move || {
+                let param = libc::sched_param { sched_priority: 0 };
+                if !background || libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                    libc::nice(10);
+                }
                 Ok(())
             });
         }

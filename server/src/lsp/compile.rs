@@ -103,7 +103,7 @@ async fn compiler_for(
     }
     let (p, s) = (python.to_string(), settings.clone());
     // Preparing the sandbox asks the interpreter where it lives: a blocking call.
-    let made = tokio::task::spawn_blocking(move || Compiler::new(&p, &s, 1).map(Arc::new))
+    let made = tokio::task::spawn_blocking(move || Compiler::in_background(&p, &s, 1).map(Arc::new))
         .await
         .unwrap_or_else(|e| Err(format!("the compile worker could not be prepared: {e}")));
     let mut map = lock(compilers);
