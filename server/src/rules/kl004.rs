@@ -217,8 +217,10 @@ fn evaluate(
 
 /// What the call sites of a `@triton.jit` helper give for one of its parameters.
 enum Callers<'a> {
-    /// Launched from host code, or called nowhere in the file: the parameter
-    /// is what a launch passes, a runtime value unless annotated.
+    /// Launched from host code: the parameter is what a launch passes, a
+    /// runtime value unless annotated.
+    Launched,
+    /// Neither launched nor called in the file.
     NotCalled,
     /// Every call site passes a constexpr: a caller's `tl.constexpr`
     /// parameter, a literal, a module constant, or arithmetic of those.
@@ -234,7 +236,7 @@ enum Callers<'a> {
 fn callers<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, depth: usize) -> Callers<'a> {
     let Some(index) = k.params.iter().position(|p| p.name == param) else { return Callers::Unknown };
     if model.launches_of_kernel(k).next().is_some() {
-        return Callers::NotCalled;
+        return Callers::Launched;
     }
     let mut verdict = Callers::NotCalled;
     for &(ci, c) in model.kernel_calls_to(k) {
@@ -250,7 +252,13 @@ fn callers<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, depth: usize)
                 Bound::Runtime(q) if depth < 4 => match callers(model, caller, &q, depth + 1) {
                     Callers::Constexpr => Callers::Constexpr,
                     Callers::Unknown => Callers::Unknown,
-                    Callers::NotCalled | Callers::Runtime(..) => Callers::Runtime(caller.name.clone(), arg),
+                    Callers::Launched | Callers::Runtime(..) => Callers::Runtime(caller.name.clone(), arg),
+                    // A kernel that picks its work from the grid is launched
+                    // from host code, here or elsewhere: a runtime value. A device
+                    // helper nothing here calls: its callers elsewhere decide,
+                    // and a jit caller's constexpr stays one through it.
+                    Callers::NotCalled if picks_work(caller) => Callers::Runtime(caller.name.clone(), arg),
+                    Callers::NotCalled => Callers::Unknown,
                 },
                 Bound::Runtime(_) => Callers::Unknown,
                 Bound::Unknown if module_constant(model, arg) => Callers::Constexpr,
@@ -264,6 +272,11 @@ fn callers<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, depth: usize)
         };
     }
     verdict
+}
+
+/// Whether `k` reads its place in the grid (`tl.program_id`, `tl.num_programs`): an entry point.
+fn picks_work(k: &Kernel) -> bool {
+    k.tl_calls("program_id").next().is_some() || k.tl_calls("num_programs").next().is_some()
 }
 
 /// A module-level name bound once to an integer constant or `tl.constexpr(...)`.
@@ -330,7 +343,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
             if let Some((node, param)) = runtime {
                 match callers(model, k, &param, 0) {
-                    Callers::NotCalled => runtime_bounds.push((node, param, call)),
+                    Callers::Launched | Callers::NotCalled => runtime_bounds.push((node, param, call)),
                     // Every caller gives a constexpr, or one cannot be followed: not this rule's to say.
                     Callers::Constexpr | Callers::Unknown => {}
                     Callers::Runtime(caller, arg) => {
