@@ -67,7 +67,10 @@ enclosing loop that reads back what the walk stored (the blocks of a
 triangular solve or a blocked factorization, where each block needs every
 tile of the one before), or a walk in a kernel whose programs never pick an
 output tile (no `tl.program_id` value is scaled by a block size: the grid
-already runs one program per independent matrix or head).
+already runs one program per independent matrix or head). Nor is a walk
+inside, or around, a loop that hands each program its share of the tiles
+(one that starts from or strides by `tl.program_id`: a persistent kernel
+launched with one program per SM): the grid covers the work that way.
 
 If the loop sits inside a time loop that carries state through global
 memory, the programs of the new axis must also wait for each other between
@@ -245,6 +248,17 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             // that already runs one program per independent unit: the walk is
             // the order the algorithm needs, not a missing grid axis.
             if step_of_in_order_walk(model, k, l) || !program_picks_tile(model, k) {
+                continue;
+            }
+            // A persistent schedule: a loop around the walk, or inside it, hands
+            // each program its share of the tiles from the grid (it starts from
+            // or strides by `tl.program_id`), so the walk is that share.
+            let shares_out = (0..k.loops.len()).any(|o| {
+                o != l
+                    && (loop_within(&k.loops, l, o) || loop_within(&k.loops, o, l))
+                    && k.loop_follows_grid(o, src)
+            });
+            if shares_out {
                 continue;
             }
             // Other grid axes give the programs parallelism; walking one dimension
