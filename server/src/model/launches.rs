@@ -478,6 +478,18 @@ fn helper_flow(
     for (k, a) in &kwargs {
         inner.insert(k.clone(), arg_names(model, *a, names));
     }
+    // A parameter the helper rebinds to a device copy of itself (`x =
+    // torch.from_numpy(x).cuda()`, `x = x.to(device)`) was on the host: the
+    // launches see the copy, and the caller's value never reaches them.
+    let copied: Vec<&String> = helper
+        .assigns
+        .iter()
+        .filter(|a| !a.augmented && copies_to_device(model.text(a.value), &a.target))
+        .map(|a| &a.target)
+        .collect();
+    for name in copied {
+        inner.remove(name);
+    }
     // Names the helper binds itself are its own; only its parameters lead back to the caller.
     for &li in &helper.launches {
         let mut w = HashSet::new();
@@ -493,6 +505,15 @@ fn helper_flow(
             }
         }
     }
+}
+
+/// Whether `value` is a device copy made from `name`: `name` moved by
+/// `.cuda()` or `.to(...)`, or made a tensor (`torch.from_numpy`,
+/// `torch.as_tensor`, `torch.tensor`) and then moved.
+fn copies_to_device(value: &str, name: &str) -> bool {
+    let moved = value.contains(".cuda(") || value.contains(".to(");
+    let reads_name = value.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name);
+    moved && reads_name
 }
 
 fn helper_local(helper: &HostFn, name: &str, inner: &HashMap<String, HashSet<String>>) -> bool {
