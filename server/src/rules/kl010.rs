@@ -40,7 +40,10 @@ drains the queue), and a call on a value that is on the CPU already
 (`torch.tensor(lengths).cumsum(0).tolist()`: a tensor built without
 `device=`, what `.cpu()` or `.to("cpu")` returned, a NumPy array, or an
 element or slice of one of those, `lens[i].item()`): the device follows the
-data, whatever the name.
+data, whatever the name. A `.cpu()` in a loop that streams its items through
+the GPU (each item uploaded with `.cuda()` or `.to(device)` in the loop) is a
+hint: each result comes back in turn, and the wait is the stream's unless the
+results fit in GPU memory.
 
 ## Why is this bad?
 Each one stops the CPU until every queued kernel has finished, so the GPU
@@ -73,8 +76,15 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         }
         // (where, what waits, the loop it waits in)
         let mut found: Vec<(Node, String, usize)> = Vec::new();
+        // `.cpu()` results of a loop that streams its items through the GPU: a hint.
+        let mut streamed: Vec<(usize, String)> = Vec::new();
         for sync in func.syncs.iter() {
             if let Some(&l) = sync.loops.last().filter(|_| !on_cpu_already(model, func, sync.node)) {
+                if sync.what == ".cpu()" {
+                    if let Some(upload) = streams_items(model, func, l) {
+                        streamed.push((sync.node.start_byte(), upload));
+                    }
+                }
                 found.push((sync.node, format!("`{}`", sync.what), l));
             }
         }
@@ -123,6 +133,19 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             lines_seen.push(line_start);
+            if let Some((_, upload)) = streamed.iter().find(|(at, _)| *at == node.start_byte()) {
+                // Evidence of a stream, not of a check: each item goes up (`upload`) and
+                // its result comes back; the wait is the stream's, unless the results fit.
+                let message = format!(
+                    "{what} inside a loop in `{}` waits for the GPU on every iteration; the loop streams its items through the GPU (`{upload}` uploads each) and brings each result back. If the results fit in GPU memory, copy them back once after the loop",
+                    func.name
+                );
+                let mut d =
+                    RULE.diagnostic(range_of(node), message).with_related(func.loops[l].header_range, "the loop");
+                d.severity = crate::diagnostic::Severity::Hint;
+                out.push(d);
+                continue;
+            }
             let message = format!(
                 "{what} inside a loop in `{}` waits for the GPU on every iteration: the GPU idles while Python prepares the next launch. Keep the check on the GPU or move it after the loop",
                 func.name
@@ -130,6 +153,19 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             out.push(RULE.diagnostic(range_of(node), message).with_related(func.loops[l].header_range, "the loop"));
         }
     }
+}
+
+/// The upload, when loop `l` of `func` moves each of its items from the host
+/// to the GPU (`for chunk in chunks: x = chunk.cuda()`): a stream through the GPU.
+fn streams_items(model: &FileModel, func: &HostFn, l: usize) -> Option<String> {
+    let var = func.loops[l].var.as_deref()?;
+    func.assigns.iter().filter(|a| a.loops.contains(&l) && !a.augmented).find_map(|a| {
+        let value = model.text(a.value).trim();
+        let rest = value.strip_prefix(var)?;
+        let up = rest.starts_with(".cuda(")
+            || (rest.starts_with(".to(") && (rest.contains("cuda") || rest.contains("device")));
+        up.then(|| short(value))
+    })
 }
 
 /// The innermost loop of `func` whose body holds `node`.
