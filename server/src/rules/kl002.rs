@@ -254,9 +254,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             // each program its share of the tiles from the grid (it starts from
             // or strides by `tl.program_id`), so the walk is that share.
             let shares_out = (0..k.loops.len()).any(|o| {
-                o != l
-                    && (loop_within(&k.loops, l, o) || loop_within(&k.loops, o, l))
-                    && k.loop_follows_grid(o, src)
+                o != l && (loop_within(&k.loops, l, o) || loop_within(&k.loops, o, l)) && k.loop_follows_grid(o, src)
             });
             if shares_out {
                 continue;
