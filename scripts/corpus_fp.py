@@ -6,7 +6,7 @@ Usage: corpus_fp.py [--bin PATH] [--list] NAME=DIR [NAME=DIR ...]
 Fetches nothing: each code base is a directory already on disk. Runs
 `kernel-lsp check --format json` on every non-vendor `*.py` file under each
 DIR that defines a Triton kernel and prints one table: files, kernels,
-findings by rule (KL001-KL010 and KL900), findings at warning level or above,
+findings by rule (KL001-KL011 and KL900), findings at warning level or above,
 hints and information apart, and warning-or-above findings per 100 kernels.
 `--list` also prints every finding (name file:line code severity message),
 for judging them by hand. Vendor back ends (paths with `_ascend`,
@@ -29,7 +29,9 @@ VENDOR_MARKERS = (
     "_metax", "_hygon", "_arm", "_aipu", "_tsingmicro", "_enflame", "_sunrise",
     "vendor", "_amd", "_npu", "/test/", "/tests/", "/benchmark/",
 )
-CODES = [f"KL{n:03d}" for n in range(1, 11)] + ["KL900"]
+CODES = [f"KL{n:03d}" for n in range(1, 12)] + ["KL900"]
+# Folders of another vendor's chip, whole path parts (`kernels/amd/`, `tutorials/ascend/`).
+VENDOR_DIRS = {"amd", "rocm", "hip", "ascend", "npu", "metax", "mlu", "xpu", "musa", "unittest"}
 LOUD = ("error", "warning")
 
 
@@ -49,7 +51,10 @@ def kernel_files(root):
         for name in sorted(names):
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, root)
-            if not name.endswith(".py") or any(m in "/" + rel for m in VENDOR_MARKERS) or vendor_backend(rel):
+            parts = rel.split("/")
+            other_vendor = any(p.lower() in VENDOR_DIRS for p in parts[:-1]) or any("-amd-" in p.lower() for p in parts)
+            if (not name.endswith(".py") or any(m in "/" + rel for m in VENDOR_MARKERS) or vendor_backend(rel)
+                    or other_vendor):
                 continue
             try:
                 text = open(path, encoding="utf-8", errors="replace").read()

@@ -156,15 +156,33 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
 }
 
 /// The upload, when loop `l` of `func` moves each of its items from the host
-/// to the GPU (`for chunk in chunks: x = chunk.cuda()`): a stream through the GPU.
+/// to the GPU: a value made from the loop variable (`chunk`, `xs[i:i + n]`,
+/// through names the loop binds) goes up with `.cuda()` or `.to(device)`
+/// every iteration, a stream through the GPU.
 fn streams_items(model: &FileModel, func: &HostFn, l: usize) -> Option<String> {
     let var = func.loops[l].var.as_deref()?;
-    func.assigns.iter().filter(|a| a.loops.contains(&l) && !a.augmented).find_map(|a| {
+    let in_loop: Vec<&crate::model::Assign> = func.assigns.iter().filter(|a| a.loops.contains(&l)).collect();
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| !w.is_empty()).map(str::to_string).collect()
+    };
+    // Names the loop binds from its variable, followed a few steps.
+    let mut from_item = vec![var.to_string()];
+    for _ in 0..3 {
+        for a in &in_loop {
+            if !from_item.contains(&a.target) && words(model.text(a.value)).iter().any(|w| from_item.contains(w)) {
+                from_item.push(a.target.clone());
+            }
+        }
+    }
+    in_loop.iter().filter(|a| !a.augmented).find_map(|a| {
         let value = model.text(a.value).trim();
-        let rest = value.strip_prefix(var)?;
-        let up = rest.starts_with(".cuda(")
-            || (rest.starts_with(".to(") && (rest.contains("cuda") || rest.contains("device")));
-        up.then(|| short(value))
+        let up = value.contains(".cuda(")
+            || value.split(".to(").skip(1).any(|rest| {
+                let arg = rest.split(')').next().unwrap_or("");
+                arg.contains("cuda") || arg.contains("device")
+            });
+        let of_item = words(value).iter().any(|w| from_item.contains(w));
+        (up && of_item).then(|| short(value))
     })
 }
 
