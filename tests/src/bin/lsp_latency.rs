@@ -445,6 +445,10 @@ fn main() {
                 .iter()
                 .map(|(_, command)| percentiles(&run(command, &dir, &generated, mode, 1, places, typing)))
                 .collect();
+            if rounds > 1 {
+                let p99s: Vec<String> = figures.iter().map(|f| format!("{:.1}", f.1)).collect();
+                eprintln!("round {}: {}: p99 {} ms", ratios.len() + 1, mode.describe(), p99s.join(" / "));
+            }
             rows.push((mode, figures));
         }
         ratios.push(rows.iter().filter_map(|(_, f)| (f.len() == 2).then(|| f[0].1 / f[1].1)).collect());
