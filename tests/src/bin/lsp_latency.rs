@@ -335,6 +335,39 @@ fn mb(kb: Option<u64>) -> String {
     kb.map(|kb| format!("{:.1} MB", kb as f64 / 1024.0)).unwrap_or_else(|| "n/a".into())
 }
 
+/// Prints the Markdown table of the last round; whether every mode met the ratio goal.
+fn print_table(names: &[&str], rows: &[(Mode, Vec<(f64, f64, f64)>)]) -> bool {
+    println!();
+    print!("| edit | {} |", names.iter().map(|n| format!("{n} p50 / p99 / max (ms)")).collect::<Vec<_>>().join(" | "));
+    println!("{}", if names.len() == 2 { format!(" p99 ratio (goal <= {GOAL}) |") } else { String::new() });
+    println!("|---|{}{}", "---|".repeat(names.len()), if names.len() == 2 { "---|" } else { "" });
+    let mut met = true;
+    for (mode, figures) in rows {
+        print!("| {} |", mode.describe());
+        for (p50, p99, max) in figures {
+            print!(" {p50:.1} / {p99:.1} / {max:.1} |");
+        }
+        if let [(_, k, _), (_, r, _)] = figures.as_slice() {
+            met &= k / r <= GOAL;
+            print!(" {:.2} |", k / r);
+        }
+        println!();
+    }
+    met
+}
+
+/// The mode `--mode` names.
+fn parse_mode(m: &str) -> Mode {
+    match m {
+        "kernel" => Mode::Kernel,
+        "host" => Mode::Host,
+        "full-text" => Mode::FullText,
+        "statement-host" => Mode::StatementHost,
+        "statement-kernel" => Mode::StatementKernel,
+        _ => panic!("--mode kernel|host|full-text|statement-host|statement-kernel; got {m}"),
+    }
+}
+
 /// The p99 ratio to ruff every mode must stay under (#33: 0.35x; earlier 0.5x).
 const GOAL: f64 = 0.35;
 
@@ -386,15 +419,7 @@ fn main() {
             }
             // one mode only (and no memory run): to profile a server on one kind of edit
             "--mode" => {
-                let m = args.next().unwrap_or_default();
-                modes = vec![match m.as_str() {
-                    "kernel" => Mode::Kernel,
-                    "host" => Mode::Host,
-                    "full-text" => Mode::FullText,
-                    "statement-host" => Mode::StatementHost,
-                    "statement-kernel" => Mode::StatementKernel,
-                    _ => panic!("--mode kernel|host|full-text|statement-host|statement-kernel; got {m}"),
-                }];
+                modes = vec![parse_mode(&args.next().unwrap_or_default())];
                 files = 0;
             }
             other => {
@@ -462,23 +487,8 @@ fn main() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 
-    println!();
     let names: Vec<&str> = servers.iter().map(|(n, _)| *n).collect();
-    print!("| edit | {} |", names.iter().map(|n| format!("{n} p50 / p99 / max (ms)")).collect::<Vec<_>>().join(" | "));
-    println!("{}", if names.len() == 2 { format!(" p99 ratio (goal <= {GOAL}) |") } else { String::new() });
-    println!("|---|{}{}", "---|".repeat(names.len()), if names.len() == 2 { "---|" } else { "" });
-    let mut met = true;
-    for (mode, figures) in &rows {
-        print!("| {} |", mode.describe());
-        for (p50, p99, max) in figures {
-            print!(" {p50:.1} / {p99:.1} / {max:.1} |");
-        }
-        if let [(_, k, _), (_, r, _)] = figures.as_slice() {
-            met &= k / r <= GOAL;
-            print!(" {:.2} |", k / r);
-        }
-        println!();
-    }
+    let met = print_table(&names, &rows);
     if rounds > 1 && servers.len() == 2 {
         println!("\np99 ratio per round ({}):", modes.iter().map(|m| m.describe()).collect::<Vec<_>>().join("; "));
         for (i, r) in ratios.iter().enumerate() {
