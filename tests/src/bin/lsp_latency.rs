@@ -336,7 +336,10 @@ fn mb(kb: Option<u64>) -> String {
 }
 
 /// Prints the Markdown table of the last round; whether every mode met the ratio goal.
-fn print_table(names: &[&str], rows: &[(Mode, Vec<(f64, f64, f64)>)]) -> bool {
+/// A mode and each server's p50, p99 and slowest edit.
+type Row = (Mode, Vec<(f64, f64, f64)>);
+
+fn print_table(names: &[&str], rows: &[Row]) -> bool {
     println!();
     print!("| edit | {} |", names.iter().map(|n| format!("{n} p50 / p99 / max (ms)")).collect::<Vec<_>>().join(" | "));
     println!("{}", if names.len() == 2 { format!(" p99 ratio (goal <= {GOAL}) |") } else { String::new() });
@@ -476,7 +479,7 @@ fn main() {
             }
             rows.push((mode, figures));
         }
-        ratios.push(rows.iter().filter_map(|(_, f)| (f.len() == 2).then(|| f[0].1 / f[1].1)).collect());
+        ratios.push(rows.iter().filter(|(_, f)| f.len() == 2).map(|(_, f)| f[0].1 / f[1].1).collect());
     }
     let mut rss = Vec::new();
     for (_, command) in servers.iter().filter(|_| files > 0) {

@@ -344,8 +344,7 @@ fn run_pool(
                 if ready.wait_for(|r| *r).await.is_err() {
                     return;
                 }
-                loop {
-                    let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) else { break };
+                while let Some(job) = queue.lock().ok().and_then(|mut q| q.next()) {
                     let t0 = Instant::now();
                     let result = judge(&mut worker, &cfg, &job).await;
                     let seconds = t0.elapsed().as_secs_f64();
@@ -402,7 +401,7 @@ impl Queue {
         let mut best: Option<(usize, (bool, f64))> = None;
         for (i, job) in self.jobs.iter().enumerate() {
             let rank = (!self.seconds.contains_key(Self::key(job)), self.expected(job));
-            if best.is_none_or(|(_, b)| rank.0 > b.0 || (rank.0 == b.0 && rank.1 > b.1)) {
+            if best.is_none_or(|(_, b)| (rank.0 && !b.0) || (rank.0 == b.0 && rank.1 > b.1)) {
                 best = Some((i, rank));
             }
         }
@@ -416,52 +415,6 @@ impl Queue {
         let e = self.seconds.entry(Self::key(job).to_string()).or_insert((0.0, 0));
         e.0 += seconds;
         e.1 += 1;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(id: &str, reference: &str) -> Job {
-        Job {
-            id: id.into(),
-            hash: id.into(),
-            candidate: format!("{id}.py"),
-            reference: Some(reference.into()),
-            candidate_text: String::new(),
-            reference_text: None,
-            options: Vec::new(),
-            timeout: 1.0,
-            cpu: false,
-        }
-    }
-
-    fn ids(q: &mut Queue, n: usize) -> Vec<String> {
-        (0..n).filter_map(|_| q.next()).map(|j| j.id).collect()
-    }
-
-    #[test]
-    fn each_reference_is_tried_once_then_the_slowest_go_first() {
-        let mut q = Queue::default();
-        q.jobs = vec![job("a1", "a"), job("a2", "a"), job("b1", "b"), job("b2", "b"), job("c1", "c"), job("c2", "c")];
-        // One pair of each reference first, in input order, while nothing is known.
-        assert_eq!(ids(&mut q, 3), ["a1", "b1", "c1"]);
-        q.done(&job("a1", "a"), 1.0);
-        q.done(&job("b1", "b"), 9.0);
-        q.done(&job("c1", "c"), 4.0);
-        assert_eq!(ids(&mut q, 4), ["b2", "c2", "a2"]);
-        assert!(q.next().is_none());
-    }
-
-    #[test]
-    fn a_reference_whose_first_pair_still_runs_counts_as_long() {
-        let mut q = Queue::default();
-        q.jobs = vec![job("a1", "a"), job("a2", "a"), job("b1", "b"), job("b2", "b")];
-        assert_eq!(ids(&mut q, 2), ["a1", "b1"]);
-        q.done(&job("a1", "a"), 5.0);
-        // b's first pair has not finished: its next one goes before a's known 5 s.
-        assert_eq!(ids(&mut q, 2), ["b2", "a2"]);
     }
 }
 
@@ -608,5 +561,51 @@ impl Output {
         if self.terminal {
             eprintln!();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, reference: &str) -> Job {
+        Job {
+            id: id.into(),
+            hash: id.into(),
+            candidate: format!("{id}.py"),
+            reference: Some(reference.into()),
+            candidate_text: String::new(),
+            reference_text: None,
+            options: Vec::new(),
+            timeout: 1.0,
+            cpu: false,
+        }
+    }
+
+    fn ids(q: &mut Queue, n: usize) -> Vec<String> {
+        (0..n).filter_map(|_| q.next()).map(|j| j.id).collect()
+    }
+
+    #[test]
+    fn each_reference_is_tried_once_then_the_slowest_go_first() {
+        let jobs = vec![job("a1", "a"), job("a2", "a"), job("b1", "b"), job("b2", "b"), job("c1", "c"), job("c2", "c")];
+        let mut q = Queue { jobs, ..Queue::default() };
+        // One pair of each reference first, in input order, while nothing is known.
+        assert_eq!(ids(&mut q, 3), ["a1", "b1", "c1"]);
+        q.done(&job("a1", "a"), 1.0);
+        q.done(&job("b1", "b"), 9.0);
+        q.done(&job("c1", "c"), 4.0);
+        assert_eq!(ids(&mut q, 4), ["b2", "c2", "a2"]);
+        assert!(q.next().is_none());
+    }
+
+    #[test]
+    fn a_reference_whose_first_pair_still_runs_counts_as_long() {
+        let jobs = vec![job("a1", "a"), job("a2", "a"), job("b1", "b"), job("b2", "b")];
+        let mut q = Queue { jobs, ..Queue::default() };
+        assert_eq!(ids(&mut q, 2), ["a1", "b1"]);
+        q.done(&job("a1", "a"), 5.0);
+        // b's first pair has not finished: its next one goes before a's known 5 s.
+        assert_eq!(ids(&mut q, 2), ["b2", "a2"]);
     }
 }
