@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,23 @@ def socket_path(run_id, slot):
     return os.path.join(base, f"kernel-lsp-ray-{os.getuid()}", run_id, f"{slot}.sock")
 
 
+def private_folders(run_dir):
+    """Makes the run's folder and the per-user one above it, each this user's
+    own and not a link (refused otherwise: another user on the host could
+    answer in kernel-lsp's place), and closes them to others."""
+    for folder in (os.path.dirname(run_dir), run_dir):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(folder)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise RuntimeError(f"{folder} is not a folder of this user's own (a link, or another owner): "
+                               f"refusing to use a kernel-lsp server there")
+        if st.st_mode & 0o077:
+            os.chmod(folder, 0o700)
+
+
 def _connect(path):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -62,10 +80,10 @@ def connect_server(command, path, env, idle=120, start_secs=60):
     (under a lock, once per host and slot) when none answers. The server
     outlives the Ray worker that started it, so whichever worker process Ray
     hands the next task on that GPU finds the same warm harness worker."""
+    private_folders(os.path.dirname(path))
     sock = _connect(path)
     if sock is not None:
         return sock
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     with open(path + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         sock = _connect(path)

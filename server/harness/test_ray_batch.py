@@ -89,12 +89,36 @@ class SharedServerTest(unittest.TestCase):
             state = st.read().split(" ")[2:3]
         self.assertIn(state, ([], ["Z"]), f"server {pid} still running")
 
+    def test_a_socket_folder_that_is_a_link_or_another_users_is_refused(self):
+        tmp = tempfile.mkdtemp(prefix="klsp-ray-test-", dir="/tmp")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        elsewhere = os.path.join(tmp, "elsewhere")
+        os.mkdir(elsewhere, 0o700)
+        os.symlink(elsewhere, os.path.join(tmp, "user"))
+        with self.assertRaises(RuntimeError) as caught:
+            ray_batch.connect_server([sys.executable, "-c", "pass"], os.path.join(tmp, "user", "run", "gpu-0.sock"),
+                                     None, start_secs=5)
+        self.assertIn("not a folder of this user's own", str(caught.exception))
+        # Our own folder left open to others is closed, not refused.
+        mine = os.path.join(tmp, "mine")
+        os.mkdir(mine)
+        os.chmod(mine, 0o777)
+        ray_batch.private_folders(os.path.join(mine, "run"))
+        self.assertEqual(os.stat(mine).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(os.path.join(mine, "run")).st_mode & 0o777, 0o700)
+        if os.getuid() == 0:  # CI runs as root: a folder another user owns
+            theirs = os.path.join(tmp, "theirs")
+            os.mkdir(theirs, 0o700)
+            os.chown(theirs, 65534, 65534)
+            with self.assertRaises(RuntimeError):
+                ray_batch.private_folders(os.path.join(theirs, "run"))
+
     def test_a_server_that_cannot_start_is_a_clear_error(self):
         tmp = tempfile.mkdtemp(prefix="klsp-ray-test-", dir="/tmp")
         self.addCleanup(shutil.rmtree, tmp, True)
         bad = [sys.executable, "-c", "import sys; sys.stderr.write('no such option'); sys.exit(2)"]
         with self.assertRaises(RuntimeError) as caught:
-            ray_batch.connect_server(bad, os.path.join(tmp, "gpu-1.sock"), None, start_secs=10)
+            ray_batch.connect_server(bad, os.path.join(tmp, "user", "run", "gpu-1.sock"), None, start_secs=10)
         self.assertIn("did not start", str(caught.exception))
         self.assertIn("no such option", str(caught.exception))
 
