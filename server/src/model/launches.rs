@@ -507,13 +507,20 @@ fn helper_flow(
     }
 }
 
-/// Whether `value` is a device copy made from `name`: `name` moved by
-/// `.cuda()` or `.to(...)`, or made a tensor (`torch.from_numpy`,
-/// `torch.as_tensor`, `torch.tensor`) and then moved.
+/// Whether `value` is a device copy made from `name` ([`moves_to_gpu`]).
 fn copies_to_device(value: &str, name: &str) -> bool {
-    let moved = value.contains(".cuda(") || value.contains(".to(");
     let reads_name = value.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name);
-    moved && reads_name
+    moves_to_gpu(value) && reads_name
+}
+
+/// Whether expression text `value` moves data to the GPU: `.cuda(...)`, or
+/// `.to(...)` naming `cuda` or a device (not a dtype cast, which stays where it is).
+pub fn moves_to_gpu(value: &str) -> bool {
+    value.contains(".cuda(")
+        || value.split(".to(").skip(1).any(|rest| {
+            let arg = rest.split(')').next().unwrap_or("");
+            arg.contains("cuda") || arg.contains("device")
+        })
 }
 
 fn helper_local(helper: &HostFn, name: &str, inner: &HashMap<String, HashSet<String>>) -> bool {

@@ -176,11 +176,7 @@ fn streams_items(model: &FileModel, func: &HostFn, l: usize) -> Option<String> {
     }
     in_loop.iter().filter(|a| !a.augmented).find_map(|a| {
         let value = model.text(a.value).trim();
-        let up = value.contains(".cuda(")
-            || value.split(".to(").skip(1).any(|rest| {
-                let arg = rest.split(')').next().unwrap_or("");
-                arg.contains("cuda") || arg.contains("device")
-            });
+        let up = crate::model::moves_to_gpu(value);
         let of_item = words(value).iter().any(|w| from_item.contains(w));
         (up && of_item).then(|| short(value))
     })
