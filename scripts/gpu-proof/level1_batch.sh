@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue #38's proof on KernelBench level 1, one device call's worth of stages:
 #   two   bench --batch on GPUs 0,1        one   bench --batch on GPU 0
+#   one_split  bench --batch on GPU 0 until the budget ends; with RESUME_FROM=its lines, the rest
 #   ray   bench --batch --ray (a local Ray cluster started for the run, GPUs 0,1)
 #   single  a single `bench` of each pair in $SINGLES (default: the list below), GPUs 0 and 1 in turn
 #   kb1, kb2  KernelBench's own evaluation of the same files (kb_eval_generations.py), on GPUs 0,1
@@ -46,7 +47,13 @@ log() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 batch() {  # name, CUDA_VISIBLE_DEVICES, extra args...
   local name=$1$SFX gpus=$2; shift 2
   local t0 t1
-  rm -f "$W/$name.jsonl"
+  # RESUME_FROM=FILE: the lines of an earlier, cut-off run of this stage (a run longer than one device
+  # call goes on in the next): the batch judges only the pairs not in it.
+  if [ -n "${RESUME_FROM:-}" ]; then
+    cp "$RESUME_FROM" "$W/$name.jsonl" && log "$name: resuming after $(wc -l < "$W/$name.jsonl") lines of $RESUME_FROM"
+  else
+    rm -f "$W/$name.jsonl"
+  fi
   t0=$(now)
   # no run reads another's compile cache (the project's .kernel-lsp/compile-cache); the GPU workers'
   # Triton caches live in each sandbox's own fresh folder
@@ -142,6 +149,8 @@ for stage in "$@"; do
     two) [ "$(left)" -gt 60 ] && batch two_gpus 0,1 || log "two: skipped ($(left) s left)";;
     one) need=$(python3 -c "import json; print(int(2.1 * float(json.load(open('$W/two_gpus$SFX.summary.json'))['seconds'])) + 30)" 2>/dev/null || echo 400)
          [ "$(left)" -gt "$need" ] && batch one_gpu 0 || log "one: skipped ($(left) s left, needs $need)";;
+    # the one-GPU run split over device calls: runs until the budget ends (part 1), or resumes (RESUME_FROM)
+    one_split) [ "$(left)" -gt 60 ] && batch one_gpu 0 || log "one_split: skipped ($(left) s left)";;
     ray) [ "$(left)" -gt 60 ] && batch ray 0,1 --ray || log "ray: skipped ($(left) s left)"
          python3 -c "import ray; print('ray', ray.__version__)" 2>&1 | tail -1
          ls /tmp/ray/session_latest/logs 2>/dev/null | head -30 > "$W/ray_logs_list.txt"

@@ -582,3 +582,52 @@ fn kl005_falls_back_to_the_bundled_list_when_the_servers_python_is_missing() {
     assert!(c.shutdown().success());
     let _ = std::fs::remove_dir_all(&ws);
 }
+
+/// A benchmark's Cancel stops the run whether it reaches the server after the
+/// request (the usual order) or before it: the transport handles messages
+/// concurrently, so a cancel sent just after its request may be seen first.
+/// The interpreter here never answers, so only the cancel can end the runs.
+#[test]
+fn benchmark_cancel_stops_the_run_in_either_order() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = temp_workspace("bench-cancel");
+    let python = ws.join("python-that-hangs");
+    std::fs::write(&python, "#!/bin/sh\nexec sleep 120\n").unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(ws.join("kernel-lsp.toml"), format!("python = {:?}\n", python.display().to_string())).unwrap();
+    let file = ws.join("candidate.py");
+    std::fs::write(&file, FIXTURE).unwrap();
+    let uri = file_uri(&file);
+    let mut c = LspClient::start();
+    c.initialize_with(LspClient::capabilities(&["utf-16"]), Value::Null, Some(&ws));
+    c.open(&uri, FIXTURE);
+
+    let bench = |token: &str| json!({"command": "kernel-lsp.benchmark", "arguments": [uri], "workDoneToken": token});
+    // The cancel first, then its request.
+    c.notify("window/workDoneProgress/cancel", json!({"token": "early"}));
+    let t0 = std::time::Instant::now();
+    let early = c.request("workspace/executeCommand", bench("early"));
+    assert_eq!(early["error"]["code"], -32800, "{early}");
+    assert!(t0.elapsed() < Duration::from_secs(10), "the early-cancelled run ended by itself: {:?}", t0.elapsed());
+
+    // The request first; cancelled once its progress has begun.
+    let id = c.send_request("workspace/executeCommand", bench("late"));
+    c.wait_for(
+        |m| m["method"] == "$/progress" && m["params"]["token"] == "late" && m["params"]["value"]["kind"] == "begin",
+        "the late run's progress",
+    );
+    c.notify("window/workDoneProgress/cancel", json!({"token": "late"}));
+    let late = c.response(id);
+    assert_eq!(late["error"]["code"], -32800, "{late}");
+    let end = c.wait_for(
+        |m| m["method"] == "$/progress" && m["params"]["token"] == "late" && m["params"]["value"]["kind"] == "end",
+        "the late run's end",
+    );
+    assert_eq!(end["params"]["value"]["message"], "cancelled", "{end}");
+
+    // A third run is accepted: the cancelled ones are no longer "running".
+    c.notify("window/workDoneProgress/cancel", json!({"token": "third"}));
+    let third = c.request("workspace/executeCommand", bench("third"));
+    assert_eq!(third["error"]["code"], -32800, "{third}");
+    assert!(c.shutdown().success());
+}

@@ -96,6 +96,17 @@ def wait_until(what, fn, timeout, every=0.25):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def print_extension_logs(user_data, artifacts, lines=40):
+    """The kernel-lsp output channel (the extension's log: each run's outcome)
+    and the server's stderr, copied to the artifacts and their tails printed:
+    a CI machine's artifacts are gone once it stops."""
+    for log in sorted(Path(user_data).glob("logs/**/*kernel-lsp*.log")):
+        text = log.read_text(errors="replace")
+        shutil.copy(log, artifacts / f"{log.parent.name}-{log.name}")
+        tail = "\n".join(text.splitlines()[-lines:])
+        print(f"e2e: the last {lines} lines of {log}:\n{tail}", file=sys.stderr)
+
+
 def fixture_code(name):
     answer = (REPO / "tests/fixtures/llm" / name).read_text()
     start = answer.index("```python\n") + len("```python\n")
@@ -729,6 +740,7 @@ def main():
                 print(f"e2e: no screenshot: {e}", file=sys.stderr)
             if vscode.log.exists():
                 shutil.copy(vscode.log, artifacts / "code-server.log")
+            print_extension_logs(vscode.user_data, artifacts)
             print(f"e2e: artifacts in {artifacts}", file=sys.stderr)
         finally:
             if context:

@@ -335,9 +335,18 @@ impl Server {
 
     pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
         let key = token_key(&params.token);
-        if let Some(handle) = self.state().runs.remove(&key) {
+        let mut st = self.state();
+        if let Some(handle) = st.runs.remove(&key) {
             info!("run {key} cancelled by the client");
             handle.abort();
+        } else {
+            // The cancel may overtake its request (the transport handles
+            // messages concurrently): the run is stopped when it registers.
+            info!("cancel for {key}, which has no run (yet)");
+            if st.early_cancels.len() >= EARLY_CANCELS_KEPT {
+                st.early_cancels.pop_front();
+            }
+            st.early_cancels.push_back(key);
         }
     }
 
@@ -388,7 +397,16 @@ impl Server {
         if let Some(t) = &token {
             guard.key = token_key(t);
         }
-        self.state().runs.insert(guard.key.clone(), task.abort_handle());
+        {
+            let mut st = self.state();
+            if let Some(i) = st.early_cancels.iter().position(|k| *k == guard.key) {
+                st.early_cancels.remove(i);
+                info!("run {} was cancelled before it started", guard.key);
+                task.abort();
+            } else {
+                st.runs.insert(guard.key.clone(), task.abort_handle());
+            }
+        }
         if run.shown_in_views {
             self.views_changed(run.caps);
         }
@@ -460,6 +478,9 @@ impl Server {
         Ok(Some(Value::String(crate::llm::timeline::render_table(&mine))))
     }
 }
+
+/// How many cancels for tokens not (yet) running are remembered.
+const EARLY_CANCELS_KEPT: usize = 16;
 
 trait TapMessage {
     fn tap_message(self, m: String) -> Self;

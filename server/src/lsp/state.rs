@@ -95,6 +95,10 @@ pub struct State {
     pub bench: HashMap<Uri, BenchState>,
     /// Running benchmarks by progress token, for `window/workDoneProgress/cancel`.
     pub runs: HashMap<String, tokio::task::AbortHandle>,
+    /// Cancels for tokens with no run yet (the request and the cancel may be
+    /// handled in either order): the run that registers one is aborted at once.
+    /// The last few only.
+    pub early_cancels: std::collections::VecDeque<String>,
     /// Most recently opened or edited documents first; only these keep a tree.
     pub recent: Vec<Uri>,
     /// Documents with an LLM rewrite running (one at a time per document).
@@ -124,6 +128,7 @@ impl Default for State {
             caps: ClientCaps::default(),
             bench: HashMap::new(),
             runs: HashMap::new(),
+            early_cancels: Default::default(),
             recent: Vec::new(),
             rewrites: Default::default(),
             compile: HashMap::new(),
