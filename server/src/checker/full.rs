@@ -39,7 +39,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
     // rules run here, and this thread then takes the host rules not yet
     // started: they only read the model (the kernel rules' focus is theirs alone).
     let ((mut fresh, loose), host) =
-        host_rules_beside(&model, settings, two_threads, false, || facts(&model, &nodes, &all, settings, false));
+        host_rules_beside(&model, settings, two_threads, false, || facts(&model, &nodes, &all, settings, true));
     let mut host_diags = loose;
     for d in host {
         match home(&ranges, &d) {
@@ -67,7 +67,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
         host_stubs: 0,
         candidate: candidate::is_candidate(&model).then(|| Arc::new(candidate::imports(&model))),
         context: host_context(&model),
-        linked: false,
+        linked: true,
         walk_again: Vec::new(),
         builds: 0,
     }

@@ -146,17 +146,18 @@ fn host_stubs_are_walked_when_a_rule_needs_their_body() {
     let mut tree = crate::model::parse(&text, None);
     let (first, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
     assert!(first.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", first.diagnostics);
-    // The first host edit after a fresh analysis reads every statement (and keeps their links).
+    // A fresh analysis keeps how each statement links to the others: the
+    // first host edit already reads a function it cannot reach as a stub.
     let (_, snapshot) = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
-    assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
-    // `other` changes: `scale` is a stub, but `forward`'s time loop
-    // (walked with its class) reaches `step`'s launch: `step` is walked.
+    // `other` a stub; `forward`'s time loop (walked with its class) reaches
+    // `step`'s launch: read with `step` a stub, then again with it walked.
+    assert_eq!((snapshot.path(), snapshot.host_stubs(), snapshot.builds()), (Path::Host, 1, 2));
+    // `other` changes: `scale` is a stub, and `step` is walked from the start.
     let (second, next) = edit_from(&mut text, &mut tree, &snapshot, "def other", "x + 1", "x + 2");
     assert!(second.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", second.diagnostics);
     assert_eq!(next.path(), Path::Host);
     assert_eq!(next.host_stubs(), 1, "`scale` a stub, `step` (whose launch sites a rule read) walked");
-    assert_eq!(next.builds(), 2, "read with `step` a stub, then again with it walked");
-    // The next edit walks `step` from the start.
+    assert_eq!(next.builds(), 1, "`step` walked from the start");
     let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 4");
     assert_eq!((next.host_stubs(), next.builds()), (1, 1));
     let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 4", "x + 2");
@@ -182,9 +183,11 @@ fn host_edits_read_unaffected_kernels_as_stubs() {
     let mut tree = crate::model::parse(&text, None);
     let (_, mut snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
     let middle = format!("def run{}(", blocks / 2);
-    // The first host edit after a fresh analysis reads every host function (and keeps their links).
+    // A fresh analysis keeps the links: the first host edit already reads
+    // every launching helper but the edited one as a host stub.
     snapshot = edit_from(&mut text, &mut tree, &snapshot, "def run0(", "return h", "return h * 1").1;
-    assert_eq!((snapshot.path(), snapshot.host_stubs()), (Path::Host, 0));
+    assert_eq!(snapshot.path(), Path::Host);
+    assert!(snapshot.host_stubs() + 1 >= blocks, "{} host stubs for {blocks} helpers", snapshot.host_stubs());
     for (anchor, old, new) in [
         (middle.as_str(), "out = torch.empty_like(h)", "out = torch.empty_like(h) * 2"),
         (middle.as_str(), "out = torch.empty_like(h) * 2", "out = torch.zeros_like(h) * 2"),

@@ -4,7 +4,8 @@
 //! worker that work took one of the runtime's two threads, and on a machine
 //! with two cores it took a core from the analysis of the next keystroke
 //! (#34: p99 of a kernel edit 31 -> 62 ms with the compiler on). Here it runs
-//! at nice 19, on its own thread, one job at a time, and a job whose caller
+//! under `SCHED_IDLE` (on a core nothing else wants; nice 19 where that is
+//! refused), on its own thread, one job at a time, and a job whose caller
 //! stopped waiting (a newer edit aborted it) is skipped. `ANALYSIS`, at the
 //! editor's priority, for the analysis of each edit.
 
@@ -18,30 +19,35 @@ pub(crate) struct Lane {
     name: &'static str,
     /// The thread's nice value (0: the editor's own priority).
     nice: i32,
+    /// Whether the thread runs only on an idle core (`SCHED_IDLE`): the
+    /// preparation of a compilation on opening a large file (a parse and
+    /// every kernel's signature, about 0.3 s of CPU for 5,000 lines) took a
+    /// core from the first keystrokes' analyses even at nice 19.
+    idle: bool,
     queue: OnceLock<Option<Mutex<mpsc::Sender<Job>>>>,
 }
 
 /// Work nobody waits for: compilations' preparation, the embedded API.
-pub(crate) static BACKGROUND: Lane = Lane::new("kl-background", 19);
+pub(crate) static BACKGROUND: Lane = Lane::new("kl-background", 19, true);
 
 /// The analyses of edits, one at a time at the editor's priority: off the
 /// runtime's two workers, so that a hover or a completion never waits
 /// behind an analysis for a worker (#36), and an analysis whose version a
 /// newer edit replaced before its turn is skipped.
-pub(crate) static ANALYSIS: Lane = Lane::new("kl-analysis", 0);
+pub(crate) static ANALYSIS: Lane = Lane::new("kl-analysis", 0, false);
 
 impl Lane {
-    const fn new(name: &'static str, nice: i32) -> Lane {
-        Lane { name, nice, queue: OnceLock::new() }
+    const fn new(name: &'static str, nice: i32, idle: bool) -> Lane {
+        Lane { name, nice, idle, queue: OnceLock::new() }
     }
 
     fn queue(&self) -> Option<&Mutex<mpsc::Sender<Job>>> {
         self.queue
             .get_or_init(|| {
                 let (tx, rx) = mpsc::channel::<Job>();
-                let nice = self.nice;
+                let (nice, idle) = (self.nice, self.idle);
                 let started = std::thread::Builder::new().name(self.name.into()).spawn(move || {
-                    lower_this_thread(nice);
+                    lower_this_thread(nice, idle);
                     for job in rx {
                         // A job that panics takes neither the thread nor the jobs after it.
                         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
@@ -92,22 +98,27 @@ impl Lane {
     }
 }
 
-/// This thread at `nice` (0 leaves it as it is): on Linux, nice is per thread.
-fn lower_this_thread(nice: i32) {
-    if nice == 0 {
+/// This thread at `nice` (0 leaves it as it is), and under `SCHED_IDLE` if
+/// `idle`: on Linux both are per thread.
+fn lower_this_thread(nice: i32, idle: bool) {
+    if nice == 0 && !idle {
         return;
     }
     #[cfg(target_os = "linux")]
-    // SAFETY: gettid and setpriority only read and set this thread's scheduling value.
+    // SAFETY: gettid, setpriority and sched_setscheduler only read and set this thread's scheduling.
     unsafe {
         let tid = libc::gettid();
         if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) != 0 {
             tracing::debug!("a lane's thread keeps its priority: {}", std::io::Error::last_os_error());
         }
+        let param = libc::sched_param { sched_priority: 0 };
+        if idle && libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            tracing::debug!("a lane's thread stays at nice {nice}: {}", std::io::Error::last_os_error());
+        }
     }
 }
 
-/// Runs `f` on the background thread (nice 19); see [`Lane::run`].
+/// Runs `f` on the background thread (`SCHED_IDLE`, nice 19); see [`Lane::run`].
 pub(crate) async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     BACKGROUND.run(f).await
 }
@@ -164,6 +175,11 @@ mod tests {
             .await
             .expect("ran");
             assert_eq!(nice, 19);
+            // SAFETY: sched_getscheduler reads this thread's policy.
+            let policy = run(|| unsafe { libc::sched_getscheduler(0) }).await.expect("ran");
+            assert_eq!(policy, libc::SCHED_IDLE, "the background thread runs only on an idle core");
+            let here = unsafe { libc::sched_getscheduler(0) };
+            assert_ne!(here, libc::SCHED_IDLE);
         }
     }
 }
