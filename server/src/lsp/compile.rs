@@ -40,10 +40,26 @@ pub struct Compiled {
 type Compilers = Mutex<HashMap<String, Result<Arc<Compiler>, String>>>;
 
 /// The compilers (one worker each, per interpreter) and the pending compilation of each document.
-#[derive(Default)]
 pub struct Compiling {
     compilers: Arc<Compilers>,
     pending: Mutex<HashMap<Uri, tokio::task::AbortHandle>>,
+    /// One document's compilation at a time, from its preparation to its
+    /// report: a file's jobs (each kernel's bundle and signatures) are made
+    /// only when its turn comes. Twenty 5,000-line files opened at once held
+    /// every file's jobs together while the first waited for the compiler
+    /// (peak RSS 58 MB against 43 MB with the compiler off); the one worker
+    /// compiles them one after another anyway.
+    turn: Arc<tokio::sync::Semaphore>,
+}
+
+impl Default for Compiling {
+    fn default() -> Self {
+        Compiling {
+            compilers: Default::default(),
+            pending: Default::default(),
+            turn: Arc::new(tokio::sync::Semaphore::new(1)),
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -73,9 +89,10 @@ impl Compiling {
         }
         let delay = if at_once { Duration::ZERO } else { Duration::from_millis(settings.compile.debounce_ms) };
         let (state, publish_tx, client, uri2) = (state.clone(), publish_tx.clone(), client.clone(), uri.clone());
-        let compilers = self.compilers.clone();
+        let (compilers, turn) = (self.compilers.clone(), self.turn.clone());
         let task = tokio::spawn(async move {
             tokio::time::sleep(delay).await;
+            let Ok(_turn) = turn.acquire().await else { return };
             compile_document(&state, &publish_tx, &client, &compilers, &uri2).await;
         });
         if let Some(old) = lock(&self.pending).insert(uri.clone(), task.abort_handle()) {
