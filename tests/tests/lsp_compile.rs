@@ -192,3 +192,39 @@ fn the_compiler_confirms_a_block_shape_mistake_at_its_line() {
     assert_eq!(compile_errors(&diags)[0]["range"]["start"]["line"], 8, "{diags:#?}");
     client.shutdown();
 }
+
+/// A Python that starts but has no Triton (here: without its site-packages):
+/// the worker is asked to start before any file's jobs are made, so its
+/// failure is said once and the files opened after it prepare nothing.
+#[test]
+fn a_python_without_triton_is_said_once_and_static_diagnostics_remain() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_workspace("lsp-compile-no-triton");
+    let python = dir.join("python-without-site");
+    std::fs::write(&python, format!("#!/bin/sh\nexec {:?} -S \"$@\"\n", python_real())).unwrap();
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (mut client, uri) = start("no-triton", &python.display().to_string());
+    client.open(&uri, KERNELS);
+    let first = client.diagnostics(&uri, 1);
+    assert!(compile_errors(&first).is_empty());
+    let msg = client.wait_for(|m| m["method"] == "window/showMessage", "the notice");
+    let text = msg["params"]["message"].as_str().unwrap();
+    assert!(text.contains("not compiled"), "{text}");
+    assert_eq!(msg["params"]["type"], 2, "a warning");
+    // A second file with kernels: nothing more is said, its static diagnostics come.
+    let other = uri.replace("kernels.py", "more_kernels.py");
+    client.open(&other, &KERNELS.replace("clean_kernel", "plain_kernel"));
+    assert!(compile_errors(&client.diagnostics(&other, 1)).is_empty());
+    let more = client.drain(Duration::from_millis(1500));
+    assert!(!more.iter().any(|m| m["method"] == "window/showMessage"), "said once: {more:#?}");
+    client.shutdown();
+}
+
+/// The interpreter behind `python()` (a venv's `python` is a link to it).
+fn python_real() -> String {
+    let out = std::process::Command::new(python())
+        .args(["-c", "import sys; print(sys._base_executable)"])
+        .output()
+        .expect("the test Python runs");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
