@@ -58,6 +58,8 @@ CHROMIUM_FLAGS = [
 ]
 TANH = "candidate_tl_tanh.py"
 FIXED = "candidate_fixed.py"
+# FIXED whose forward sleeps: a benchmark of it cannot end before its Cancel is pressed.
+SLOW = "candidate_slow.py"
 GRU = "gru_python_loop.py"
 # examples/gru run small enough for the CPU interpreter (what `--set` would give).
 GRU_SIZES = {"batch_size": 2, "seq_len": 4, "input_size": 16, "hidden_size": 16, "num_layers": 2}
@@ -126,6 +128,10 @@ def make_workspace(root):
     ws.mkdir()
     for name in ("reference.py", TANH, FIXED):
         shutil.copy(REPO / "examples/tanh_activation" / name, ws / name)
+    fixed = (ws / FIXED).read_text()
+    forward = "    def forward(self, x):\n"
+    assert forward in fixed, "the example's forward moved"
+    (ws / SLOW).write_text(fixed.replace(forward, forward + "        __import__('time').sleep(300)\n", 1))
     gru = ws / "gru"
     gru.mkdir()
     for name in ("reference.py", GRU):
@@ -569,12 +575,12 @@ def main():
 
                 def benchmark_cancel():
                     user.clear_notifications()
-                    user.open_file(FIXED)
-                    lines = (ws / FIXED).read_text().splitlines()
+                    user.open_file(SLOW)
+                    lines = (ws / SLOW).read_text().splitlines()
                     user.go_to_line(next(i for i, l in enumerate(lines, 1) if l.startswith("class ModelNew")))
                     wait_until("the ModelNew lens", lambda: "Benchmark vs reference" in user.code_lenses(), 60)
                     user.palette("kernel-lsp: Benchmark This File vs Its Reference")
-                    toast = page.locator(".notifications-toasts .notification-toast", has_text=f"Benchmark {FIXED}")
+                    toast = page.locator(".notifications-toasts .notification-toast", has_text=f"Benchmark {SLOW}")
                     cancel = toast.locator(".monaco-button", has_text=re.compile(r"^Cancel$"))
                     cancel.first.wait_for(state="visible", timeout=20_000)
                     cancel.first.click()
