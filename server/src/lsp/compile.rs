@@ -10,7 +10,9 @@
 //! resources of each kernel show on hover of its name.
 //!
 //! No Python or no Triton: one message says so, once per interpreter, and
-//! only the static diagnostics are shown.
+//! only the static diagnostics are shown. Documents take turns, one
+//! compilation at a time from its preparation to its report, and the jobs
+//! of a file that may hold kernels are made only once the worker has started.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
