@@ -49,8 +49,8 @@ pub struct Compiling {
     /// report: a file's jobs (each kernel's bundle and signatures) are made
     /// only when its turn comes. Twenty 5,000-line files opened at once held
     /// every file's jobs together while the first waited for the compiler
-    /// (peak RSS 58 MB against 43 MB with the compiler off); the one worker
-    /// compiles them one after another anyway.
+    /// (`lsp_latency`'s 20-file run: peak RSS 58.4 -> 54.8 MB with turns);
+    /// the one worker compiles them one after another anyway.
     turn: Arc<tokio::sync::Semaphore>,
 }
 
