@@ -52,6 +52,40 @@ fn initialize_negotiates_the_position_encoding() {
     assert!(c.shutdown().success());
 }
 
+/// A finding's other places (`relatedInformation`) go only to a client that
+/// declares it takes them; the finding itself is the same for both.
+#[test]
+fn related_information_only_for_a_client_that_takes_it() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/gru/gru_python_loop.py");
+    let text = std::fs::read_to_string(&root).expect("the GRU example");
+    let mut published = Vec::new();
+    for takes in [true, false] {
+        let mut c = LspClient::start();
+        let mut caps = LspClient::capabilities(&["utf-16"]);
+        caps["textDocument"]["publishDiagnostics"]["relatedInformation"] = json!(takes);
+        c.initialize_with(caps, Value::Null, None);
+        c.open(URI, &text);
+        let diags = c.diagnostics(URI, 1);
+        let kl001 = find(&diags, "KL001").clone();
+        assert_eq!(kl001["relatedInformation"].is_array(), takes, "relatedInformation: {kl001}");
+        if takes {
+            assert!(!kl001["relatedInformation"].as_array().unwrap().is_empty());
+        }
+        published.push(diags);
+        assert!(c.shutdown().success());
+    }
+    let without = |d: &[Value]| -> Vec<Value> {
+        d.iter()
+            .cloned()
+            .map(|mut v| {
+                v.as_object_mut().unwrap().remove("relatedInformation");
+                v
+            })
+            .collect()
+    };
+    assert_eq!(without(&published[0]), without(&published[1]));
+}
+
 #[test]
 fn open_publishes_kl005_and_kl004_with_the_version() {
     let mut c = LspClient::start();

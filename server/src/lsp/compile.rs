@@ -94,6 +94,8 @@ impl Compiling {
         let (compilers, turn) = (self.compilers.clone(), self.turn.clone());
         let task = tokio::spawn(async move {
             tokio::time::sleep(delay).await;
+            // A compilation (and the worker's start, the first time) waits for a pause in typing in any document.
+            super::background::edits().paused(super::background::PAUSE).await;
             let Ok(_turn) = turn.acquire().await else { return };
             compile_document(&state, &publish_tx, &client, &compilers, &uri2).await;
         });

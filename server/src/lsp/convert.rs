@@ -84,8 +84,16 @@ pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
     }
 }
 
-pub fn diagnostic(uri: &Uri, text: &str, index: &LineIndex, d: &Diagnostic, encoding: Encoding) -> lsp::Diagnostic {
-    let related = (!d.related.is_empty()).then(|| {
+/// A finding in LSP terms; its `relatedInformation` only where the client takes it (`related`).
+pub fn diagnostic(
+    uri: &Uri,
+    text: &str,
+    index: &LineIndex,
+    d: &Diagnostic,
+    encoding: Encoding,
+    related: bool,
+) -> lsp::Diagnostic {
+    let related = (related && !d.related.is_empty()).then(|| {
         d.related
             .iter()
             .map(|r| DiagnosticRelatedInformation {

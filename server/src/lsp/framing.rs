@@ -222,27 +222,45 @@ impl AsyncWrite for FrameSplitter {
     }
 }
 
-/// Writes queued frames to `out` in order, flushing after each burst.
-pub async fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl AsyncWrite + Unpin) {
-    while let Some(first) = rx.recv().await {
+/// Writes queued frames to `out` in order, flushing after each burst; run on
+/// a thread of its own (a frame is written by the thread it wakes, not handed
+/// on again to the runtime's blocking pool as `tokio::io::stdout` does).
+pub fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl std::io::Write) {
+    while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         while let Some(item) = next.take() {
             match item {
                 Out::Frame(frame) => {
-                    if out.write_all(&frame).await.is_err() {
+                    if out.write_all(&frame).is_err() {
                         return;
                     }
                 }
                 Out::Flushed(done) => {
-                    let _ = out.flush().await;
+                    let _ = out.flush();
                     let _ = done.send(());
                 }
             }
             next = rx.try_recv().ok();
         }
-        if out.flush().await.is_err() {
+        if out.flush().is_err() {
             return;
         }
+    }
+}
+
+/// Makes the pipe `fd` writes into hold `bytes` (Linux; where it is a pipe and
+/// the size allowed), so that a large publication is written in one go rather
+/// than in turns with the client's reads. Says whether it was done.
+pub fn widen_pipe(fd: i32, bytes: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: F_SETPIPE_SZ only resizes the pipe's buffer; on anything else it fails with EBADF or EINVAL.
+        unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, bytes) >= bytes }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (fd, bytes);
+        false
     }
 }
 
@@ -273,19 +291,22 @@ mod tests {
         assert!(check(br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#).is_err());
     }
 
-    #[tokio::test]
-    async fn our_frames_go_between_whole_frames_of_the_transport() {
+    #[test]
+    fn our_frames_go_between_whole_frames_of_the_transport() {
         let (frames, mut splitter, rx) = output();
         let first = b"Content-Length: 2\r\n\r\n{}";
         let second = b"Content-Length: 5\r\n\r\n[1,2]";
         // The transport writes in arbitrary pieces; ours comes in the middle of a frame.
-        splitter.write_all(&first[..10]).await.unwrap();
-        frames.notify("x", &json!({"a": 1}));
-        splitter.write_all(&first[10..]).await.unwrap();
-        splitter.write_all(&second[..]).await.unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            splitter.write_all(&first[..10]).await.unwrap();
+            frames.notify("x", &json!({"a": 1}));
+            splitter.write_all(&first[10..]).await.unwrap();
+            splitter.write_all(&second[..]).await.unwrap();
+        });
         drop((frames, splitter));
         let mut out = Vec::new();
-        write_frames(rx, &mut out).await;
+        write_frames(rx, &mut out);
         let out = String::from_utf8(out).unwrap();
         let ours = r#"{"jsonrpc":"2.0","method":"x","params":{"a":1}}"#;
         let expected = format!("Content-Length: {}\r\n\r\n{ours}", ours.len())

@@ -105,7 +105,15 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
     runtime.block_on(async {
         crate::bench::sandbox::exit_cleanly_on_signals();
         let (frames, transport_out, out) = framing::output();
-        let writer = tokio::spawn(framing::write_frames(out, tokio::io::stdout()));
+        // 1 MiB: a 5,000-line file's diagnostics (about 100 KB) fit at once.
+        framing::widen_pipe(1, 1 << 20);
+        let writer = std::thread::Builder::new()
+            .name("kl-stdout".into())
+            .spawn(move || framing::write_frames(out, std::io::stdout().lock()));
+        if let Err(e) = &writer {
+            eprintln!("kernel-lsp serve: cannot start the output thread: {e}");
+            return;
+        }
         let server_frames = frames.clone();
         let (service, socket) = LspService::build(move |client| Server::with_frames(client, server_frames))
             .custom_method("window/workDoneProgress/cancel", Server::work_done_progress_cancel)
@@ -133,7 +141,6 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         }
         // Everything queued (the `shutdown` response among it) reaches stdout before we exit.
         framing::flushed(&frames, std::time::Duration::from_secs(1)).await;
-        writer.abort();
     });
     // Benchmark tasks still running would otherwise keep the runtime (and their harness) alive.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));

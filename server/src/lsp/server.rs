@@ -162,7 +162,20 @@ impl Server {
 
     fn build(client: Client, frames: Option<Frames>) -> Self {
         let (publish_tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(publisher(client.clone(), frames, rx));
+        match frames {
+            // Off the runtime: an analysis that lands wakes this thread, which
+            // writes the frame, rather than a task behind whatever the runtime runs.
+            Some(frames) => {
+                let spawned =
+                    std::thread::Builder::new().name("kl-publish".into()).spawn(move || publish_frames(frames, rx));
+                if let Err(e) = spawned {
+                    tracing::error!("cannot start the diagnostics publisher: {e}");
+                }
+            }
+            None => {
+                tokio::spawn(publisher(client.clone(), rx));
+            }
+        }
         Server {
             client,
             state: Arc::new(Mutex::new(State::default())),
@@ -228,6 +241,7 @@ impl Server {
             (self.triton_names.clone(), self.state.clone(), self.publish_tx.clone(), self.client.clone());
         let apis = self.apis.clone();
         tokio::spawn(async move {
+            super::background::edits().paused(super::background::PAUSE).await;
             let asked = python.clone();
             let loaded = tokio::task::spawn_blocking(move || triton_names::load(&asked, TRITON_NAMES_TIMEOUT))
                 .await
@@ -575,28 +589,35 @@ fn token_key(t: &ProgressToken) -> String {
     }
 }
 
-/// Sends queued diagnostics in order; when several versions of one document
-/// are waiting, only the newest goes out.
-async fn publisher(client: Client, frames: Option<Frames>, mut rx: mpsc::UnboundedReceiver<Publish>) {
+/// The publications waiting in `rx`, the newest of each document only (when
+/// several versions of one document are queued), in the order they came.
+fn newest_of_each(first: Publish, rx: &mut mpsc::UnboundedReceiver<Publish>) -> Vec<Publish> {
+    let mut latest: Vec<Publish> = vec![first];
+    while let Ok(p) = rx.try_recv() {
+        latest.retain(|q| q.uri != p.uri);
+        latest.push(p);
+    }
+    latest
+}
+
+/// Sends queued diagnostics through the client, in order (a server without
+/// its own frames: the unit tests' `LspService`).
+async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
     while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while let Ok(p) = rx.try_recv() {
-            batch.push(p);
+        for p in newest_of_each(first, &mut rx) {
+            client.publish_diagnostics(p.uri, p.diagnostics, p.version).await;
         }
-        let mut latest: Vec<Publish> = Vec::with_capacity(batch.len());
-        for p in batch {
-            latest.retain(|q| q.uri != p.uri);
-            latest.push(p);
-        }
-        for p in latest {
+    }
+}
+
+/// Writes queued diagnostics as frames, in order, on a thread of its own.
+fn publish_frames(frames: Frames, mut rx: mpsc::UnboundedReceiver<Publish>) {
+    while let Some(first) = rx.blocking_recv() {
+        for p in newest_of_each(first, &mut rx) {
             let version = p.version;
-            match &frames {
-                Some(frames) => {
-                    let params =
-                        PublishDiagnosticsParams { uri: p.uri, diagnostics: p.diagnostics, version: p.version };
-                    frames.notify("textDocument/publishDiagnostics", &params);
-                }
-                None => client.publish_diagnostics(p.uri, p.diagnostics, p.version).await,
+            let params = PublishDiagnosticsParams { uri: p.uri, diagnostics: p.diagnostics, version: p.version };
+            if !frames.notify("textDocument/publishDiagnostics", &params) {
+                return;
             }
             tracing::trace!("published version {version:?}");
         }

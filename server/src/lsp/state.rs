@@ -37,6 +37,9 @@ pub struct ClientCaps {
     pub code_action_resolve: bool,
     /// Completion items may insert snippets (`load(${1:pointer})`).
     pub snippets: bool,
+    /// Diagnostics may carry `relatedInformation` (the other places a finding
+    /// points at): declared by the client for pushed diagnostics; always for pulled.
+    pub related_information: bool,
 }
 
 impl ClientCaps {
@@ -71,6 +74,11 @@ impl ClientCaps {
                 .and_then(|c| c.completion_item.as_ref())
                 .and_then(|i| i.snippet_support)
                 .unwrap_or(false),
+            related_information: text.and_then(|t| t.diagnostic.as_ref()).is_some()
+                || text
+                    .and_then(|t| t.publish_diagnostics.as_ref())
+                    .and_then(|p| p.related_information)
+                    .unwrap_or(false),
         }
     }
 }
@@ -196,7 +204,9 @@ impl State {
             .iter()
             .chain(bench)
             .chain(super::compile::diagnostics(self, uri))
-            .map(|d| convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding))
+            .map(|d| {
+                convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding, self.caps.related_information)
+            })
             .collect()
     }
 

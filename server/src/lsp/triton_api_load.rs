@@ -53,13 +53,23 @@ async fn write_atomically(dir: &Path, file: &Path, json: &str) -> std::io::Resul
 }
 
 async fn run(python: &str, args: &[&str], timeout: Duration) -> Result<String, String> {
-    let child = tokio::process::Command::new(python)
-        .arg("-c")
-        .arg(SCRIPT)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
+    let mut cmd = tokio::process::Command::new(python);
+    cmd.arg("-c").arg(SCRIPT).args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    // The names are read while the user types (the embedded list answers
+    // meanwhile): the Python and whatever starts it (a version manager's
+    // shell shims) run only on a core the editor's server leaves idle.
+    #[cfg(target_os = "linux")]
+    // SAFETY: `sched_setscheduler` and `nice` are async-signal-safe; the closure runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let param = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                libc::nice(19);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.output();
     let out = tokio::time::timeout(timeout, child)
         .await
         .map_err(|_| format!("`{python}` did not answer within {} s", timeout.as_secs()))?

@@ -5,6 +5,7 @@ use super::*;
 impl Server {
     pub(super) async fn on_did_change(&self, params: DidChangeTextDocumentParams) {
         let began = std::time::Instant::now();
+        crate::lsp::background::edits().edited();
         let uri = params.text_document.uri;
         let mut st = self.state();
         let encoding = st.encoding;

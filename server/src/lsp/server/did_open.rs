@@ -5,6 +5,8 @@ use super::*;
 impl Server {
     pub(super) async fn on_did_open(&self, params: DidOpenTextDocumentParams) {
         let item = params.text_document;
+        // Typing usually follows: background processes wait for a pause after it.
+        crate::lsp::background::edits().edited();
         let evicted;
         let ask;
         let error = {
