@@ -155,7 +155,8 @@ impl BenchResult {
     }
 
     /// The process exit code for this result: 0 ran and correct, 1 ran and
-    /// incorrect, 2 could not run.
+    /// incorrect, 2 could not run or ran and was flagged (correct outputs
+    /// with an error kind: a cheat the run showed).
     pub fn exit_code(&self) -> i32 {
         match (self.correct, &self.error) {
             (Some(true), None) => 0,
