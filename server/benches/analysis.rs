@@ -3,7 +3,8 @@
 //! what the language server does per keystroke in a kernel (incremental
 //! reparse, then the incremental analysis from the previous snapshot). Prints
 //! figures; asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`
-//! (`KL_BENCH_MODEL_ONLY=1` or `KL_BENCH_TYPING_ONLY=1` to profile one part).
+//! (`KL_BENCH_MODEL_ONLY=1`, `KL_BENCH_TYPING_ONLY=1`, `KL_BENCH_HOST_TYPING_ONLY=1` or
+//! `KL_BENCH_STATEMENT_TYPING_ONLY=1` to profile one part).
 //! `KL_BENCH_SCALING_ONLY=1` prints only the scaling figures: one module
 //! (the KL001 fixture) repeated 1, 10 and 100 times, as a concatenated or
 //! generated file repeats the same names. `KL_BENCH_FILE=PATH` benchmarks
@@ -45,6 +46,10 @@ fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
 }
 
 fn main() {
+    // `KERNEL_LSP_LOG=kernel_lsp=debug`: the checker's own log (why an edit was analysed afresh).
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG") {
+        let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).try_init();
+    }
     // `KL_BENCH_FILE=PATH`: another file instead, such as lsp_latency's own
     // (`target/release/check_speed --keep DIR --runs 1` writes it to DIR/kernels_5k.py).
     let text = match std::env::var_os("KL_BENCH_FILE") {
@@ -71,6 +76,11 @@ fn main() {
     }
     if std::env::var_os("KL_BENCH_HOST_TYPING_ONLY").is_some() {
         typing(text, &settings, Place::Host);
+        return;
+    }
+    if std::env::var_os("KL_BENCH_STATEMENT_TYPING_ONLY").is_some() {
+        typing(text.clone(), &settings, Place::Statement);
+        typing(text, &settings, Place::KernelStatement);
         return;
     }
     // Warm up.
@@ -125,6 +135,10 @@ fn main() {
 
     typing(text.clone(), &settings, Place::Kernel);
     typing(text.clone(), &settings, Place::Host);
+    if text.contains("def forward(") {
+        typing(text.clone(), &settings, Place::Statement);
+    }
+    typing(text.clone(), &settings, Place::KernelStatement);
     scaling(&settings);
 
     // Where the model + rules time goes.
@@ -168,19 +182,31 @@ enum Place {
     Kernel,
     /// The end of a kernel launch in the middle of the file.
     Host,
+    /// A new 60-character statement, one character per edit, on a fresh line
+    /// in the middle of the last `forward` (lsp_latency's statement mode):
+    /// most keystrokes leave an unclosed bracket.
+    Statement,
+    /// The same in a kernel in the middle of the file, after its first body line.
+    KernelStatement,
 }
 
-/// What the language server does per keystroke.
-fn typing(text: String, settings: &Settings, place: Place) {
-    let settings = settings.clone();
-    // What the language server does per keystroke: typing ` + 1` and deleting
-    // the `1` at the end of a line in the middle of the file (in a kernel or
-    // in host code), reparsing with the edited tree and analysing from the
-    // previous snapshot.
-    let mut text: std::sync::Arc<str> = std::sync::Arc::from(text.as_str());
-    let mut index = kernel_lsp::text::LineIndex::new(&text);
+/// The statements [`Place::Statement`] and [`Place::KernelStatement`] type (lsp_latency's).
+const STATEMENT: &str = "z = torch.tanh(h * 0.25 + x.mean(dim=0, keepdim=True)) + 1.0";
+const KERNEL_STATEMENT: &str = "z = tl.sigmoid(acc * 0.25 + h) * tl.exp(x - 1.0) + tl.abs(y)";
+
+/// One edit: bytes `start..old_end` replaced by `text`; timed or not.
+struct Edit {
+    start: usize,
+    old_end: usize,
+    text: String,
+    timed: bool,
+}
+
+/// One round of [`typing`]'s edits at `place` (each round leaves the text as it found it).
+fn round_edits(text: &str, place: Place) -> Vec<Edit> {
+    let edit = |start, old_end, text: &str, timed| Edit { start, old_end, text: text.to_string(), timed };
     let at = match place {
-        Place::Kernel => {
+        Place::Kernel | Place::KernelStatement => {
             let jit = text[text.len() / 2..].find("@triton.jit").map(|i| i + text.len() / 2).expect("a kernel");
             let body = jit + text[jit..].find("):\n").expect("a def line") + 3;
             body + text[body..].find('\n').expect("a body line")
@@ -190,20 +216,67 @@ fn typing(text: String, settings: &Settings, place: Place) {
             let launch = text[text.len() / 2..].find("](").map(|i| i + text.len() / 2).expect("a launch");
             launch + text[launch..].find('\n').expect("a line end")
         }
+        Place::Statement => {
+            let forward = text.rfind("def forward(").expect("a forward");
+            let end = text[forward..].find("\n\n").map_or(text.len(), |i| forward + i);
+            let middle = forward + (end - forward) / 2;
+            middle + text[middle..].find('\n').expect("a line end")
+        }
     };
+    let statement = match place {
+        Place::Statement => Some((STATEMENT, 8)),
+        Place::KernelStatement => Some((KERNEL_STATEMENT, 4)),
+        Place::Kernel | Place::Host => None,
+    };
+    if let Some((statement, indent)) = statement {
+        // A fresh line after `at`, the statement typed on it, the line removed.
+        let indent = " ".repeat(indent);
+        let mut out = vec![edit(at, at, &format!("\n{indent}"), false)];
+        let typed_at = at + 1 + indent.len();
+        for (k, ch) in statement.char_indices() {
+            out.push(edit(typed_at + k, typed_at + k, &ch.to_string(), true));
+        }
+        out.push(edit(at, typed_at + statement.len(), "", false));
+        return out;
+    }
+    // Type ` + 1` and delete the `1`, then restore the line.
+    let mut out: Vec<Edit> =
+        [" ", "+", " ", "1"].iter().enumerate().map(|(k, c)| edit(at + k, at + k, c, true)).collect();
+    out.push(edit(at + 3, at + 4, "", true));
+    out.push(edit(at, at + 3, "", false));
+    out
+}
+
+/// What the language server does per keystroke.
+fn typing(text: String, settings: &Settings, place: Place) {
+    let settings = settings.clone();
+    // What the language server does per keystroke: applying the edit to the
+    // text and its line index, reparsing with the edited tree and analysing
+    // from the previous snapshot.
+    let mut text: std::sync::Arc<str> = std::sync::Arc::from(text.as_str());
+    let mut index = kernel_lsp::text::LineIndex::new(&text);
+    let edits = round_edits(&text, place);
     let mut tree = parse(&text, None);
     let (_, mut snapshot) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, None);
-    let (mut reparse, mut analyse, mut typed, mut incremental_runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let (mut reparse, mut analyse, mut typed, mut runs, mut incremental_runs) =
+        (Vec::new(), Vec::new(), Vec::new(), 0, 0);
     let (mut stubs, mut host_stubs) = (0, 0);
-    let only =
-        std::env::var_os("KL_BENCH_TYPING_ONLY").is_some() || std::env::var_os("KL_BENCH_HOST_TYPING_ONLY").is_some();
-    let rounds = if only { 400 } else { 10 };
+    let only = ["KL_BENCH_TYPING_ONLY", "KL_BENCH_HOST_TYPING_ONLY", "KL_BENCH_STATEMENT_TYPING_ONLY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    let statement = matches!(place, Place::Statement | Place::KernelStatement);
+    let rounds = match (only, statement) {
+        (true, true) => 40,
+        (true, false) => 400,
+        (false, true) => 3,
+        (false, false) => 10,
+    };
     for round in 0..rounds {
-        let mut col = at;
-        for (ch, delete) in [(" ", false), ("+", false), (" ", false), ("1", false), ("", true)] {
-            let (start, old_end, new_end) = if delete { (col - 1, col, col - 1) } else { (col, col, col + ch.len()) };
+        for Edit { start, old_end, text: ch, timed } in &edits {
+            let (start, old_end) = (*start, *old_end);
+            let new_end = start + ch.len();
             let t0 = Instant::now();
-            let mut s = String::with_capacity(text.len() + 1);
+            let mut s = String::with_capacity(text.len() + ch.len());
             s.push_str(&text[..start]);
             s.push_str(ch);
             s.push_str(&text[old_end..]);
@@ -227,30 +300,34 @@ fn typing(text: String, settings: &Settings, place: Place) {
             let t1 = Instant::now();
             let (result, next) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, Some(&snapshot));
             let t2 = Instant::now();
+            runs += 1;
             incremental_runs += usize::from(next.is_incremental());
             stubs += next.stubs();
             host_stubs += next.host_stubs();
             snapshot = next;
             std::hint::black_box(result);
-            if round > 0 {
+            if round > 0 && *timed {
                 reparse.push(t1 - t0);
                 analyse.push(t2 - t1);
                 typed.push(t2 - t0);
             }
-            col = new_end;
         }
     }
     report(
-        if place == Place::Kernel { "typing in a kernel (server path)" } else { "typing in host code (server path)" },
+        match place {
+            Place::Kernel => "typing in a kernel (server path)",
+            Place::Host => "typing in host code (server path)",
+            Place::Statement => "a statement typed in forward",
+            Place::KernelStatement => "a statement typed in a kernel",
+        },
         typed,
     );
     report("  edit + incremental reparse", reparse);
     report("  incremental analysis", analyse);
     println!(
-        "  ({incremental_runs} of {} analyses incremental; per analysis {:.0} kernel statements and {:.0} host functions read as stubs)",
-        rounds * 5,
-        stubs as f64 / (rounds * 5) as f64,
-        host_stubs as f64 / (rounds * 5) as f64
+        "  ({incremental_runs} of {runs} analyses incremental; per analysis {:.0} kernel statements and {:.0} host functions read as stubs)",
+        stubs as f64 / runs as f64,
+        host_stubs as f64 / runs as f64
     );
 }
 

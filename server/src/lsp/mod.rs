@@ -107,6 +107,7 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         let (frames, transport_out, out) = framing::output();
         // 1 MiB: a 5,000-line file's diagnostics (about 100 KB) fit at once.
         framing::widen_pipe(1, 1 << 20);
+        framing::widen_pipe(0, 1 << 20);
         let writer = std::thread::Builder::new()
             .name("kl-stdout".into())
             .spawn(move || framing::write_frames(out, std::io::stdout().lock()));
@@ -119,7 +120,8 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
             .custom_method("window/workDoneProgress/cancel", Server::work_done_progress_cancel)
             .custom_method(framing::INVALID_MESSAGE, Server::invalid_message)
             .finish();
-        let (input, sanitized) = tokio::io::duplex(1 << 16);
+        // 1 MiB: a whole-text change of a large file (140 KB at 5,000 lines) passes in one go.
+        let (input, sanitized) = tokio::io::duplex(1 << 20);
         let (input_done, input_ended) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             framing::sanitize(tokio::io::stdin(), input).await;
