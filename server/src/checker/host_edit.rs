@@ -65,10 +65,15 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         }
         plan.close_walked(prev, m);
         let choice = plan.choose(prev, m);
-        let (model, two_threads) = build(text, tree, prev, m, &choice)?;
+        let model = build(text, tree, prev, m, &choice)?;
         let ranges: Vec<TextRange> = m.nodes.iter().map(|n| range_of(*n)).collect();
         let read: Vec<usize> = (0..m.nodes.len()).filter(|&i| !choice.stub[i] && !choice.host_stub[i]).collect();
-        let (fresh, loose) = facts(&model, &m.nodes, &read, &prev.settings, true);
+        // The host rules (KL107 and KL108 are asked below, of the changed
+        // statements only) beside the facts of the statements read: in a
+        // large file on a second thread, which takes a third off a host edit.
+        let beside = text.len() >= PARALLEL_INDEX_BYTES;
+        let read_facts = || facts(&model, &m.nodes, &read, &prev.settings, true);
+        let ((fresh, loose), host) = host_rules_beside(&model, &prev.settings, beside, true, read_facts);
         if plan.learn(prev, m, &choice, &model, &read, &fresh)? {
             continue;
         }
@@ -76,8 +81,6 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         if candidate != prev.candidate.is_some() {
             return Err("the file became, or stopped being, a candidate");
         }
-        // KL107 and KL108 are asked below, of the changed statements only.
-        let host = host_rules(&model, &prev.settings, two_threads, true);
         let context = host_context(&model);
         // A rule needed what a host stub does not keep: that stub is walked
         // (no host stubs after three such retries, or when what the host
@@ -336,15 +339,14 @@ impl Plan {
     }
 }
 
-/// The model of this attempt: stubs read from the snapshot, the rest walked;
-/// and whether it was built on two threads.
+/// The model of this attempt: stubs read from the snapshot, the rest walked.
 fn build<'t>(
     text: &'t str,
     tree: &'t Tree,
     prev: &Snapshot,
     m: &Matching<'t>,
     choice: &Choice,
-) -> Result<(FileModel<'t>, bool), &'static str> {
+) -> Result<FileModel<'t>, &'static str> {
     let matched = &m.matched;
     let views: Vec<Vec<Arc<KernelHostView>>> = (0..m.nodes.len())
         .map(|i| match matched[i].filter(|_| choice.stub[i]) {
@@ -367,9 +369,7 @@ fn build<'t>(
     // A second thread pays for itself only on enough text walked (stubs are not).
     let walked_bytes: usize = units.iter().filter(|(_, how)| how.is_none()).map(|(n, _)| n.byte_range().len()).sum();
     let two_threads = walked_bytes >= PARALLEL_INDEX_BYTES;
-    let model = FileModel::build_stubbed(text, tree, &units, &m.aliases, two_threads)
-        .ok_or("a stub's kernels are not as they were")?;
-    Ok((model, two_threads))
+    FileModel::build_stubbed(text, tree, &units, &m.aliases, two_threads).ok_or("a stub's kernels are not as they were")
 }
 
 /// What an attempt found: the statements read (`read`, new indexes) and

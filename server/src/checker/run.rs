@@ -13,20 +13,6 @@ use crate::model::candidate::Imports;
 use crate::model::FileModel;
 use crate::rules::{self, Reach};
 
-/// The host rules' findings on `model` (with `skip_per_node`, but those that answer per node): with
-/// `two_threads`, two threads take the rules one at a time as each finishes
-/// one, so that the costly ones (KL001, KL010) do not fall to one thread
-/// (the model is only read; the findings are sorted later, so the order
-/// they come in does not matter).
-pub(super) fn host_rules(
-    model: &FileModel,
-    settings: &Settings,
-    two_threads: bool,
-    skip_per_node: bool,
-) -> Vec<Diagnostic> {
-    host_rules_beside(model, settings, two_threads, skip_per_node, || ()).1
-}
-
 /// `here` on this thread, and the host rules (with `skip_per_node`, but those that answer per node) with
 /// it: with `two_threads`, a second thread starts on the rules at once and
 /// this one joins in when `here` is done, each taking the next rule not yet
