@@ -12,7 +12,7 @@
 //! when it has not landed yet. Slow work (benchmarks, rewrites) runs as a
 //! spawned task under one progress-and-cancel helper (`with_progress`) that
 //! reports through `$/progress` and stops it when cancelled. Diagnostics are
-//! pushed by a single publisher task, in the order documents changed.
+//! pushed by a single publisher thread, in the order documents changed.
 
 use std::collections::HashMap;
 use std::str::FromStr;
