@@ -95,8 +95,13 @@ class CompareTest(unittest.TestCase):
                 "d": {"compiled": False, "correctness": False}}, "seconds": 9}
             json.dump(kb(1.25), open(os.path.join(d, "kb1.json"), "w"))
             json.dump(kb(1.0), open(os.path.join(d, "kb2.json"), "w"))
-            text = cmp.report(cmp.load_dirs([d]))
+            data = cmp.load_dirs([d])
+            text = cmp.report(data)
         self.assertIn("Two GPUs over one: **2.00x**", text)
+        # A one-GPU run split over two calls: its wall is given, its last summary covers one call.
+        split = cmp.report(data, {"one_gpu": 120.0})
+        self.assertIn("Two GPUs over one: **2.40x**", split)
+        self.assertIn("| one_gpu | 4 | 120.0 s (given) |", split)
         self.assertIn("one_gpu vs two_gpus: **3/4** equal; differ: d", text)
         self.assertIn("two_gpus vs a single `bench` of the pair: **1/2** equal; differ: d", text)
         self.assertIn("two_gpus vs KernelBench kb1: **4/4** equal", text)
