@@ -70,7 +70,8 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         let read: Vec<usize> = (0..m.nodes.len()).filter(|&i| !choice.stub[i] && !choice.host_stub[i]).collect();
         // The host rules (KL107 and KL108 are asked below, of the changed
         // statements only) beside the facts of the statements read: in a
-        // large file on a second thread, which takes a third off a host edit.
+        // large file on a second thread (a host edit's analysis at 5,000
+        // lines, p50 1.61 -> 1.39 ms).
         let beside = text.len() >= PARALLEL_INDEX_BYTES;
         let read_facts = || facts(&model, &m.nodes, &read, &prev.settings, true);
         let ((fresh, loose), host) = host_rules_beside(&model, &prev.settings, beside, true, read_facts);
