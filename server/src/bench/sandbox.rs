@@ -178,6 +178,23 @@ impl Drop for Sandbox {
     }
 }
 
+/// Starts `cmd`'s process below the editor's priority: with `idle`, only on
+/// a core nothing else wants (`SCHED_IDLE`: any ordinary thread that wakes
+/// takes the core at once); otherwise, or where that is refused, at `nice`.
+pub fn below_the_editor(cmd: &mut tokio::process::Command, idle: bool, nice: i32) {
+    // SAFETY: `nice` and `sched_setscheduler` are async-signal-safe system
+    // calls; the closure runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let param = libc::sched_param { sched_priority: 0 };
+            if !idle || libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                libc::nice(nice);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The data limit for `setting_mb`, never above three quarters of this
 /// machine's memory: an answer that allocates without end meets its limit
 /// before the machine's OOM killer picks a victim (the server, say).

@@ -91,18 +91,7 @@ impl Worker {
         // editor (`background`) it runs only on a core nothing else wants
         // (SCHED_IDLE: any ordinary thread that wakes takes the core at once);
         // for `check --compile` and a batch, which wait for it, at nice 10.
-        let background = self.background;
-        // SAFETY: `nice` and `sched_setscheduler` are async-signal-safe system
-        // calls; the closure runs in the child before exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                let param = libc::sched_param { sched_priority: 0 };
-                if !background || libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-                    libc::nice(10);
-                }
-                Ok(())
-            });
-        }
+        sandbox::below_the_editor(&mut cmd, self.background, 10);
         cmd.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())

@@ -139,7 +139,7 @@ pub(crate) struct Quiet {
 pub(crate) const PAUSE: std::time::Duration = std::time::Duration::from_millis(400);
 
 /// The editor's edits, as [`Quiet`] keeps them.
-pub(crate) static EDITS: OnceLock<Quiet> = OnceLock::new();
+static EDITS: OnceLock<Quiet> = OnceLock::new();
 
 pub(crate) fn edits() -> &'static Quiet {
     EDITS.get_or_init(Quiet::new)
@@ -176,6 +176,7 @@ impl Quiet {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// Background work waits for a pause in typing, and only while typing goes on.
     #[tokio::test]
@@ -203,8 +204,6 @@ mod tests {
         quiet.paused(pause).await;
         assert!(at.elapsed() < pause, "typing has paused: no wait");
     }
-
-    use super::*;
 
     #[tokio::test]
     async fn a_job_runs_off_the_calling_thread_and_returns_its_value() {

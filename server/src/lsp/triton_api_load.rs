@@ -58,17 +58,7 @@ async fn run(python: &str, args: &[&str], timeout: Duration) -> Result<String, S
     // The names are read while the user types (the embedded list answers
     // meanwhile): the Python and whatever starts it (a version manager's
     // shell shims) run only on a core the editor's server leaves idle.
-    #[cfg(target_os = "linux")]
-    // SAFETY: `sched_setscheduler` and `nice` are async-signal-safe; the closure runs in the child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let param = libc::sched_param { sched_priority: 0 };
-            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-                libc::nice(19);
-            }
-            Ok(())
-        });
-    }
+    crate::bench::sandbox::below_the_editor(&mut cmd, true, 19);
     let child = cmd.output();
     let out = tokio::time::timeout(timeout, child)
         .await
