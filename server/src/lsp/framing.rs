@@ -248,6 +248,36 @@ pub fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl std::io:
     }
 }
 
+/// Standard output for [`write_frames`], unbuffered: `std::io::stdout()` is
+/// line-buffered, so a frame's header (it ends in a newline) went out in a
+/// write of its own and woke the client once for the header and again for
+/// the body. The frame is written whole, in one `write` where the pipe has room.
+pub struct RawStdout(std::mem::ManuallyDrop<std::fs::File>);
+
+impl RawStdout {
+    pub fn new() -> RawStdout {
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 1 stays open for the life of the process; `ManuallyDrop` never closes it.
+        RawStdout(std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) }))
+    }
+}
+
+impl Default for RawStdout {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::io::Write for RawStdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::Write::write(&mut &*self.0, buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Makes the pipe `fd` writes into hold `bytes` (Linux; where it is a pipe and
 /// the size allowed), so that a large publication is written in one go rather
 /// than in turns with the client's reads. Says whether it was done.

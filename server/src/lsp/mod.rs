@@ -110,7 +110,7 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         framing::widen_pipe(0, 1 << 20);
         let writer = std::thread::Builder::new()
             .name("kl-stdout".into())
-            .spawn(move || framing::write_frames(out, std::io::stdout()));
+            .spawn(move || framing::write_frames(out, framing::RawStdout::new()));
         if let Err(e) = &writer {
             eprintln!("kernel-lsp serve: cannot start the output thread: {e}");
             return;
