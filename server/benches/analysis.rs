@@ -265,6 +265,8 @@ fn typing(text: String, settings: &Settings, place: Place) {
         .iter()
         .any(|v| std::env::var_os(v).is_some());
     let statement = matches!(place, Place::Statement | Place::KernelStatement);
+    // `KL_BENCH_PER_EDIT=1`: each timed edit of the second round on stderr (which ones are slow, and why).
+    let per_edit = std::env::var_os("KL_BENCH_PER_EDIT").is_some();
     let rounds = match (only, statement) {
         (true, true) => 40,
         (true, false) => 400,
@@ -306,6 +308,19 @@ fn typing(text: String, settings: &Settings, place: Place) {
             host_stubs += next.host_stubs();
             snapshot = next;
             std::hint::black_box(result);
+            if round == 1 && per_edit && *timed {
+                eprintln!(
+                    "edit {:>3} {:?}: reparse {:>6.3} ms, analysis {:>6.3} ms, {:?}, builds {}, stubs {}/{}",
+                    start,
+                    ch,
+                    (t1 - t0).as_secs_f64() * 1e3,
+                    (t2 - t1).as_secs_f64() * 1e3,
+                    snapshot.path(),
+                    snapshot.builds(),
+                    snapshot.stubs(),
+                    snapshot.host_stubs()
+                );
+            }
             if round > 0 && *timed {
                 reparse.push(t1 - t0);
                 analyse.push(t2 - t1);

@@ -204,6 +204,99 @@ fn host_edits_read_unaffected_kernels_as_stubs() {
     }
 }
 
+/// Blocks of a kernel and its launching helper, as `many_blocks`, where
+/// every kernel reads the module constant `SCALE` (a Triton global) only if
+/// `reads_scale`, and every helper launches with `B=BLOCK`.
+fn blocks_with_constants(count: usize, reads_scale: impl Fn(usize) -> bool) -> String {
+    let mut text =
+        String::from("import torch\nimport triton\nimport triton.language as tl\n\nBLOCK = 64\nSCALE = 2.0\n");
+    for i in 0..count {
+        let value = if reads_scale(i) { "h * SCALE" } else { "h * 2.0" };
+        text.push_str(&format!(
+            "\n\n@triton.jit\ndef k{i}(h_ptr, w_ptr, out_ptr, n, B: tl.constexpr):\n    pid = tl.program_id(0)\n    \
+             offs = pid * B + tl.arange(0, B)\n    h = tl.load(h_ptr + offs, mask=offs < n)\n    acc = h + 1.0\n    \
+             for k in range(0, 4):\n        acc += tl.load(w_ptr + k * B + offs)\n    gate = tl.sigmoid(acc + h)\n    \
+             tl.store(out_ptr + offs, gate * {value}, mask=offs < n)\n\n\n\
+             def run{i}(h, w, steps):\n    out = torch.empty_like(h)\n    n = h.numel()\n    for t in range(steps):\n        \
+             k{i}[(1,)](h, w, out, n, B=BLOCK)\n        h = out\n    return out\n"
+        ));
+    }
+    text
+}
+
+/// Typing a statement into a kernel one character at a time: while a
+/// bracket is open, error recovery leaves the rest of the kernel and of the
+/// next function at module level, as assignments. That took the file to a
+/// fresh analysis on every such keystroke (30 ms at 5,000 lines); now the
+/// host path reads again only what may read the names those assignments
+/// bind (here none: each function binds them itself), and every keystroke
+/// gives what a full analysis gives.
+#[test]
+fn a_bracket_left_open_in_a_kernel_stays_on_the_host_path() {
+    let blocks = 24;
+    let mut doc = Doc::new(&blocks_with_constants(blocks, |_| false));
+    let at = doc.text.find("def k12(").expect("k12");
+    let at = at + doc.text[at..].find("tl.program_id(0)\n").expect("a line") + "tl.program_id(0)\n".len();
+    doc.edit(at, at, "    \n");
+    doc.analyze();
+    let typed = "z = tl.sigmoid(acc * 0.5) + tl.exp(h - 1.0)";
+    let (mut fresh, mut module_level, mut host) = (0, 0, 0);
+    for (k, ch) in typed.char_indices() {
+        let pos = at + 4 + k;
+        doc.edit(pos, pos, &ch.to_string());
+        let snapshot = doc.analyze();
+        let (path, stubs) = (snapshot.path(), snapshot.stubs());
+        let full = check(&doc.text, &doc.tree, &Settings::default());
+        assert_eq!(doc.result, full, "after {:?}", &typed[..=k]);
+        // An assignment at module level other than the two constants.
+        let root = doc.tree.root_node();
+        let tree_says = root.named_children(&mut root.walk()).any(|n| {
+            n.kind() == "expression_statement"
+                && n.named_child(0).is_some_and(|a| a.kind() == "assignment")
+                && !["BLOCK =", "SCALE ="].iter().any(|c| doc.text[n.byte_range()].starts_with(c))
+        });
+        module_level += usize::from(tree_says);
+        fresh += usize::from(path == Path::Fresh);
+        // The bracket opened or closed: the host path, the other kernels stubs.
+        if path == Path::Host {
+            host += 1;
+            assert!(stubs + 4 >= blocks, "{stubs} stubs for {blocks} kernels after {:?}", &typed[..=k]);
+        }
+    }
+    assert!(module_level > 0, "no keystroke left assignments at module level: the test no longer tests this");
+    assert!(host >= 4, "{host} keystrokes took the host path");
+    assert_eq!(fresh, 0, "keystrokes analysed afresh");
+}
+
+/// A module-level constant changed, or assigned by a changed statement:
+/// the kernels that read it (a Triton global) and the helpers that launch
+/// with it are read again, the rest stay stubs, and the result is a full
+/// analysis's.
+#[test]
+fn a_changed_module_constant_rereads_what_reads_it() {
+    let blocks = 24;
+    let text = blocks_with_constants(blocks, |i| i % 6 == 0);
+    let mut doc = Doc::new(&text);
+    let settings = Settings::default();
+    for (old, new) in
+        [("SCALE = 2.0", "SCALE = 3.0"), ("BLOCK = 64", "BLOCK = 48"), ("SCALE = 3.0", "SCALE = 2.0\nacc = 1")]
+    {
+        let at = doc.text.find(old).expect("the constant");
+        doc.edit(at, at + old.len(), new);
+        let snapshot = doc.analyze();
+        assert_eq!(snapshot.path(), Path::Host, "{new}");
+        let stubs = snapshot.stubs();
+        assert_eq!(doc.result, check(&doc.text, &doc.tree, &settings), "{new}");
+        if old.starts_with("SCALE") {
+            // The four kernels that read `SCALE` are walked; the others stay stubs.
+            assert_eq!(stubs, blocks - blocks.div_ceil(6), "{new}");
+        } else {
+            // Every helper launches with `BLOCK`: every kernel is walked.
+            assert_eq!(stubs, 0, "{new}");
+        }
+    }
+}
+
 /// A document as the checker sees it: the text, the tree kept in step with
 /// every edit, and the last analysis with its snapshot.
 struct Doc {

@@ -46,7 +46,8 @@ pub(super) fn facts(
                 kernels: Vec::new(),
                 helper_callees: Vec::new(),
                 launched: Vec::new(),
-                module_assigns: false,
+                module_assigns: Vec::new(),
+                reads: (nodes[i].kind() != "class_definition").then(|| crate::model::module_reads(nodes[i], model.src)),
                 diags: Vec::new(),
                 classes: Vec::new(),
                 directives: Vec::new(),
@@ -139,7 +140,10 @@ pub(super) fn facts(
     }
     for a in &module.assigns {
         if let Some(u) = unit(a.node.start_byte()) {
-            units[u].0.module_assigns = true;
+            let names = &mut units[u].0.module_assigns;
+            if !names.contains(&a.target) {
+                names.push(a.target.clone());
+            }
         }
     }
     for l in &model.launches {
@@ -261,7 +265,7 @@ pub(super) fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, can
         || facts.error_shape.is_some()
         || !facts.kernels.is_empty()
         || !facts.classes.is_empty()
-        || facts.module_assigns
+        || !facts.module_assigns.is_empty()
         || model.src.get(node.byte_range()).is_none_or(has_import_keyword)
     {
         return None;

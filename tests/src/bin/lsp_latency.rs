@@ -32,7 +32,7 @@
 //! also starts only once the opened file's first compilation has landed (a
 //! warm worker, as for a file open a while); compare with `--pause-ms 600`
 //! and the compiler off.
-//! `KL_LATENCY_DUMP=PATH` writes each timed edit's latency (ms, one per line)
+//! `KL_LATENCY_DUMP=PATH` writes each timed edit's version and latency (ms, one per line)
 //! of the last server run to PATH, to line them up with a server's log
 //! (`KL_SERVER_STDERR=FILE KERNEL_LSP_LOG=kernel_lsp=debug` keeps that log,
 //! with each analysis's own times). `KL_LATENCY_SETTLE_MS=N` waits N ms
@@ -288,6 +288,7 @@ fn run(
         std::thread::sleep(Duration::from_millis(ms));
     }
     let mut latencies_ms = Vec::new();
+    let mut versions = Vec::new();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     for (k, Edit { line, start, end_line, end, text: new_text, timed, pause }) in edits.into_iter().enumerate() {
         let version = 2 + k as i64;
@@ -310,13 +311,14 @@ fn run(
         wait_diagnostics(&mut server, &uri, version);
         if timed {
             latencies_ms.push(began.elapsed().as_secs_f64() * 1000.0);
+            versions.push(version);
         }
         if pause && !typing.pause.is_zero() {
             std::thread::sleep(typing.pause);
         }
     }
     if let Some(path) = std::env::var_os("KL_LATENCY_DUMP") {
-        let lines: Vec<String> = latencies_ms.iter().map(|l| format!("{l:.3}")).collect();
+        let lines: Vec<String> = latencies_ms.iter().zip(&versions).map(|(l, v)| format!("{v} {l:.3}")).collect();
         let _ = std::fs::write(path, lines.join("\n") + "\n");
     }
     let peak_rss_kb = server.memory_kb("VmHWM:");
