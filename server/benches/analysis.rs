@@ -78,6 +78,10 @@ fn main() {
         typing(text, &settings, Place::Host);
         return;
     }
+    if std::env::var_os("KL_BENCH_TYPE").is_some() {
+        typing(text, &settings, Place::Custom);
+        return;
+    }
     if std::env::var_os("KL_BENCH_STATEMENT_TYPING_ONLY").is_some() {
         typing(text.clone(), &settings, Place::Statement);
         typing(text, &settings, Place::KernelStatement);
@@ -188,6 +192,10 @@ enum Place {
     Statement,
     /// The same in a kernel in the middle of the file, after its first body line.
     KernelStatement,
+    /// `KL_BENCH_TYPE_AFTER=TEXT KL_BENCH_TYPE=STATEMENT`: STATEMENT typed
+    /// on a fresh line after the first line that holds TEXT (indented as
+    /// that line), to look for a typing pattern's slow keystrokes.
+    Custom,
 }
 
 /// The statements [`Place::Statement`] and [`Place::KernelStatement`] type (lsp_latency's).
@@ -216,6 +224,11 @@ fn round_edits(text: &str, place: Place) -> Vec<Edit> {
             let launch = text[text.len() / 2..].find("](").map(|i| i + text.len() / 2).expect("a launch");
             launch + text[launch..].find('\n').expect("a line end")
         }
+        Place::Custom => {
+            let after = std::env::var("KL_BENCH_TYPE_AFTER").unwrap_or_default();
+            let line = text.find(&after).unwrap_or_else(|| panic!("KL_BENCH_TYPE_AFTER {after:?} is not in the file"));
+            line + text[line..].find('\n').unwrap_or(text.len() - line)
+        }
         Place::Statement => {
             let forward = text.rfind("def forward(").expect("a forward");
             let end = text[forward..].find("\n\n").map_or(text.len(), |i| forward + i);
@@ -223,7 +236,13 @@ fn round_edits(text: &str, place: Place) -> Vec<Edit> {
             middle + text[middle..].find('\n').expect("a line end")
         }
     };
+    let custom = std::env::var("KL_BENCH_TYPE").unwrap_or_default();
     let statement = match place {
+        Place::Custom => {
+            let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+            let indent = text[line_start..].len() - text[line_start..].trim_start_matches(' ').len();
+            Some((custom.as_str(), indent))
+        }
         Place::Statement => Some((STATEMENT, 8)),
         Place::KernelStatement => Some((KERNEL_STATEMENT, 4)),
         Place::Kernel | Place::Host => None,
@@ -261,10 +280,10 @@ fn typing(text: String, settings: &Settings, place: Place) {
     let (mut reparse, mut analyse, mut typed, mut runs, mut incremental_runs) =
         (Vec::new(), Vec::new(), Vec::new(), 0, 0);
     let (mut stubs, mut host_stubs) = (0, 0);
-    let only = ["KL_BENCH_TYPING_ONLY", "KL_BENCH_HOST_TYPING_ONLY", "KL_BENCH_STATEMENT_TYPING_ONLY"]
+    let only = ["KL_BENCH_TYPING_ONLY", "KL_BENCH_HOST_TYPING_ONLY", "KL_BENCH_STATEMENT_TYPING_ONLY", "KL_BENCH_TYPE"]
         .iter()
         .any(|v| std::env::var_os(v).is_some());
-    let statement = matches!(place, Place::Statement | Place::KernelStatement);
+    let statement = matches!(place, Place::Statement | Place::KernelStatement | Place::Custom);
     // `KL_BENCH_PER_EDIT=1`: each timed edit of the second round on stderr (which ones are slow, and why).
     let per_edit = std::env::var_os("KL_BENCH_PER_EDIT").is_some();
     let rounds = match (only, statement) {
@@ -334,6 +353,7 @@ fn typing(text: String, settings: &Settings, place: Place) {
             Place::Host => "typing in host code (server path)",
             Place::Statement => "a statement typed in forward",
             Place::KernelStatement => "a statement typed in a kernel",
+            Place::Custom => "KL_BENCH_TYPE typed",
         },
         typed,
     );

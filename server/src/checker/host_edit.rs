@@ -51,15 +51,9 @@ use crate::text::TextRange;
 /// stub what it does not keep marks the model (`FileModel::read_a_stub`), and
 /// the statements are read again with that stub walked.
 ///
-/// A module-level name a changed statement assigns, before or after the
-/// edit (as a statement that fails to parse often leaves the rest of its
-/// function's body at module level), may change what any statement reads
-/// of it: every statement that may read it (`UnitFacts::reads`) is read
-/// again, with the kernels it defines and launches.
-///
 /// Refused (the file is analysed afresh) when a changed statement, before or
-/// after, holds the word `import`, or when the file stops or starts being a
-/// candidate.
+/// after, assigns a module-level name or holds the word `import`, or when the
+/// file stops or starts being a candidate.
 pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
     refuse(text, prev, m)?;
     let mut plan = Plan::new(prev, m);
@@ -134,10 +128,13 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
 }
 
 /// The edits this path cannot take: a changed statement, before or after,
-/// that holds the word `import`.
+/// that assigns module-level names or holds the word `import`.
 fn refuse(text: &str, prev: &Snapshot, m: &Matching) -> Result<(), &'static str> {
     for &o in &m.changed_old {
         let u = &prev.units[o];
+        if u.facts.module_assigns {
+            return Err("a changed statement assigned module-level names");
+        }
         if prev.text.get(u.range.start..u.range.end).is_none_or(has_import_keyword) {
             return Err("a changed statement imported");
         }
@@ -170,10 +167,6 @@ struct Plan {
     changed_loop_calls: HashSet<String>,
     /// Statements walked all the same (new positions).
     forced: HashSet<usize>,
-    /// The module-level names the changed statements assign, before the edit
-    /// and, once read, after it; `reading[o]`: whether old statement `o` may read one.
-    globals: HashSet<String>,
-    reading: Vec<bool>,
     /// Host stubs need the previous snapshot's links; the first host-path
     /// analysis after a fresh one reads every statement and makes them.
     host_stubs_on: bool,
@@ -220,38 +213,7 @@ impl Plan {
         if changed_loop_calls.is_empty() {
             forced.extend(prev.walk_again.iter().filter_map(|&o| m.old_to_new[o]));
         }
-        let globals: HashSet<String> =
-            changed_old.iter().flat_map(|&o| prev.units[o].facts.module_assigns.iter().cloned()).collect();
-        let mut plan = Plan {
-            stubbable,
-            walked,
-            defined,
-            changed_defines,
-            changed_loop_calls,
-            forced,
-            globals,
-            reading: vec![false; prev.units.len()],
-            host_stubs_on: prev.linked,
-        };
-        plan.read_globals(prev);
-        plan
-    }
-
-    /// Marks the statements that may read a name of `globals`, and walks the
-    /// kernels they define and launch (a launch site's constants may read it).
-    fn read_globals(&mut self, prev: &Snapshot) {
-        if self.globals.is_empty() {
-            return;
-        }
-        for (o, u) in prev.units.iter().enumerate() {
-            let f = &u.facts;
-            let reads = |g: &String| f.reads.as_ref().is_none_or(|r| r.binary_search(g).is_ok());
-            if self.reading[o] || !self.globals.iter().any(reads) {
-                continue;
-            }
-            self.reading[o] = true;
-            self.walked.extend(f.kernels.iter().map(|k| k.name.clone()).chain(f.launched.iter().cloned()));
-        }
+        Plan { stubbable, walked, defined, changed_defines, changed_loop_calls, forced, host_stubs_on: prev.linked }
     }
 
     /// Adds the kernels of statements that cannot be stubs, and closes
@@ -298,27 +260,21 @@ impl Plan {
         let stub: Vec<bool> = (0..m.nodes.len())
             .map(|i| {
                 matched[i].is_some_and(|o| {
-                    self.stubbable[o]
-                        && !self.reading[o]
-                        && !prev.units[o].facts.kernels.iter().any(|k| self.walked.contains(&k.name))
+                    self.stubbable[o] && !prev.units[o].facts.kernels.iter().any(|k| self.walked.contains(&k.name))
                 })
             })
             .collect();
-        let mut host_stub = if self.host_stubs_on {
+        let host_stub = if self.host_stubs_on {
             host_stubs(prev, matched, &self.changed_defines, &self.changed_loop_calls, &self.walked, &self.forced)
         } else {
             vec![false; m.nodes.len()]
         };
-        for (i, s) in host_stub.iter_mut().enumerate() {
-            *s &= matched[i].is_some_and(|o| !self.reading[o]);
-        }
         Choice { stub, host_stub }
     }
 
     /// What this attempt's reading shows must be walked too; `Ok(true)` if
     /// the statements are to be read again. The changed statements as they
-    /// are now: the module-level names they assign (and the statements that
-    /// may read them, with their kernels) added; what they launch, and the kernels
+    /// are now: no module-level names; what they launch, and the kernels
     /// their kernels call, walked; a kernel they define now that a stub
     /// calls, or whose name a stub defines too, walked with that stub; a host
     /// stub that reaches a name they define or call in loops now, or that
@@ -343,10 +299,9 @@ impl Plan {
             .collect();
         let mut missing = Vec::new();
         let mut more_names = false;
-        let mut more_globals = false;
         for (_, (f, _)) in read.iter().zip(fresh).filter(|(&i, _)| matched[i].is_none()) {
-            for g in &f.module_assigns {
-                more_globals |= self.globals.insert(g.clone());
+            if f.module_assigns {
+                return Err("a changed statement assigns module-level names");
             }
             missing.extend(f.launched.iter().filter(|k| !self.walked.contains(*k)).cloned());
             let helpers = f.helper_callees.iter().filter(|c| self.defined.contains(*c) && !self.walked.contains(*c));
@@ -375,16 +330,7 @@ impl Plan {
             })
             .collect();
         let any_host_stub = choice.host_stub.iter().any(|s| *s);
-        if more_globals {
-            let walked_before = self.walked.len();
-            self.read_globals(prev);
-            // Only a statement now read that was a stub, or a kernel now walked, asks for another reading.
-            let newly: Vec<usize> = (0..new_len)
-                .filter(|&i| matched[i].is_some_and(|o| self.reading[o]) && (choice.stub[i] || choice.host_stub[i]))
-                .collect();
-            more_globals = self.walked.len() > walked_before || !newly.is_empty();
-        }
-        if missing.is_empty() && !(more_names && any_host_stub) && launching_stubs.is_empty() && !more_globals {
+        if missing.is_empty() && !(more_names && any_host_stub) && launching_stubs.is_empty() {
             return Ok(false);
         }
         self.defined.extend(missing.iter().cloned());

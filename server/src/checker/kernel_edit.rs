@@ -166,7 +166,7 @@ fn reread(
                 Some(o) => {
                     let u = &prev.units[o].facts;
                     set.recheck.binary_search(&i).is_ok()
-                        || !u.module_assigns.is_empty()
+                        || u.module_assigns
                         || u.kernels.iter().any(|k| set.callers.contains(k.name.as_str()))
                         || u.kernels.iter().any(|k| set.helpers.contains(&k.name))
                         || u.launched.iter().any(|k| set.names.contains(k.as_str()))

@@ -117,14 +117,8 @@ pub(super) struct UnitFacts {
     pub(super) helper_callees: Vec<String>,
     /// Kernels launched from here.
     pub(super) launched: Vec<String>,
-    /// The module-level names it assigns (read by constant evaluation and
-    /// name lookups elsewhere), as written (a target may be `x.y` or `x[0]`).
-    pub(super) module_assigns: Vec<String>,
-    /// The names it may read from the module scope (`model::module_reads`),
-    /// sorted; `None` for a class (never a stub: taken to read any).
-    /// A statement that may read a module-level name an edit assigns is read
-    /// again, with the kernels it defines and launches.
-    pub(super) reads: Option<Vec<String>>,
+    /// Assigns a module-level name (read by constant evaluation).
+    pub(super) module_assigns: bool,
     /// Before suppression, lying wholly in this statement: the kernel rules'
     /// for the kernels defined here, KL005's for attributes here, the host rules'.
     pub(super) diags: Vec<Diagnostic>,

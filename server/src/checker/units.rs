@@ -46,8 +46,7 @@ pub(super) fn facts(
                 kernels: Vec::new(),
                 helper_callees: Vec::new(),
                 launched: Vec::new(),
-                module_assigns: Vec::new(),
-                reads: (nodes[i].kind() != "class_definition").then(|| crate::model::module_reads(nodes[i], model.src)),
+                module_assigns: false,
                 diags: Vec::new(),
                 classes: Vec::new(),
                 directives: Vec::new(),
@@ -140,10 +139,7 @@ pub(super) fn facts(
     }
     for a in &module.assigns {
         if let Some(u) = unit(a.node.start_byte()) {
-            let names = &mut units[u].0.module_assigns;
-            if !names.contains(&a.target) {
-                names.push(a.target.clone());
-            }
+            units[u].0.module_assigns = true;
         }
     }
     for l in &model.launches {
@@ -265,7 +261,7 @@ pub(super) fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, can
         || facts.error_shape.is_some()
         || !facts.kernels.is_empty()
         || !facts.classes.is_empty()
-        || !facts.module_assigns.is_empty()
+        || facts.module_assigns
         || model.src.get(node.byte_range()).is_none_or(has_import_keyword)
     {
         return None;
