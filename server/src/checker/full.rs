@@ -52,6 +52,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
         .zip(&ranges)
         .map(|((facts, foreign), range)| Unit { facts: Arc::new(facts), range: *range, delta: 0, foreign })
         .collect();
+    let imports = Arc::new(candidate::imports(&model));
     Snapshot {
         settings: settings.clone(),
         text: text.clone(),
@@ -65,7 +66,8 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
         path: Path::Fresh,
         stubs: 0,
         host_stubs: 0,
-        candidate: candidate::is_candidate(&model).then(|| Arc::new(candidate::imports(&model))),
+        candidate: candidate::is_candidate(&model).then(|| imports.clone()),
+        imports,
         context: host_context(&model),
         linked: true,
         walk_again: Vec::new(),

@@ -51,11 +51,20 @@ use crate::text::TextRange;
 /// stub what it does not keep marks the model (`FileModel::read_a_stub`), and
 /// the statements are read again with that stub walked.
 ///
+/// A module-level name a changed statement assigns or imports, before or
+/// after the edit (as a statement that fails to parse often leaves the rest
+/// of its function's body at module level), may change what any statement
+/// reads of it: every statement that may read it (`UnitFacts::reads`) is
+/// read again, with the kernels it defines and launches, and asked its
+/// per-node findings (KL107, KL108: they read the file's imports by name)
+/// with the imports as they are now.
+///
 /// Refused (the file is analysed afresh) when a changed statement, before or
-/// after, assigns a module-level name or holds the word `import`, or when the
-/// file stops or starts being a candidate.
+/// after, imports `*`, when the names `triton` and `triton.language` are
+/// imported as change (`matching`), or when the file stops or starts being
+/// a candidate.
 pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
-    refuse(text, prev, m)?;
+    refuse(prev, m)?;
     let mut plan = Plan::new(prev, m);
     let mut attempt = 0;
     loop {
@@ -77,6 +86,27 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         let ((fresh, loose), host) = host_rules_beside(&model, &prev.settings, beside, true, read_facts);
         if plan.learn(prev, m, &choice, &model, &read, &fresh)? {
             continue;
+        }
+        // The element widths the host code names, now against before: a
+        // kernel rule (KL006) reads them when nothing closer names a width;
+        // such kernels read as stubs are walked.
+        let before = prev.units.iter().fold(0, |w, u| w | u.facts.widths);
+        let mut now = fresh.iter().fold(0, |w, (f, _)| w | f.widths);
+        for (i, o) in m.matched.iter().enumerate() {
+            if let Some(o) = o.filter(|_| choice.stub[i] || choice.host_stub[i]) {
+                now |= prev.units[o].facts.widths;
+            }
+        }
+        if now != before {
+            let stale: Vec<String> = (0..m.nodes.len())
+                .filter(|&i| choice.stub[i])
+                .filter_map(|i| m.matched[i])
+                .flat_map(|o| prev.units[o].facts.kernels.iter().filter(|k| k.reads_widths).map(|k| k.name.clone()))
+                .collect();
+            if !stale.is_empty() {
+                plan.walked.extend(stale);
+                continue;
+            }
         }
         let candidate = candidate::is_candidate(&model);
         if candidate != prev.candidate.is_some() {
@@ -101,7 +131,10 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
             continue;
         }
         let found = Found { read: &read, ranges: &ranges, fresh, loose, host };
-        let (fresh, host_diags, on_stubs) = place(text, prev, m, &choice, found)?;
+        // The imports as they are now (where they are now: the per-node findings name the modules' positions).
+        let imports = Arc::new(candidate::imports(&model));
+        let asked = candidate.then_some(&*imports);
+        let (fresh, host_diags, on_stubs) = place(text, prev, m, &choice, found, asked, &plan.reading)?;
         let units = assemble(prev, m, &choice, &model, fresh, on_stubs)?;
         let mut walk_again: Vec<usize> = plan.forced.iter().copied().collect();
         walk_again.sort_unstable();
@@ -118,7 +151,8 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
             path: Path::Host,
             stubs: choice.stub.iter().filter(|s| **s).count(),
             host_stubs: choice.host_stub.iter().filter(|s| **s).count(),
-            candidate: candidate.then(|| Arc::new(candidate::imports(&model))),
+            candidate: candidate.then(|| imports.clone()),
+            imports,
             context,
             linked: true,
             walk_again,
@@ -127,21 +161,11 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
     }
 }
 
-/// The edits this path cannot take: a changed statement, before or after,
-/// that assigns module-level names or holds the word `import`.
-fn refuse(text: &str, prev: &Snapshot, m: &Matching) -> Result<(), &'static str> {
-    for &o in &m.changed_old {
-        let u = &prev.units[o];
-        if u.facts.module_assigns {
-            return Err("a changed statement assigned module-level names");
-        }
-        if prev.text.get(u.range.start..u.range.end).is_none_or(has_import_keyword) {
-            return Err("a changed statement imported");
-        }
-    }
-    let changed_now = (0..m.nodes.len()).filter(|&i| m.matched[i].is_none());
-    if changed_now.into_iter().any(|i| text.get(m.nodes[i].byte_range()).is_none_or(has_import_keyword)) {
-        return Err("a changed statement imports");
+/// The edits this path cannot take: a changed statement that imported `*`
+/// (one that does now is found once it is read, in `Plan::learn`).
+fn refuse(prev: &Snapshot, m: &Matching) -> Result<(), &'static str> {
+    if m.changed_old.iter().any(|&o| prev.units[o].facts.import_binds.iter().any(|b| b == "*")) {
+        return Err("a changed statement imported *");
     }
     Ok(())
 }
@@ -167,6 +191,17 @@ struct Plan {
     changed_loop_calls: HashSet<String>,
     /// Statements walked all the same (new positions).
     forced: HashSet<usize>,
+    /// The module-level names the changed statements assign, before the edit
+    /// and, once read, after it; `reading[o]`: whether old statement `o` may read one.
+    globals: HashSet<String>,
+    reading: Vec<bool>,
+    /// The names a changed statement's imports bind, before the edit and,
+    /// once read, after it: those whose binding the edit changed (the
+    /// imports before and after name different modules for them) join `globals`.
+    import_names: HashSet<String>,
+    /// Whether a changed statement, before or after, imports: the per-node
+    /// findings of the statements read are asked with the imports as they are now.
+    imports_changed: bool,
     /// Host stubs need the previous snapshot's links; the first host-path
     /// analysis after a fresh one reads every statement and makes them.
     host_stubs_on: bool,
@@ -213,7 +248,43 @@ impl Plan {
         if changed_loop_calls.is_empty() {
             forced.extend(prev.walk_again.iter().filter_map(|&o| m.old_to_new[o]));
         }
-        Plan { stubbable, walked, defined, changed_defines, changed_loop_calls, forced, host_stubs_on: prev.linked }
+        let globals: HashSet<String> =
+            changed_old.iter().flat_map(|&o| prev.units[o].facts.module_assigns.iter().cloned()).collect();
+        let import_names: HashSet<String> =
+            changed_old.iter().flat_map(|&o| prev.units[o].facts.import_binds.iter().cloned()).collect();
+        let imports_changed = !import_names.is_empty();
+        let mut plan = Plan {
+            stubbable,
+            walked,
+            defined,
+            changed_defines,
+            changed_loop_calls,
+            forced,
+            globals,
+            import_names,
+            imports_changed,
+            reading: vec![false; prev.units.len()],
+            host_stubs_on: prev.linked,
+        };
+        plan.read_globals(prev);
+        plan
+    }
+
+    /// Marks the statements that may read a name of `globals`, and walks the
+    /// kernels they define and launch (a launch site's constants may read it).
+    fn read_globals(&mut self, prev: &Snapshot) {
+        if self.globals.is_empty() {
+            return;
+        }
+        for (o, u) in prev.units.iter().enumerate() {
+            let f = &u.facts;
+            let reads = |g: &String| f.reads.as_ref().is_none_or(|r| r.binary_search(g).is_ok());
+            if self.reading[o] || !self.globals.iter().any(reads) {
+                continue;
+            }
+            self.reading[o] = true;
+            self.walked.extend(f.kernels.iter().map(|k| k.name.clone()).chain(f.launched.iter().cloned()));
+        }
     }
 
     /// Adds the kernels of statements that cannot be stubs, and closes
@@ -260,21 +331,27 @@ impl Plan {
         let stub: Vec<bool> = (0..m.nodes.len())
             .map(|i| {
                 matched[i].is_some_and(|o| {
-                    self.stubbable[o] && !prev.units[o].facts.kernels.iter().any(|k| self.walked.contains(&k.name))
+                    self.stubbable[o]
+                        && !self.reading[o]
+                        && !prev.units[o].facts.kernels.iter().any(|k| self.walked.contains(&k.name))
                 })
             })
             .collect();
-        let host_stub = if self.host_stubs_on {
+        let mut host_stub = if self.host_stubs_on {
             host_stubs(prev, matched, &self.changed_defines, &self.changed_loop_calls, &self.walked, &self.forced)
         } else {
             vec![false; m.nodes.len()]
         };
+        for (i, s) in host_stub.iter_mut().enumerate() {
+            *s &= matched[i].is_some_and(|o| !self.reading[o]);
+        }
         Choice { stub, host_stub }
     }
 
     /// What this attempt's reading shows must be walked too; `Ok(true)` if
     /// the statements are to be read again. The changed statements as they
-    /// are now: no module-level names; what they launch, and the kernels
+    /// are now: the module-level names they assign (and the statements that
+    /// may read them, with their kernels) added; what they launch, and the kernels
     /// their kernels call, walked; a kernel they define now that a stub
     /// calls, or whose name a stub defines too, walked with that stub; a host
     /// stub that reaches a name they define or call in loops now, or that
@@ -299,9 +376,15 @@ impl Plan {
             .collect();
         let mut missing = Vec::new();
         let mut more_names = false;
+        let mut more_globals = false;
         for (_, (f, _)) in read.iter().zip(fresh).filter(|(&i, _)| matched[i].is_none()) {
-            if f.module_assigns {
-                return Err("a changed statement assigns module-level names");
+            if f.import_binds.iter().any(|b| b == "*") {
+                return Err("a changed statement imports *");
+            }
+            self.imports_changed |= !f.import_binds.is_empty();
+            self.import_names.extend(f.import_binds.iter().cloned());
+            for g in &f.module_assigns {
+                more_globals |= self.globals.insert(g.clone());
             }
             missing.extend(f.launched.iter().filter(|k| !self.walked.contains(*k)).cloned());
             let helpers = f.helper_callees.iter().filter(|c| self.defined.contains(*c) && !self.walked.contains(*c));
@@ -330,7 +413,27 @@ impl Plan {
             })
             .collect();
         let any_host_stub = choice.host_stub.iter().any(|s| *s);
-        if missing.is_empty() && !(more_names && any_host_stub) && launching_stubs.is_empty() {
+        // A name an edited import binds is read again only if what it stands
+        // for changed (a statement that fails to parse may bind `triton` from
+        // the next line's decorator, as `import triton` already does).
+        if self.imports_changed {
+            let now = candidate::imports(model);
+            for name in &self.import_names {
+                if now.full_name(name) != prev.imports.full_name(name) {
+                    more_globals |= self.globals.insert(name.clone());
+                }
+            }
+        }
+        if more_globals {
+            let walked_before = self.walked.len();
+            self.read_globals(prev);
+            // Only a statement now read that was a stub, or a kernel now walked, asks for another reading.
+            let newly: Vec<usize> = (0..new_len)
+                .filter(|&i| matched[i].is_some_and(|o| self.reading[o]) && (choice.stub[i] || choice.host_stub[i]))
+                .collect();
+            more_globals = self.walked.len() > walked_before || !newly.is_empty();
+        }
+        if missing.is_empty() && !(more_names && any_host_stub) && launching_stubs.is_empty() && !more_globals {
             return Ok(false);
         }
         self.defined.extend(missing.iter().cloned());
@@ -386,7 +489,8 @@ struct Found<'a> {
 /// Puts each host-rule finding where it is kept: in the facts of the
 /// statement read that holds it, on a kernel stub (returned per statement),
 /// or with the file; a host stub keeps its own from the previous snapshot.
-/// Adds the per-node findings (KL107, KL108) of the statements read.
+/// Adds the per-node findings (KL107, KL108) of the statements read, asked
+/// of `imports` where the statement changed or may read a changed name (`reading`).
 #[allow(clippy::type_complexity)]
 fn place(
     text: &str,
@@ -394,6 +498,8 @@ fn place(
     m: &Matching,
     choice: &Choice,
     found: Found,
+    imports: Option<&candidate::Imports>,
+    reading: &[bool],
 ) -> Result<(Vec<Fresh>, Vec<Diagnostic>, HashMap<usize, Vec<Diagnostic>>), &'static str> {
     let Found { read, ranges, mut fresh, loose, host } = found;
     let (stub, host_stub) = (&choice.stub, &choice.host_stub);
@@ -433,10 +539,10 @@ fn place(
     // KL107 and KL108 report on single nodes, given the file's imports
     // (the same on this path): a statement read as it was keeps its
     // findings, moved with it; a changed one is asked.
-    if let Some(imports) = &prev.candidate {
+    if let Some(imports) = imports {
         let enabled = |code: &str| prev.settings.enabled(code);
         for (s, &i) in read.iter().enumerate() {
-            let found = match m.matched[i] {
+            let found = match m.matched[i].filter(|&o| !reading[o]) {
                 Some(o) => {
                     let old = &prev.units[o];
                     let delta = old.delta_at(ranges[i].start);

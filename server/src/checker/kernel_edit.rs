@@ -160,16 +160,28 @@ fn reread(
     let Matching { nodes, aliases, matched, changed_old, .. } = m;
     let mut attempt = 0;
     loop {
+        // A launch site's grid may name a function another statement defines (`grid_tuple`).
+        let launcher_reads: HashSet<&str> = prev
+            .units
+            .iter()
+            .filter(|u| u.facts.launched.iter().any(|k| set.names.contains(k.as_str())))
+            .flat_map(|u| u.facts.reads.iter().flatten().map(String::as_str))
+            .collect();
+        let any_read = prev
+            .units
+            .iter()
+            .any(|u| u.facts.reads.is_none() && u.facts.launched.iter().any(|k| set.names.contains(k.as_str())));
         let walk: Vec<Node> = (0..nodes.len())
             .filter(|&i| match matched[i] {
                 None => true,
                 Some(o) => {
                     let u = &prev.units[o].facts;
                     set.recheck.binary_search(&i).is_ok()
-                        || u.module_assigns
+                        || !u.module_assigns.is_empty()
                         || u.kernels.iter().any(|k| set.callers.contains(k.name.as_str()))
                         || u.kernels.iter().any(|k| set.helpers.contains(&k.name))
                         || u.launched.iter().any(|k| set.names.contains(k.as_str()))
+                        || u.links().defines.iter().any(|d| any_read || launcher_reads.contains(d.as_str()))
                 }
             })
             .map(|i| nodes[i])
@@ -281,6 +293,7 @@ fn assemble(
         stubs: 0,
         host_stubs: 0,
         candidate: prev.candidate.clone(),
+        imports: prev.imports.clone(),
         context: prev.context.clone(),
         linked: prev.linked,
         walk_again: prev.walk_again.iter().filter_map(|&o| m.old_to_new[o]).collect(),

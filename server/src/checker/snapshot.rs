@@ -66,6 +66,9 @@ pub struct Snapshot {
     /// For a KernelBench candidate (a `ModelNew` file), whose hygiene rules
     /// (KL101-KL109) read the whole file: the imports they qualify names with.
     pub(super) candidate: Option<Arc<Imports>>,
+    /// The file's imports, candidate or not: what a name an edited import
+    /// binds stood for (`host_edit`: only a name whose binding changed is read again).
+    pub(super) imports: Arc<Imports>,
 }
 
 /// How a snapshot was made from the previous one.
@@ -117,8 +120,19 @@ pub(super) struct UnitFacts {
     pub(super) helper_callees: Vec<String>,
     /// Kernels launched from here.
     pub(super) launched: Vec<String>,
-    /// Assigns a module-level name (read by constant evaluation).
-    pub(super) module_assigns: bool,
+    /// The module-level names it assigns (read by constant evaluation and
+    /// name lookups elsewhere), as written (a target may be `x.y` or `x[0]`).
+    pub(super) module_assigns: Vec<String>,
+    /// The names it may read from the module scope (`model::module_reads`),
+    /// sorted; `None`: taken to read any.
+    /// A statement that may read a module-level name an edit assigns is read
+    /// again, with the kernels it defines and launches.
+    pub(super) reads: Option<Vec<String>>,
+    /// The names its import statements bind (`model::import_binds`; `*` for a wildcard).
+    pub(super) import_binds: Vec<String>,
+    /// The element widths its host code (its text less its kernels) names
+    /// (`smem::width_families`): KL006 falls back on the whole file's.
+    pub(super) widths: u8,
     /// Before suppression, lying wholly in this statement: the kernel rules'
     /// for the kernels defined here, KL005's for attributes here, the host rules'.
     pub(super) diags: Vec<Diagnostic>,
@@ -182,6 +196,9 @@ pub(super) struct KernelFacts {
     pub(super) grid_stride: bool,
     /// What the host rules read of this kernel (`model::kernel_host_view`).
     pub(super) host_view: Arc<KernelHostView>,
+    /// Its kernel rules' findings read the widths the file's host code names
+    /// (`smem::reads_host_widths`).
+    pub(super) reads_widths: bool,
 }
 
 /// A statement as [`facts`] reads it: its facts and its foreign diagnostics.

@@ -46,7 +46,14 @@ pub(super) fn facts(
                 kernels: Vec::new(),
                 helper_callees: Vec::new(),
                 launched: Vec::new(),
-                module_assigns: false,
+                module_assigns: Vec::new(),
+                reads: Some(crate::model::module_reads(nodes[i], model.src)),
+                import_binds: if model.src.get(nodes[i].byte_range()).is_some_and(has_import_keyword) {
+                    crate::model::import_binds(nodes[i], model.src)
+                } else {
+                    Vec::new()
+                },
+                widths: host_widths(model, nodes[i]),
                 diags: Vec::new(),
                 classes: Vec::new(),
                 directives: Vec::new(),
@@ -70,6 +77,7 @@ pub(super) fn facts(
             persistent_shape: k.time_loops(model).iter().any(|&t| k.is_recurrence(t, model)),
             grid_stride: (0..k.loops.len()).any(|l| k.is_grid_stride(l, model.src)),
             host_view: Arc::new(kernel_host_view(model, k, link)),
+            reads_widths: crate::model::smem::reads_host_widths(k, model),
         });
         for c in k.calls.iter().filter(|c| c.tl_name.is_none()) {
             if !facts.helper_callees.contains(&c.callee) {
@@ -139,7 +147,10 @@ pub(super) fn facts(
     }
     for a in &module.assigns {
         if let Some(u) = unit(a.node.start_byte()) {
-            units[u].0.module_assigns = true;
+            let names = &mut units[u].0.module_assigns;
+            if !names.contains(&a.target) {
+                names.push(a.target.clone());
+            }
         }
     }
     for l in &model.launches {
@@ -169,6 +180,21 @@ pub(super) fn facts(
         }
     }
     (units, loose)
+}
+
+/// [`UnitFacts::widths`]: the element widths named in `unit` outside its kernels.
+fn host_widths(model: &FileModel, unit: Node) -> u8 {
+    let (start, end) = (unit.start_byte(), unit.end_byte());
+    let mut host = String::new();
+    let mut at = start;
+    for k in model.kernels.iter().filter(|k| start <= k.node.start_byte() && k.node.end_byte() <= end) {
+        if k.node.start_byte() >= at {
+            host.push_str(model.src.get(at..k.node.start_byte()).unwrap_or(""));
+            at = k.node.end_byte();
+        }
+    }
+    host.push_str(model.src.get(at..end).unwrap_or(""));
+    crate::model::smem::width_families(&host)
 }
 
 /// What a call's callee key (`HCall::callee`) may reach, as a name a
@@ -261,7 +287,7 @@ pub(super) fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, can
         || facts.error_shape.is_some()
         || !facts.kernels.is_empty()
         || !facts.classes.is_empty()
-        || facts.module_assigns
+        || !facts.module_assigns.is_empty()
         || model.src.get(node.byte_range()).is_none_or(has_import_keyword)
     {
         return None;

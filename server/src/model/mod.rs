@@ -51,7 +51,7 @@ pub use index::{inside, NodeIndex};
 pub use kernel::*;
 pub use launches::*;
 pub use nodes::*;
-pub use scopes::{bound_from, imports, imports_of, triton_imported};
+pub use scopes::{bound_from, import_binds, imports, imports_of, module_reads, triton_imported};
 
 /// Parses Python source; pass the previous (already `edit`ed) tree to reparse incrementally.
 pub fn parse(text: &str, old: Option<&Tree>) -> Tree {

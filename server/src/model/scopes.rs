@@ -426,3 +426,277 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
     }
     (tl_aliases, triton_aliases)
 }
+
+/// The names the top-level statement `unit` may read from the module scope,
+/// sorted: every identifier it uses (not an attribute's or a keyword
+/// argument's name), less, in a plain function, the names the function binds
+/// in its own scope (Python makes them local throughout it). A superset where
+/// in doubt: a class, a `global` or `nonlocal` declaration or a `match` keeps
+/// every identifier, and names bound only inside a nested scope (a lambda, a
+/// comprehension, a nested function's body) are not subtracted. What the
+/// decorators, parameter defaults and annotations name is read at definition
+/// time, from the module, and is always kept.
+pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
+    let func = match unit.kind() {
+        "function_definition" => Some(unit),
+        "decorated_definition" => unit.child_by_field_name("definition").filter(|d| d.kind() == "function_definition"),
+        _ => None,
+    };
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
+    let mut outer: Vec<&str> = Vec::new();
+    let mut inner: Vec<&str> = Vec::new();
+    let mut bound: Vec<&str> = Vec::new();
+    let mut give_up = func.is_none();
+    match func {
+        Some(f) => {
+            // Decorators, defaults, annotations: the module's scope.
+            if unit.kind() == "decorated_definition" {
+                for d in unit.named_children(&mut unit.walk()).filter(|c| c.kind() == "decorator") {
+                    used_identifiers(d, src, &mut outer);
+                }
+            }
+            if let Some(t) = f.child_by_field_name("return_type") {
+                used_identifiers(t, src, &mut outer);
+            }
+            if let Some(params) = f.child_by_field_name("parameters") {
+                for p in params.named_children(&mut params.walk()) {
+                    for field in ["value", "type"] {
+                        if let Some(v) = p.child_by_field_name(field) {
+                            used_identifiers(v, src, &mut outer);
+                        }
+                    }
+                    if let Some(name) = parameter_name(p) {
+                        bound.push(text(name));
+                    }
+                }
+            }
+            if let Some(body) = f.child_by_field_name("body") {
+                scope_walk(body, src, false, &mut inner, &mut bound, &mut give_up);
+            }
+        }
+        None => used_identifiers(unit, src, &mut inner),
+    }
+    if !give_up {
+        bound.sort_unstable();
+        inner.retain(|n| bound.binary_search(n).is_err());
+    }
+    let mut out: Vec<String> = outer.into_iter().chain(inner).map(str::to_string).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The names the import statements in `unit` (at any depth) bind: `a` for
+/// `import a.b`, `c` for `import a.b as c` or `from m import c`, `d` for
+/// `from m import c as d`; `*` for a wildcard import (it may bind any name).
+pub fn import_binds(unit: Node, src: &str) -> Vec<String> {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or_default().to_string();
+    let mut out = Vec::new();
+    crate::model::visit_nodes(unit, &mut |n| match n.kind() {
+        "import_statement" | "import_from_statement" => {
+            let mut cursor = n.walk();
+            for name in n.children_by_field_name("name", &mut cursor) {
+                let bound = match name.kind() {
+                    "aliased_import" => name.child_by_field_name("alias").map(text),
+                    // `import a.b` binds `a`; `from m import c` binds `c`.
+                    _ if n.kind() == "import_statement" => name.named_child(0).map(text),
+                    _ => Some(text(name)),
+                };
+                out.extend(bound);
+            }
+            if n.named_children(&mut n.walk()).any(|c| c.kind() == "wildcard_import") {
+                out.push("*".to_string());
+            }
+        }
+        _ => {}
+    });
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The name a parameter binds (`x`, `x: T`, `x=1`, `*args`, `**kwargs`).
+fn parameter_name(p: Node) -> Option<Node> {
+    let name = match p.kind() {
+        "identifier" => Some(p),
+        "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
+        "typed_parameter" => p.named_child(0).and_then(parameter_name),
+        "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
+        _ => None,
+    };
+    name.filter(|n| n.kind() == "identifier")
+}
+
+/// The identifiers `node` uses, as [`module_reads`] counts them, into `out`.
+fn used_identifiers<'s>(node: Node, src: &'s str, out: &mut Vec<&'s str>) {
+    let mut give_up = true;
+    scope_walk(node, src, true, out, &mut Vec::new(), &mut give_up);
+}
+
+/// Walks `node`: the identifiers used into `used`; unless `nested` (inside a
+/// scope of its own), the names bound into `bound`. Sets `give_up` where the
+/// subtraction would not be sound.
+fn scope_walk<'s>(
+    node: Node,
+    src: &'s str,
+    nested: bool,
+    used: &mut Vec<&'s str>,
+    bound: &mut Vec<&'s str>,
+    give_up: &mut bool,
+) {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
+    match node.kind() {
+        "identifier" => {
+            used.push(text(node));
+            return;
+        }
+        "global_statement" | "nonlocal_statement" | "match_statement" => *give_up = true,
+        _ => {}
+    }
+    let mut inner = nested;
+    if !nested {
+        match node.kind() {
+            "assignment" | "augmented_assignment" | "for_statement" => {
+                if let Some(left) = node.child_by_field_name("left") {
+                    bind_targets(left, src, bound);
+                }
+            }
+            "named_expression" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    bind_targets(name, src, bound);
+                }
+            }
+            "as_pattern" => {
+                if let Some(alias) = node.child_by_field_name("alias") {
+                    bind_targets(alias, src, bound);
+                }
+            }
+            "delete_statement" => {
+                for c in node.named_children(&mut node.walk()) {
+                    bind_targets(c, src, bound);
+                }
+            }
+            "import_statement" | "import_from_statement" => {
+                let mut names = Vec::new();
+                crate::model::visit_nodes(node, &mut |n| {
+                    if n.kind() == "aliased_import" {
+                        names.extend(n.child_by_field_name("alias"));
+                    } else if n.kind() == "dotted_name" && n.parent().is_some_and(|p| p.kind() != "aliased_import") {
+                        names.extend(n.named_child(0));
+                    }
+                });
+                for n in names {
+                    bound.push(text(n));
+                }
+            }
+            "function_definition" | "class_definition" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    bound.push(text(name));
+                }
+                inner = true;
+            }
+            "lambda"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => inner = true,
+            _ => {}
+        }
+    }
+    // An attribute's name (`x.shape`) and a keyword argument's (`dim=0`) are not names read.
+    let skip = match node.kind() {
+        "attribute" => Some("attribute"),
+        "keyword_argument" => Some("name"),
+        _ => None,
+    };
+    let mut cursor = node.walk();
+    if !cursor.goto_first_child() {
+        return;
+    }
+    loop {
+        let child = cursor.node();
+        if child.is_named() && !(skip.is_some() && cursor.field_name() == skip) {
+            scope_walk(child, src, inner, used, bound, give_up);
+        }
+        if !cursor.goto_next_sibling() {
+            break;
+        }
+    }
+}
+
+/// The names an assignment target binds: identifiers, and those inside
+/// tuple and list patterns (not attributes or subscripts).
+fn bind_targets<'s>(target: Node, src: &'s str, bound: &mut Vec<&'s str>) {
+    match target.kind() {
+        "identifier" => bound.push(src.get(target.byte_range()).unwrap_or_default()),
+        "pattern_list"
+        | "tuple_pattern"
+        | "list_pattern"
+        | "tuple"
+        | "list"
+        | "parenthesized_expression"
+        | "list_splat_pattern"
+        | "list_splat"
+        | "expression_list"
+        | "as_pattern_target" => {
+            for c in target.named_children(&mut target.walk()) {
+                bind_targets(c, src, bound);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::module_reads;
+
+    fn reads(src: &str) -> Vec<String> {
+        let tree = crate::model::parse(src, None);
+        let unit = tree.root_node().named_child(0).expect("a statement");
+        module_reads(unit, src)
+    }
+
+    #[test]
+    fn a_function_reads_the_names_it_does_not_bind() {
+        let r = reads("def f(x, n=N, *args, b: T = 1, **kw):\n    y = x + G\n    for i in range(n):\n        z, (w, v) = i, (1, 2)\n    return y + z + H(dim=x.shape) + args + kw + w\n");
+        assert_eq!(r, ["G", "H", "N", "T", "range"]);
+    }
+
+    #[test]
+    fn defaults_and_decorators_are_read_from_the_module_though_a_parameter_shares_the_name() {
+        let r = reads("@jit(debug=D)\ndef f(B=B):\n    return B\n");
+        assert_eq!(r, ["B", "D", "jit"]);
+    }
+
+    #[test]
+    fn nested_scopes_and_declarations_keep_what_may_be_global() {
+        // A lambda's or a comprehension's own names are not subtracted (a superset).
+        let r = reads("def f(x):\n    g = lambda a: a + K\n    return [i for i in I] + g(x)\n");
+        assert_eq!(r, ["I", "K", "a", "i"]);
+        // A name bound only in a nested function is the outer function's global.
+        let r = reads("def f():\n    def g():\n        y = 1\n        return y\n    return g() + y\n");
+        assert_eq!(r, ["y"]);
+        // `global` keeps every name.
+        let r = reads("def f():\n    global G\n    G = 1\n    return G\n");
+        assert_eq!(r, ["G"]);
+        // A class keeps every name.
+        let r = reads("class C:\n    x = 1\n    def m(self):\n        return x\n");
+        assert_eq!(r, ["C", "m", "self", "x"]);
+        // A module-level statement reads every name it uses.
+        assert_eq!(reads("y = x + 1\n"), ["x", "y"]);
+    }
+
+    #[test]
+    fn imports_bind_their_first_name_or_alias() {
+        let binds = |src: &str| {
+            let tree = crate::model::parse(src, None);
+            super::import_binds(tree.root_node(), src)
+        };
+        assert_eq!(
+            binds("import torch.nn.functional as F, os.path\nfrom a.b import c, d as e\n"),
+            ["F", "c", "e", "os"]
+        );
+        assert_eq!(binds("def f():\n    import math\n    from m import *\n"), ["*", "math"]);
+    }
+}

@@ -115,20 +115,8 @@ fn named_width(t: &str) -> Option<i64> {
 /// launches it does (fp32 included), or the file's host code names one
 /// width only. `false`: 4 bytes is an assumption.
 pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
-    let text = model.text(k.node);
-    match named_width(text) {
-        Some(w) if w < 4 => return (w, true),
-        _ => {}
-    }
-    let widths: Vec<Option<i64>> = model
-        .launches_of_kernel(k)
-        .map(|l| l.host_fn)
-        .map(|f| (f > 0).then_some(()).and_then(|_| named_width(model.text(model.host_fns[f].node))))
-        .collect();
-    if let Some(Some(w)) = widths.first() {
-        if widths.iter().all(|x| *x == Some(*w)) {
-            return (*w, true);
-        }
+    if let Some(w) = closer_width(k, model) {
+        return (w, true);
     }
     // The host code of the file (kernels left out: their fp32 is the
     // accumulator's) names one width only: `torch.randn(...)` inputs are fp32.
@@ -142,19 +130,49 @@ pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
         }
     }
     host.push_str(model.src.get(at..).unwrap_or(""));
-    let fp32_default = host.contains("torch.randn(") || host.contains("torch.rand(");
-    let families: Vec<i64> = [
-        (1, host.contains("float8") || host.contains("int8") || host.contains("fp8")),
-        (2, host.contains("float16") || host.contains("bfloat16") || host.contains(".half()")),
-        (4, host.contains("float32") || host.contains(".float()") || fp32_default),
-    ]
-    .into_iter()
-    .filter_map(|(w, named)| named.then_some(w))
-    .collect();
+    let named = width_families(&host);
+    let families: Vec<i64> =
+        [1, 2, 4].into_iter().enumerate().filter(|(i, _)| named & (1 << i) != 0).map(|(_, w)| w).collect();
     match families.as_slice() {
         [w] => (*w, true),
         _ => (4, false),
     }
+}
+
+/// The element widths host code names, as bits: 1 for 1 byte (fp8, int8),
+/// 2 for 2 bytes (fp16, bf16), 4 for 4 bytes (fp32, or `torch.randn(...)`
+/// inputs). The last resort of [`elem_width`], read over the whole file's host
+/// code: a kernel rule that reads it reads every statement's host code.
+pub fn width_families(host: &str) -> u8 {
+    let fp32_default = host.contains("torch.randn(") || host.contains("torch.rand(");
+    let one = host.contains("float8") || host.contains("int8") || host.contains("fp8");
+    let two = host.contains("float16") || host.contains("bfloat16") || host.contains(".half()");
+    let four = host.contains("float32") || host.contains(".float()") || fp32_default;
+    u8::from(one) | (u8::from(two) << 1) | (u8::from(four) << 2)
+}
+
+/// The width the kernel, or every host function that launches it, names.
+fn closer_width(k: &Kernel, model: &FileModel) -> Option<i64> {
+    match named_width(model.text(k.node)) {
+        Some(w) if w < 4 => return Some(w),
+        _ => {}
+    }
+    let widths: Vec<Option<i64>> = model
+        .launches_of_kernel(k)
+        .map(|l| l.host_fn)
+        .map(|f| (f > 0).then_some(()).and_then(|_| named_width(model.text(model.host_fns[f].node))))
+        .collect();
+    match widths.first() {
+        Some(Some(w)) if widths.iter().all(|x| *x == Some(*w)) => Some(*w),
+        _ => None,
+    }
+}
+
+/// Whether what KL006 finds of `k` reads the widths the whole file's host
+/// code names ([`width_families`]): it has a `tl.dot` pipeline, and neither
+/// it nor its launchers name a width.
+pub fn reads_host_widths(k: &Kernel, model: &FileModel) -> bool {
+    dot_dims(k, model).is_some() && closer_width(k, model).is_none()
 }
 
 /// One place a configuration is written, with the nodes holding each value.

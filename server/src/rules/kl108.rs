@@ -199,6 +199,25 @@ fn diagnostic(range: TextRange, why: &str) -> Diagnostic {
 pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
     let imports = candidate::imports(model);
     let src = model.src;
+    let mut out = module_findings(&imports, strict, |_| true);
+    // In document order, as one walk of the tree meets them: findings with
+    // the same range keep that order through the stable sort below.
+    let nodes = model.nodes();
+    let mut candidates: Vec<tree_sitter::Node> =
+        nodes.builtins.iter().chain(&nodes.calls).chain(&nodes.attributes).copied().collect();
+    candidates.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+    out.extend(node_findings(src, &imports, candidates));
+    out.sort_by_key(|(r, _)| (r.start, r.end));
+    out.dedup();
+    out
+}
+
+/// The findings on the imported modules whose import lies where `here` says.
+fn module_findings(
+    imports: &candidate::Imports,
+    strict: bool,
+    here: impl Fn(TextRange) -> bool,
+) -> Vec<(TextRange, String)> {
     let mut out: Vec<(TextRange, String)> = Vec::new();
     for (module, range) in &imports.modules {
         let head = module.split('.').next().unwrap_or_default();
@@ -221,22 +240,23 @@ pub fn findings(model: &FileModel, strict: bool) -> Vec<(TextRange, String)> {
             out.push((range, format!("imports `{module}`, {why}")));
         }
     }
-    // In document order, as one walk of the tree meets them: findings with
-    // the same range keep that order through the stable sort below.
-    let nodes = model.nodes();
-    let mut candidates: Vec<tree_sitter::Node> =
-        nodes.builtins.iter().chain(&nodes.calls).chain(&nodes.attributes).copied().collect();
-    candidates.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
-    out.extend(node_findings(src, &imports, candidates));
-    out.sort_by_key(|(r, _)| (r.start, r.end));
-    out.dedup();
+    out.retain(|(range, _)| here(*range));
     out
 }
 
 /// KL108's findings among `nodes`: each depends on its node and the file's
 /// imports alone (in position order, without repeats).
 fn per_node(src: &str, imports: &candidate::Imports, nodes: &[tree_sitter::Node]) -> Vec<Diagnostic> {
-    let mut found = node_findings(src, imports, nodes.iter().copied());
+    // The imports among `nodes`: a module whose node is one of them (not
+    // merely a range inside the statement, which `imports` of an earlier
+    // text may give).
+    let import_nodes: Vec<(usize, usize)> = nodes
+        .iter()
+        .filter(|n| matches!(n.kind(), "dotted_name" | "aliased_import" | "relative_import"))
+        .map(|n| (n.start_byte(), n.end_byte()))
+        .collect();
+    let mut found = module_findings(imports, false, |r| import_nodes.contains(&(r.start, r.end)));
+    found.extend(node_findings(src, imports, nodes.iter().copied()));
     found.sort_by_key(|(r, _)| (r.start, r.end));
     found.dedup();
     found.into_iter().map(|(r, why)| diagnostic(r, &why)).collect()
