@@ -10,6 +10,10 @@
 //! generated file repeats the same names. `KL_BENCH_FILE=PATH` benchmarks
 //! that file instead of the fixtures repeated (for instance the file
 //! `lsp_latency` edits, which `check_speed --keep DIR` leaves in DIR).
+//! `KL_BENCH_TYPE_AFTER=TEXT KL_BENCH_TYPE=STATEMENT` types STATEMENT one
+//! character per edit on a fresh line after the first line holding TEXT (to
+//! look for a typing pattern's slow keystrokes); `KL_BENCH_PER_EDIT=1`
+//! prints each edit of the second round with its path, times and stubs.
 
 use std::time::{Duration, Instant};
 
