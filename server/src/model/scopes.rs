@@ -533,9 +533,10 @@ fn used_identifiers<'s>(node: Node, src: &'s str, out: &mut Vec<&'s str>) {
     scope_walk(node, src, true, out, &mut Vec::new(), &mut give_up);
 }
 
-/// Walks `node`: the identifiers used into `used`; unless `nested` (inside a
-/// scope of its own), the names bound into `bound`. Sets `give_up` where the
-/// subtraction would not be sound.
+/// Walks `node`, without recursion (a hostile file nests 50,000 deep): the
+/// identifiers used into `used`; unless `nested` (inside a scope of its own),
+/// the names bound into `bound`. Sets `give_up` where the subtraction would
+/// not be sound.
 fn scope_walk<'s>(
     node: Node,
     src: &'s str,
@@ -545,105 +546,113 @@ fn scope_walk<'s>(
     give_up: &mut bool,
 ) {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
-    match node.kind() {
-        "identifier" => {
-            used.push(text(node));
-            return;
-        }
-        "global_statement" | "nonlocal_statement" | "match_statement" => *give_up = true,
-        _ => {}
-    }
-    let mut inner = nested;
-    if !nested {
+    let mut work = vec![(node, nested)];
+    while let Some((node, nested)) = work.pop() {
         match node.kind() {
-            "assignment" | "augmented_assignment" | "for_statement" => {
-                if let Some(left) = node.child_by_field_name("left") {
-                    bind_targets(left, src, bound);
-                }
+            "identifier" => {
+                used.push(text(node));
+                continue;
             }
-            "named_expression" => {
-                if let Some(name) = node.child_by_field_name("name") {
-                    bind_targets(name, src, bound);
-                }
-            }
-            "as_pattern" => {
-                if let Some(alias) = node.child_by_field_name("alias") {
-                    bind_targets(alias, src, bound);
-                }
-            }
-            "delete_statement" => {
-                for c in node.named_children(&mut node.walk()) {
-                    bind_targets(c, src, bound);
-                }
-            }
-            "import_statement" | "import_from_statement" => {
-                let mut names = Vec::new();
-                crate::model::visit_nodes(node, &mut |n| {
-                    if n.kind() == "aliased_import" {
-                        names.extend(n.child_by_field_name("alias"));
-                    } else if n.kind() == "dotted_name" && n.parent().is_some_and(|p| p.kind() != "aliased_import") {
-                        names.extend(n.named_child(0));
-                    }
-                });
-                for n in names {
-                    bound.push(text(n));
-                }
-            }
-            "function_definition" | "class_definition" => {
-                if let Some(name) = node.child_by_field_name("name") {
-                    bound.push(text(name));
-                }
-                inner = true;
-            }
-            "lambda"
-            | "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression" => inner = true,
+            "global_statement" | "nonlocal_statement" | "match_statement" => *give_up = true,
             _ => {}
         }
-    }
-    // An attribute's name (`x.shape`) and a keyword argument's (`dim=0`) are not names read.
-    let skip = match node.kind() {
-        "attribute" => Some("attribute"),
-        "keyword_argument" => Some("name"),
-        _ => None,
-    };
-    let mut cursor = node.walk();
-    if !cursor.goto_first_child() {
-        return;
-    }
-    loop {
-        let child = cursor.node();
-        if child.is_named() && !(skip.is_some() && cursor.field_name() == skip) {
-            scope_walk(child, src, inner, used, bound, give_up);
+        let mut inner = nested;
+        if !nested {
+            match node.kind() {
+                "assignment" | "augmented_assignment" | "for_statement" => {
+                    if let Some(left) = node.child_by_field_name("left") {
+                        bind_targets(left, src, bound);
+                    }
+                }
+                "named_expression" => {
+                    if let Some(name) = node.child_by_field_name("name") {
+                        bind_targets(name, src, bound);
+                    }
+                }
+                "as_pattern" => {
+                    if let Some(alias) = node.child_by_field_name("alias") {
+                        bind_targets(alias, src, bound);
+                    }
+                }
+                "delete_statement" => {
+                    for c in node.named_children(&mut node.walk()) {
+                        bind_targets(c, src, bound);
+                    }
+                }
+                "import_statement" | "import_from_statement" => {
+                    let mut names = Vec::new();
+                    crate::model::visit_nodes(node, &mut |n| {
+                        if n.kind() == "aliased_import" {
+                            names.extend(n.child_by_field_name("alias"));
+                        } else if n.kind() == "dotted_name" && n.parent().is_some_and(|p| p.kind() != "aliased_import")
+                        {
+                            names.extend(n.named_child(0));
+                        }
+                    });
+                    for n in names {
+                        bound.push(text(n));
+                    }
+                }
+                "function_definition" | "class_definition" => {
+                    if let Some(name) = node.child_by_field_name("name") {
+                        bound.push(text(name));
+                    }
+                    inner = true;
+                }
+                "lambda"
+                | "list_comprehension"
+                | "set_comprehension"
+                | "dictionary_comprehension"
+                | "generator_expression" => inner = true,
+                _ => {}
+            }
         }
-        if !cursor.goto_next_sibling() {
-            break;
+        // An attribute's name (`x.shape`) and a keyword argument's (`dim=0`) are not names read.
+        let skip = match node.kind() {
+            "attribute" => Some("attribute"),
+            "keyword_argument" => Some("name"),
+            _ => None,
+        };
+        let mut cursor = node.walk();
+        if !cursor.goto_first_child() {
+            continue;
         }
+        let at = work.len();
+        loop {
+            let child = cursor.node();
+            if child.is_named() && !(skip.is_some() && cursor.field_name() == skip) {
+                work.push((child, inner));
+            }
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+        // Children in document order off the stack.
+        work[at..].reverse();
     }
 }
 
 /// The names an assignment target binds: identifiers, and those inside
-/// tuple and list patterns (not attributes or subscripts).
+/// tuple and list patterns (not attributes or subscripts); without recursion.
 fn bind_targets<'s>(target: Node, src: &'s str, bound: &mut Vec<&'s str>) {
-    match target.kind() {
-        "identifier" => bound.push(src.get(target.byte_range()).unwrap_or_default()),
-        "pattern_list"
-        | "tuple_pattern"
-        | "list_pattern"
-        | "tuple"
-        | "list"
-        | "parenthesized_expression"
-        | "list_splat_pattern"
-        | "list_splat"
-        | "expression_list"
-        | "as_pattern_target" => {
-            for c in target.named_children(&mut target.walk()) {
-                bind_targets(c, src, bound);
+    let mut work = vec![target];
+    while let Some(target) = work.pop() {
+        match target.kind() {
+            "identifier" => bound.push(src.get(target.byte_range()).unwrap_or_default()),
+            "pattern_list"
+            | "tuple_pattern"
+            | "list_pattern"
+            | "tuple"
+            | "list"
+            | "parenthesized_expression"
+            | "list_splat_pattern"
+            | "list_splat"
+            | "expression_list"
+            | "as_pattern_target" => {
+                work.extend(target.named_children(&mut target.walk()));
             }
+            _ => {}
         }
-        _ => {}
     }
 }
 
