@@ -87,27 +87,6 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         if plan.learn(prev, m, &choice, &model, &read, &fresh)? {
             continue;
         }
-        // The element widths the host code names, now against before: a
-        // kernel rule (KL006) reads them when nothing closer names a width;
-        // such kernels read as stubs are walked.
-        let before = prev.units.iter().fold(0, |w, u| w | u.facts.widths);
-        let mut now = fresh.iter().fold(0, |w, (f, _)| w | f.widths);
-        for (i, o) in m.matched.iter().enumerate() {
-            if let Some(o) = o.filter(|_| choice.stub[i] || choice.host_stub[i]) {
-                now |= prev.units[o].facts.widths;
-            }
-        }
-        if now != before {
-            let stale: Vec<String> = (0..m.nodes.len())
-                .filter(|&i| choice.stub[i])
-                .filter_map(|i| m.matched[i])
-                .flat_map(|o| prev.units[o].facts.kernels.iter().filter(|k| k.reads_widths).map(|k| k.name.clone()))
-                .collect();
-            if !stale.is_empty() {
-                plan.walked.extend(stale);
-                continue;
-            }
-        }
         let candidate = candidate::is_candidate(&model);
         if candidate != prev.candidate.is_some() {
             return Err("the file became, or stopped being, a candidate");
@@ -278,8 +257,7 @@ impl Plan {
         }
         for (o, u) in prev.units.iter().enumerate() {
             let f = &u.facts;
-            let reads = |g: &String| f.reads.as_ref().is_none_or(|r| r.binary_search(g).is_ok());
-            if self.reading[o] || !self.globals.iter().any(reads) {
+            if self.reading[o] || !self.globals.iter().any(|g| f.reads.binary_search(g).is_ok()) {
                 continue;
             }
             self.reading[o] = true;
@@ -412,6 +390,24 @@ impl Plan {
                 matched[i].is_some_and(|o| prev.units[o].facts.launched.iter().any(|k| walked_now.contains(k.as_str())))
             })
             .collect();
+        // The element widths the host code names, now against before: a
+        // kernel rule (KL006) reads them when nothing closer names a width;
+        // such kernels read as stubs are walked.
+        let before = prev.units.iter().fold(0, |w, u| w | u.facts.widths);
+        let mut now = fresh.iter().fold(0, |w, (f, _)| w | f.widths);
+        for (i, o) in matched.iter().enumerate() {
+            if let Some(o) = o.filter(|_| choice.stub[i] || choice.host_stub[i]) {
+                now |= prev.units[o].facts.widths;
+            }
+        }
+        if now != before {
+            let stubs = (0..new_len).filter(|&i| choice.stub[i]).filter_map(|i| matched[i]);
+            missing.extend(
+                stubs.flat_map(|o| {
+                    prev.units[o].facts.kernels.iter().filter(|k| k.reads_widths).map(|k| k.name.clone())
+                }),
+            );
+        }
         let any_host_stub = choice.host_stub.iter().any(|s| *s);
         // A name an edited import binds is read again only if what it stands
         // for changed (a statement that fails to parse may bind `triton` from
@@ -428,10 +424,9 @@ impl Plan {
             let walked_before = self.walked.len();
             self.read_globals(prev);
             // Only a statement now read that was a stub, or a kernel now walked, asks for another reading.
-            let newly: Vec<usize> = (0..new_len)
-                .filter(|&i| matched[i].is_some_and(|o| self.reading[o]) && (choice.stub[i] || choice.host_stub[i]))
-                .collect();
-            more_globals = self.walked.len() > walked_before || !newly.is_empty();
+            let newly = (0..new_len)
+                .any(|i| matched[i].is_some_and(|o| self.reading[o]) && (choice.stub[i] || choice.host_stub[i]));
+            more_globals = self.walked.len() > walked_before || newly;
         }
         if missing.is_empty() && !(more_names && any_host_stub) && launching_stubs.is_empty() && !more_globals {
             return Ok(false);

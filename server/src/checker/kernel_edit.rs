@@ -165,12 +165,8 @@ fn reread(
             .units
             .iter()
             .filter(|u| u.facts.launched.iter().any(|k| set.names.contains(k.as_str())))
-            .flat_map(|u| u.facts.reads.iter().flatten().map(String::as_str))
+            .flat_map(|u| u.facts.reads.iter().map(String::as_str))
             .collect();
-        let any_read = prev
-            .units
-            .iter()
-            .any(|u| u.facts.reads.is_none() && u.facts.launched.iter().any(|k| set.names.contains(k.as_str())));
         let walk: Vec<Node> = (0..nodes.len())
             .filter(|&i| match matched[i] {
                 None => true,
@@ -181,7 +177,7 @@ fn reread(
                         || u.kernels.iter().any(|k| set.callers.contains(k.name.as_str()))
                         || u.kernels.iter().any(|k| set.helpers.contains(&k.name))
                         || u.launched.iter().any(|k| set.names.contains(k.as_str()))
-                        || u.links().defines.iter().any(|d| any_read || launcher_reads.contains(d.as_str()))
+                        || u.links().defines.iter().any(|d| launcher_reads.contains(d.as_str()))
                 }
             })
             .map(|i| nodes[i])

@@ -124,10 +124,10 @@ pub(super) struct UnitFacts {
     /// name lookups elsewhere), as written (a target may be `x.y` or `x[0]`).
     pub(super) module_assigns: Vec<String>,
     /// The names it may read from the module scope (`model::module_reads`),
-    /// sorted; `None`: taken to read any.
+    /// sorted.
     /// A statement that may read a module-level name an edit assigns is read
     /// again, with the kernels it defines and launches.
-    pub(super) reads: Option<Vec<String>>,
+    pub(super) reads: Vec<String>,
     /// The names its import statements bind (`model::import_binds`; `*` for a wildcard).
     pub(super) import_binds: Vec<String>,
     /// The element widths its host code (its text less its kernels) names

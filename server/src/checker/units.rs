@@ -47,7 +47,7 @@ pub(super) fn facts(
                 helper_callees: Vec::new(),
                 launched: Vec::new(),
                 module_assigns: Vec::new(),
-                reads: Some(crate::model::module_reads(nodes[i], model.src)),
+                reads: crate::model::module_reads(nodes[i], model.src),
                 import_binds: if model.src.get(nodes[i].byte_range()).is_some_and(has_import_keyword) {
                     crate::model::import_binds(nodes[i], model.src)
                 } else {

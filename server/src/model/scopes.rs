@@ -490,28 +490,34 @@ pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
 /// `import a.b`, `c` for `import a.b as c` or `from m import c`, `d` for
 /// `from m import c as d`; `*` for a wildcard import (it may bind any name).
 pub fn import_binds(unit: Node, src: &str) -> Vec<String> {
-    let text = |n: Node| src.get(n.byte_range()).unwrap_or_default().to_string();
-    let mut out = Vec::new();
-    crate::model::visit_nodes(unit, &mut |n| match n.kind() {
-        "import_statement" | "import_from_statement" => {
-            let mut cursor = n.walk();
-            for name in n.children_by_field_name("name", &mut cursor) {
-                let bound = match name.kind() {
-                    "aliased_import" => name.child_by_field_name("alias").map(text),
-                    // `import a.b` binds `a`; `from m import c` binds `c`.
-                    _ if n.kind() == "import_statement" => name.named_child(0).map(text),
-                    _ => Some(text(name)),
-                };
-                out.extend(bound);
-            }
-            if n.named_children(&mut n.walk()).any(|c| c.kind() == "wildcard_import") {
-                out.push("*".to_string());
-            }
-        }
-        _ => {}
-    });
+    let mut out: Vec<String> = import_bound(unit, src).into_iter().map(str::to_string).collect();
     out.sort_unstable();
     out.dedup();
+    out
+}
+
+/// [`import_binds`], borrowed from `src`, in document order.
+fn import_bound<'s>(unit: Node, src: &'s str) -> Vec<&'s str> {
+    let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
+    let mut out = Vec::new();
+    crate::model::visit_nodes(unit, &mut |n| {
+        if !matches!(n.kind(), "import_statement" | "import_from_statement") {
+            return;
+        }
+        let mut cursor = n.walk();
+        for name in n.children_by_field_name("name", &mut cursor) {
+            let bound = match name.kind() {
+                "aliased_import" => name.child_by_field_name("alias").map(text),
+                // `import a.b` binds `a`; `from m import c` binds `c`.
+                _ if n.kind() == "import_statement" => name.named_child(0).map(text),
+                _ => Some(text(name)),
+            };
+            out.extend(bound);
+        }
+        if n.named_children(&mut n.walk()).any(|c| c.kind() == "wildcard_import") {
+            out.push("*");
+        }
+    });
     out
 }
 
@@ -580,18 +586,10 @@ fn scope_walk<'s>(
                     }
                 }
                 "import_statement" | "import_from_statement" => {
-                    let mut names = Vec::new();
-                    crate::model::visit_nodes(node, &mut |n| {
-                        if n.kind() == "aliased_import" {
-                            names.extend(n.child_by_field_name("alias"));
-                        } else if n.kind() == "dotted_name" && n.parent().is_some_and(|p| p.kind() != "aliased_import")
-                        {
-                            names.extend(n.named_child(0));
-                        }
-                    });
-                    for n in names {
-                        bound.push(text(n));
-                    }
+                    let names = import_bound(node, src);
+                    // `from m import *` may bind any name.
+                    *give_up |= names.contains(&"*");
+                    bound.extend(names);
                 }
                 "function_definition" | "class_definition" => {
                     if let Some(name) = node.child_by_field_name("name") {
@@ -686,6 +684,9 @@ mod tests {
         // A name bound only in a nested function is the outer function's global.
         let r = reads("def f():\n    def g():\n        y = 1\n        return y\n    return g() + y\n");
         assert_eq!(r, ["y"]);
+        // `from torch import nn` binds `nn`, not `torch`.
+        let r = reads("def f():\n    from torch import nn\n    return torch.x + nn\n");
+        assert_eq!(r, ["torch"]);
         // `global` keeps every name.
         let r = reads("def f():\n    global G\n    G = 1\n    return G\n");
         assert_eq!(r, ["G"]);
