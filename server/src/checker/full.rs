@@ -38,8 +38,9 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
     // A large file runs the host rules on a second thread while the kernel
     // rules run here, and this thread then takes the host rules not yet
     // started: they only read the model (the kernel rules' focus is theirs alone).
-    let ((mut fresh, loose), host) =
-        host_rules_beside(&model, settings, two_threads, false, || facts(&model, &nodes, &all, settings, true));
+    let ((mut fresh, loose), host) = host_rules_beside(&model, settings, two_threads, false, || {
+        facts(&model, &nodes, &all, settings, true, |_| None)
+    });
     let mut host_diags = loose;
     for d in host {
         match home(&ranges, &d) {
@@ -56,7 +57,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
     Snapshot {
         settings: settings.clone(),
         text: text.clone(),
-        estimates: launch_estimates(&model),
+        estimates: launch_estimates(&model).into_iter().collect(),
         tl_aliases: model.tl_aliases.clone(),
         triton_aliases: model.triton_aliases.clone(),
         triton_imported: crate::model::triton_imported(&nodes, text),

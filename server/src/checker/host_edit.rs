@@ -12,7 +12,8 @@
 //! needs more of it (its launch sites, syncs, loops) marks the model and the
 //! analysis is made again with that function walked.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use tree_sitter::Tree;
@@ -82,7 +83,8 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         // large file on a second thread (a host edit's analysis at 5,000
         // lines, p50 1.61 -> 1.39 ms).
         let beside = text.len() >= PARALLEL_INDEX_BYTES;
-        let read_facts = || facts(&model, &m.nodes, &read, &prev.settings, true);
+        let read_facts =
+            || facts(&model, &m.nodes, &read, &prev.settings, true, |i| m.matched[i].map(|o| &*prev.units[o].facts));
         let ((fresh, loose), host) = host_rules_beside(&model, &prev.settings, beside, true, read_facts);
         if plan.learn(prev, m, &choice, &model, &read, &fresh)? {
             continue;
@@ -152,7 +154,7 @@ fn refuse(prev: &Snapshot, m: &Matching) -> Result<(), &'static str> {
 /// What the host path learns from one attempt to the next: which kernels
 /// must be walked, what the changed statements define and call in loops, and
 /// which statements must be walked all the same.
-struct Plan {
+struct Plan<'p> {
     /// For each old statement: whether its kernels can be stubs (it defines
     /// kernels and nothing else, no syntax error, and its host-rule findings
     /// are the per-node ones).
@@ -162,8 +164,9 @@ struct Plan {
     /// kernel they call or that calls them, and every kernel of a statement
     /// that is not a stub.
     walked: HashSet<String>,
-    /// Kernel names defined in the file (before the edit, and those found since).
-    defined: HashSet<String>,
+    /// Kernel names defined in the file (before the edit, borrowed from the
+    /// previous snapshot, and those found since).
+    defined: HashSet<Cow<'p, str>>,
     /// For host stubs (`host_stubs`): what the changed statements define
     /// and call inside loops, before the edit and, once read, after it.
     changed_defines: HashSet<String>,
@@ -192,8 +195,8 @@ struct Choice {
     host_stub: Vec<bool>,
 }
 
-impl Plan {
-    fn new(prev: &Snapshot, m: &Matching) -> Plan {
+impl<'p> Plan<'p> {
+    fn new(prev: &'p Snapshot, m: &Matching) -> Plan<'p> {
         let changed_old = &m.changed_old;
         let stubbable: Vec<bool> = prev
             .units
@@ -213,8 +216,8 @@ impl Plan {
                 f.launched.iter().cloned().chain(f.kernels.iter().map(|k| k.name.clone()))
             })
             .collect();
-        let defined: HashSet<String> =
-            prev.units.iter().flat_map(|u| u.facts.kernels.iter().map(|k| k.name.clone())).collect();
+        let defined: HashSet<Cow<'p, str>> =
+            prev.units.iter().flat_map(|u| u.facts.kernels.iter().map(|k| Cow::Borrowed(k.name.as_str()))).collect();
         let changed_defines: HashSet<String> =
             changed_old.iter().flat_map(|&o| prev.units[o].facts.defined_names().cloned()).collect();
         let changed_loop_calls: HashSet<String> =
@@ -223,7 +226,7 @@ impl Plan {
         // walked from the start (an RNN's time loop reads its step helper on every
         // edit), unless a changed statement called something in a loop: the
         // reason may be gone, and a stub that is read is found again.
-        let mut forced: HashSet<usize> = HashSet::new();
+        let mut forced: HashSet<usize> = HashSet::default();
         if changed_loop_calls.is_empty() {
             forced.extend(prev.walk_again.iter().filter_map(|&o| m.old_to_new[o]));
         }
@@ -270,32 +273,41 @@ impl Plan {
     /// kernels it defines and to the kernels of this file its kernels call
     /// (calls to names no kernel here defines, `range` or a library's
     /// function, link nothing); each statement is visited once.
-    fn close_walked(&mut self, prev: &Snapshot, m: &Matching) {
+    fn close_walked(&mut self, prev: &'p Snapshot, m: &Matching) {
         for o in m.matched.iter().flatten().filter(|&&o| !self.stubbable[o]) {
             self.walked.extend(prev.units[*o].facts.kernels.iter().map(|k| k.name.clone()));
         }
+        // A statement links the kernels it defines and the kernels of this
+        // file its kernels call. One that links a single name (a statement
+        // defining one kernel that calls none) adds nothing a walk through it
+        // has not already: it is left out (most statements of a large file).
         let defined = &self.defined;
-        let linked = |f: &UnitFacts| -> Vec<String> {
-            let helpers = f.helper_callees.iter().filter(|c| defined.contains(*c));
-            f.kernels.iter().map(|k| &k.name).chain(helpers).cloned().collect()
-        };
-        let links: Vec<Vec<String>> = prev.units.iter().map(|u| linked(&u.facts)).collect();
-        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (o, names) in links.iter().enumerate() {
+        let helpers = |f: &'p UnitFacts| f.helper_callees.iter().filter(|c| defined.contains(c.as_str()));
+        let mut links: Vec<Vec<&'p str>> = Vec::new();
+        for u in &prev.units {
+            let f = &u.facts;
+            if f.kernels.len() + helpers(f).count() < 2 {
+                continue;
+            }
+            links.push(f.kernels.iter().map(|k| k.name.as_str()).chain(helpers(f).map(String::as_str)).collect());
+        }
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::default();
+        for (l, names) in links.iter().enumerate() {
             for n in names {
-                by_name.entry(n.as_str()).or_default().push(o);
+                by_name.entry(n).or_default().push(l);
             }
         }
         let mut queue: Vec<String> = self.walked.iter().cloned().collect();
-        let mut visited = vec![false; prev.units.len()];
+        let mut visited = vec![false; links.len()];
         while let Some(name) = queue.pop() {
-            for &o in by_name.get(name.as_str()).into_iter().flatten() {
-                if std::mem::replace(&mut visited[o], true) {
+            for &l in by_name.get(name.as_str()).into_iter().flatten() {
+                if std::mem::replace(&mut visited[l], true) {
                     continue;
                 }
-                for n in &links[o] {
-                    if self.walked.insert(n.clone()) {
-                        queue.push(n.clone());
+                for &n in &links[l] {
+                    if !self.walked.contains(n) {
+                        self.walked.insert(n.to_string());
+                        queue.push(n.to_string());
                     }
                 }
             }
@@ -365,7 +377,8 @@ impl Plan {
                 more_globals |= self.globals.insert(g.clone());
             }
             missing.extend(f.launched.iter().filter(|k| !self.walked.contains(*k)).cloned());
-            let helpers = f.helper_callees.iter().filter(|c| self.defined.contains(*c) && !self.walked.contains(*c));
+            let helpers =
+                f.helper_callees.iter().filter(|c| self.defined.contains(c.as_str()) && !self.walked.contains(*c));
             missing.extend(helpers.cloned());
             for k in &f.kernels {
                 if !self.walked.contains(&k.name) && stub_names.contains(k.name.as_str()) {
@@ -431,7 +444,7 @@ impl Plan {
         if missing.is_empty() && !(more_names && any_host_stub) && launching_stubs.is_empty() && !more_globals {
             return Ok(false);
         }
-        self.defined.extend(missing.iter().cloned());
+        self.defined.extend(missing.iter().map(|n| Cow::Owned(n.clone())));
         self.walked.extend(missing);
         self.forced.extend(launching_stubs);
         Ok(true)
@@ -503,7 +516,7 @@ fn place(
         slot[i] = s;
     }
     let mut host_diags = loose;
-    let mut on_stubs: HashMap<usize, Vec<Diagnostic>> = HashMap::new();
+    let mut on_stubs: HashMap<usize, Vec<Diagnostic>> = HashMap::default();
     // A host stub keeps the host rules' findings that start in it (the
     // model holds only its header): those lying wholly in it in its
     // facts, the others moved from the previous snapshot.
@@ -641,7 +654,7 @@ pub(super) fn host_stubs(
     if !prev.units.iter().any(|u| u.facts.links().host_stub.is_some()) {
         return vec![false; matched.len()];
     }
-    let mut callers_of: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut callers_of: HashMap<&str, Vec<usize>> = HashMap::default();
     for (o, u) in prev.units.iter().enumerate() {
         for t in &u.facts.links().calls_to {
             callers_of.entry(t.as_str()).or_default().push(o);

@@ -11,7 +11,7 @@
 //! in kernels and read inside them). The host rules' findings move with
 //! their statements.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
@@ -134,7 +134,7 @@ fn read_set<'p>(prev: &'p Snapshot, m: &Matching) -> ReadSet<'p> {
     // The changed statements must keep their kernel names (checked later), so
     // those are known; their helpers are taken from before and checked after.
     let mut names: HashSet<&str> = changed_names;
-    let mut helpers: HashSet<String> = HashSet::new();
+    let mut helpers: HashSet<String> = HashSet::default();
     for &o in changed_old {
         helpers.extend(prev.units[o].facts.helper_callees.iter().cloned());
     }
@@ -183,7 +183,9 @@ fn reread(
             .map(|i| nodes[i])
             .collect();
         let model = FileModel::build_partial(text, tree, &walk, aliases);
-        let (fresh, loose) = facts(&model, nodes, &set.recheck, &prev.settings, prev.linked);
+        let (fresh, loose) = facts(&model, nodes, &set.recheck, &prev.settings, prev.linked, |i| {
+            matched[i].map(|o| &*prev.units[o].facts)
+        });
         // The changed statements as they are now: still no host code, the same kernels.
         let now: Vec<&UnitFacts> =
             set.recheck.iter().zip(&fresh).filter(|(i, _)| matched[**i].is_none()).map(|(_, (f, _))| f).collect();

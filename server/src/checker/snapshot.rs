@@ -11,7 +11,7 @@
 //! Facts are kept at the positions they were read at and shared between
 //! snapshots while their statement does not change (`Unit::delta` moves them).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::matching::*;
@@ -207,7 +207,7 @@ pub(super) type Fresh = (UnitFacts, Vec<Diagnostic>);
 impl Snapshot {
     /// The file's diagnostics (suppressions applied, in order), kernels, classes and reference.
     pub fn result(&self, index: &LineIndex) -> CheckResult {
-        let mut suppressions = HashMap::new();
+        let mut suppressions = HashMap::default();
         let mut reference = None;
         for u in &self.units {
             for (pos, d) in &u.facts.directives {
@@ -293,7 +293,7 @@ pub(super) fn merged_estimates(units: &[Unit]) -> HashMap<String, String> {
         })
         .collect();
     all.sort_by_key(|(start, _, _)| *start);
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for (_, k, e) in all {
         out.entry(k.clone()).or_insert_with(|| e.clone());
     }
@@ -302,7 +302,7 @@ pub(super) fn merged_estimates(units: &[Unit]) -> HashMap<String, String> {
 
 /// Kernel name -> launch sites, from the statements' own.
 pub(super) fn merged_launch_counts(units: &[Unit]) -> HashMap<String, usize> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for u in units {
         for (k, n) in &u.facts.links().launch_sites {
             *out.entry(k.clone()).or_insert(0) += n;
@@ -313,7 +313,7 @@ pub(super) fn merged_launch_counts(units: &[Unit]) -> HashMap<String, usize> {
 
 /// Kernel name -> launch sites, for the kernel summaries.
 pub(super) fn launch_counts(model: &FileModel) -> HashMap<String, usize> {
-    let mut counts = HashMap::new();
+    let mut counts = HashMap::default();
     for l in &model.launches {
         *counts.entry(l.kernel.clone()).or_insert(0) += 1;
     }

@@ -367,7 +367,6 @@ fn a_host_edit_naming_another_width_rereads_the_kernels() {
         &kernel[at..end]
     );
     let mut doc = Doc::new(&text);
-    let settings = Settings::default();
     let before: Vec<_> = doc.result.diagnostics.iter().filter(|d| d.code == "KL006").map(|d| d.severity).collect();
     assert!(!before.is_empty(), "a KL006 finding: {:?}", doc.result.diagnostics);
     // Another host function names fp16: the width is no longer shown.

@@ -5,7 +5,7 @@
 //! path also how its host code links to other statements (`host_links`) and
 //! what a host stub of it keeps (`host_stub_of`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use tree_sitter::Node;
@@ -24,35 +24,40 @@ use crate::text::TextRange;
 /// (which walked at least them) sees them, without host-rule diagnostics;
 /// and KL005 diagnostics that fall in no statement. With `link`, also how
 /// their host code links to other statements and what a host stub of each
-/// keeps (`Snapshot::linked`).
-pub(super) fn facts(
+/// keeps (`Snapshot::linked`). `kept` gives, for a statement the edit left as
+/// it was, its facts in the previous snapshot: what depends on its text alone
+/// (its module reads, import bindings, error shape) is taken from there, not
+/// walked again (a 220-line class the host path reads because it calls the
+/// edited launcher).
+pub(super) fn facts<'p>(
     model: &FileModel,
     nodes: &[Node],
     selected: &[usize],
     settings: &Settings,
     link: bool,
+    kept: impl Fn(usize) -> Option<&'p UnitFacts>,
 ) -> (Vec<Fresh>, Vec<Diagnostic>) {
     let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
-    let mut slot: HashMap<usize, usize> = HashMap::with_capacity(selected.len());
+    let mut slot: HashMap<usize, usize> = HashMap::with_capacity_and_hasher(selected.len(), Default::default());
     let mut units: Vec<Fresh> = selected
         .iter()
         .enumerate()
         .map(|(s, &i)| {
             slot.insert(i, s);
+            let (error_shape, reads, import_binds) = match kept(i) {
+                Some(k) => (k.error_shape.clone(), k.reads.clone(), k.import_binds.clone()),
+                None => text_facts(nodes[i], model.src),
+            };
             let facts = UnitFacts {
                 kind: nodes[i].kind_id(),
-                error_shape: nodes[i].has_error().then(|| shape(nodes[i])),
+                error_shape,
                 neutral: true,
                 kernels: Vec::new(),
                 helper_callees: Vec::new(),
                 launched: Vec::new(),
                 module_assigns: Vec::new(),
-                reads: crate::model::module_reads(nodes[i], model.src),
-                import_binds: if model.src.get(nodes[i].byte_range()).is_some_and(has_import_keyword) {
-                    crate::model::import_binds(nodes[i], model.src)
-                } else {
-                    Vec::new()
-                },
+                reads,
+                import_binds,
                 widths: host_widths(model, nodes[i]),
                 diags: Vec::new(),
                 classes: Vec::new(),
@@ -183,6 +188,21 @@ pub(super) fn facts(
 }
 
 /// [`UnitFacts::widths`]: the element widths named in `unit` outside its kernels.
+/// A statement's error shape, module reads and import bindings.
+type TextFacts = (Option<Vec<(u16, u32, u32)>>, Vec<String>, Vec<String>);
+
+/// What a statement's facts take from its text alone: its error shape,
+/// module reads and import bindings (the same for the same text: `matching`
+/// keeps a statement with a syntax error only if it parsed the same way).
+fn text_facts(unit: Node, src: &str) -> TextFacts {
+    let import_binds = if src.get(unit.byte_range()).is_some_and(has_import_keyword) {
+        crate::model::import_binds(unit, src)
+    } else {
+        Vec::new()
+    };
+    (unit.has_error().then(|| shape(unit)), crate::model::module_reads(unit, src), import_binds)
+}
+
 fn host_widths(model: &FileModel, unit: Node) -> u8 {
     let (start, end) = (unit.start_byte(), unit.end_byte());
     let mut host = String::new();

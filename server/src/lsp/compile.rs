@@ -18,14 +18,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tower_lsp_server::ls_types::{MessageType, Uri};
 use tower_lsp_server::Client;
 
 use crate::compile::{self, Compiler, Resources};
 use crate::diagnostic::Diagnostic;
 
-use super::state::{file_path, Publish, State};
+use super::state::{file_path, Publisher, State};
 
 /// A document's last compilation.
 #[derive(Debug, Clone, Default)]
@@ -74,7 +73,7 @@ impl Compiling {
     pub fn schedule(
         &self,
         state: &Arc<Mutex<State>>,
-        publish_tx: &mpsc::UnboundedSender<Publish>,
+        publish_tx: &Publisher,
         client: &Client,
         uri: &Uri,
         at_once: bool,
@@ -135,7 +134,7 @@ async fn compiler_for(
 
 async fn compile_document(
     state: &Arc<Mutex<State>>,
-    publish_tx: &mpsc::UnboundedSender<Publish>,
+    publish_tx: &Publisher,
     client: &Client,
     compilers: &Compilers,
     uri: &Uri,
@@ -238,7 +237,7 @@ async fn compile_document(
 /// once per interpreter, and no file is prepared for it again.
 async fn compiler_failed(
     state: &Arc<Mutex<State>>,
-    publish_tx: &mpsc::UnboundedSender<Publish>,
+    publish_tx: &Publisher,
     client: &Client,
     compilers: &Compilers,
     python: &str,
@@ -258,7 +257,7 @@ async fn compiler_failed(
 }
 
 /// The worker cannot run: a KL900 waiting for it is shown as tree-sitter's error again.
-fn unavailable(state: &Arc<Mutex<State>>, publish_tx: &mpsc::UnboundedSender<Publish>, uri: &Uri) {
+fn unavailable(state: &Arc<Mutex<State>>, publish_tx: &Publisher, uri: &Uri) {
     let st = &mut *lock(state);
     let was = std::mem::replace(&mut st.compile_unavailable, true);
     if !was && !st.caps.pull_diagnostics {

@@ -41,7 +41,7 @@ use super::history;
 use super::hover;
 use super::lens;
 use super::rewrite;
-use super::state::{file_path, BenchState, ClientCaps, Publish, State};
+use super::state::{file_path, BenchState, ClientCaps, Publish, Publisher, State};
 
 mod benchmark;
 mod call_hierarchy;
@@ -79,7 +79,7 @@ pub const COMMANDS: &[&str] = &[
 pub struct Server {
     client: Client,
     state: Arc<Mutex<State>>,
-    publish_tx: mpsc::UnboundedSender<Publish>,
+    publish_tx: Publisher,
     next_token: AtomicU64,
     /// An invalid-settings message from `initialize`, shown once the client can receive it.
     init_error: Mutex<Option<String>>,
@@ -161,21 +161,14 @@ impl Server {
     }
 
     fn build(client: Client, frames: Option<Frames>) -> Self {
-        let (publish_tx, rx) = mpsc::unbounded_channel();
-        match frames {
-            // Off the runtime: an analysis that lands wakes this thread, which
-            // writes the frame, rather than a task behind whatever the runtime runs.
-            Some(frames) => {
-                let spawned =
-                    std::thread::Builder::new().name("kl-publish".into()).spawn(move || publish_frames(frames, rx));
-                if let Err(e) = spawned {
-                    tracing::error!("cannot start the diagnostics publisher: {e}");
-                }
-            }
+        let publish_tx = match frames {
+            Some(frames) => Publisher::Frames(frames),
             None => {
+                let (tx, rx) = mpsc::unbounded_channel();
                 tokio::spawn(publisher(client.clone(), rx));
+                Publisher::Client(tx)
             }
-        }
+        };
         Server {
             client,
             state: Arc::new(Mutex::new(State::default())),
@@ -606,20 +599,6 @@ async fn publisher(client: Client, mut rx: mpsc::UnboundedReceiver<Publish>) {
     while let Some(first) = rx.recv().await {
         for p in newest_of_each(first, &mut rx) {
             client.publish_diagnostics(p.uri, p.diagnostics, p.version).await;
-        }
-    }
-}
-
-/// Writes queued diagnostics as frames, in order, on a thread of its own.
-fn publish_frames(frames: Frames, mut rx: mpsc::UnboundedReceiver<Publish>) {
-    while let Some(first) = rx.blocking_recv() {
-        for p in newest_of_each(first, &mut rx) {
-            let version = p.version;
-            let params = PublishDiagnosticsParams { uri: p.uri, diagnostics: p.diagnostics, version: p.version };
-            if !frames.notify("textDocument/publishDiagnostics", &params) {
-                return;
-            }
-            tracing::trace!("published version {version:?}");
         }
     }
 }
