@@ -115,7 +115,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         // The imports as they are now (where they are now: the per-node findings name the modules' positions).
         let imports = Arc::new(candidate::imports(&model));
         let asked = candidate.then_some(&*imports);
-        let (fresh, host_diags, on_stubs) = place(text, prev, m, &choice, found, asked, &plan.reading)?;
+        let (fresh, host_diags, on_stubs) = place(text, &model, prev, m, &choice, found, asked, &plan.reading)?;
         let units = assemble(prev, m, &choice, &model, fresh, on_stubs)?;
         let mut walk_again: Vec<usize> = plan.forced.iter().copied().collect();
         walk_again.sort_unstable();
@@ -502,6 +502,7 @@ struct Found<'a> {
 #[allow(clippy::type_complexity)]
 fn place(
     text: &str,
+    model: &FileModel,
     prev: &Snapshot,
     m: &Matching,
     choice: &Choice,
@@ -556,7 +557,7 @@ fn place(
                     let delta = old.delta_at(ranges[i].start);
                     old.facts.diags.iter().filter(|d| is_node_local(&d.code)).map(|d| shifted(d, delta)).collect()
                 }
-                None => node_local_findings(text, imports, m.nodes[i]),
+                None => node_local_findings(text, imports, m.nodes[i], Some(model.nodes())),
             };
             fresh[s].0.diags.extend(found.into_iter().filter(|d| enabled(&d.code)));
         }

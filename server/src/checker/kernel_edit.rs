@@ -45,7 +45,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
     if let Some(imports) = &prev.candidate {
         // KL107 and KL108 report on single nodes, given the file's imports.
         for i in (0..m.nodes.len()).filter(|&i| m.matched[i].is_none()) {
-            if !node_local_findings(text, imports, m.nodes[i]).is_empty() {
+            if !node_local_findings(text, imports, m.nodes[i], None).is_empty() {
                 return Err("a changed statement has a hygiene finding");
             }
         }

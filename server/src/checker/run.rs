@@ -10,7 +10,7 @@ use tree_sitter::Node;
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 use crate::model::candidate::Imports;
-use crate::model::FileModel;
+use crate::model::{FileModel, NodeIndex};
 use crate::rules::{self, Reach};
 
 /// `here` on this thread, and the host rules (with `skip_per_node`, but those that answer per node) with
@@ -65,10 +65,24 @@ pub(super) fn run_shared(
 
 /// The findings in one statement of the rules that answer per node
 /// (`Rule::per_node`: KL107, KL108), enabled or not: each depends on its
-/// node and the file's imports alone.
-pub(super) fn node_local_findings(src: &str, imports: &Imports, unit: Node) -> Vec<Diagnostic> {
-    let mut nodes = Vec::new();
-    crate::model::visit_nodes(unit, &mut |n| nodes.push(n));
+/// node and the file's imports alone. Its nodes are read off `index` (the
+/// model's, which walked the statement) or, without one, off an index of the
+/// statement alone.
+pub(super) fn node_local_findings(
+    src: &str,
+    imports: &Imports,
+    unit: Node,
+    index: Option<&NodeIndex>,
+) -> Vec<Diagnostic> {
+    let own;
+    let index = match index {
+        Some(index) => index,
+        None => {
+            own = NodeIndex::build(unit, src);
+            &own
+        }
+    };
+    let nodes = index.statement_nodes(unit);
     rules::RULES.iter().filter_map(|r| r.per_node).flat_map(|per_node| per_node(src, imports, &nodes)).collect()
 }
 

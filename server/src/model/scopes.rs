@@ -539,10 +539,10 @@ fn used_identifiers<'s>(node: Node, src: &'s str, out: &mut Vec<&'s str>) {
     scope_walk(node, src, true, out, &mut Vec::new(), &mut give_up);
 }
 
-/// Walks `node`, without recursion (a hostile file nests 50,000 deep): the
-/// identifiers used into `used`; unless `nested` (inside a scope of its own),
-/// the names bound into `bound`. Sets `give_up` where the subtraction would
-/// not be sound.
+/// Walks `node` with one tree cursor, without recursion (a hostile file
+/// nests 50,000 deep): the identifiers used into `used`; unless `nested`
+/// (inside a scope of its own), the names bound into `bound`. Sets
+/// `give_up` where the subtraction would not be sound.
 fn scope_walk<'s>(
     node: Node,
     src: &'s str,
@@ -552,82 +552,113 @@ fn scope_walk<'s>(
     give_up: &mut bool,
 ) {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
-    let mut work = vec![(node, nested)];
-    while let Some((node, nested)) = work.pop() {
-        match node.kind() {
-            "identifier" => {
-                used.push(text(node));
+    let mut cursor = node.walk();
+    // For each level below `node`: whether its nodes are in a nested scope,
+    // and the field of the parent whose node is skipped.
+    let mut levels: Vec<(bool, Option<&'static str>)> = Vec::new();
+    loop {
+        let node = cursor.node();
+        let visit = match levels.last() {
+            None => Some(nested),
+            // Only named children; an attribute's name (`x.shape`) and a keyword argument's (`dim=0`) are not names read.
+            Some(&(inner, skip)) => {
+                (node.is_named() && (skip.is_none() || cursor.field_name() != skip)).then_some(inner)
+            }
+        };
+        let mut descend = None;
+        if let Some(nested) = visit {
+            descend = scope_enter(node, src, nested, used, bound, give_up, &text);
+        }
+        if let Some(level) = descend {
+            if cursor.goto_first_child() {
+                levels.push(level);
                 continue;
             }
-            "global_statement" | "nonlocal_statement" | "match_statement" => *give_up = true,
-            _ => {}
         }
-        let mut inner = nested;
-        if !nested {
-            match node.kind() {
-                "assignment" | "augmented_assignment" | "for_statement" => {
-                    if let Some(left) = node.child_by_field_name("left") {
-                        bind_targets(left, src, bound);
-                    }
-                }
-                "named_expression" => {
-                    if let Some(name) = node.child_by_field_name("name") {
-                        bind_targets(name, src, bound);
-                    }
-                }
-                "as_pattern" => {
-                    if let Some(alias) = node.child_by_field_name("alias") {
-                        bind_targets(alias, src, bound);
-                    }
-                }
-                "delete_statement" => {
-                    for c in node.named_children(&mut node.walk()) {
-                        bind_targets(c, src, bound);
-                    }
-                }
-                "import_statement" | "import_from_statement" => {
-                    let names = import_bound(node, src);
-                    // `from m import *` may bind any name.
-                    *give_up |= names.contains(&"*");
-                    bound.extend(names);
-                }
-                "function_definition" | "class_definition" => {
-                    if let Some(name) = node.child_by_field_name("name") {
-                        bound.push(text(name));
-                    }
-                    inner = true;
-                }
-                "lambda"
-                | "list_comprehension"
-                | "set_comprehension"
-                | "dictionary_comprehension"
-                | "generator_expression" => inner = true,
-                _ => {}
-            }
-        }
-        // An attribute's name (`x.shape`) and a keyword argument's (`dim=0`) are not names read.
-        let skip = match node.kind() {
-            "attribute" => Some("attribute"),
-            "keyword_argument" => Some("name"),
-            _ => None,
-        };
-        let mut cursor = node.walk();
-        if !cursor.goto_first_child() {
-            continue;
-        }
-        let at = work.len();
         loop {
-            let child = cursor.node();
-            if child.is_named() && !(skip.is_some() && cursor.field_name() == skip) {
-                work.push((child, inner));
+            if levels.is_empty() {
+                return;
             }
-            if !cursor.goto_next_sibling() {
+            if cursor.goto_next_sibling() {
                 break;
             }
+            cursor.goto_parent();
+            levels.pop();
         }
-        // Children in document order off the stack.
-        work[at..].reverse();
     }
+}
+
+/// What [`scope_walk`] does at `node` (in a nested scope or not); whether,
+/// and how, it descends: whether its children are in a nested scope, and the
+/// field whose child is skipped.
+#[allow(clippy::too_many_arguments)]
+fn scope_enter<'s>(
+    node: Node,
+    src: &'s str,
+    nested: bool,
+    used: &mut Vec<&'s str>,
+    bound: &mut Vec<&'s str>,
+    give_up: &mut bool,
+    text: &impl Fn(Node) -> &'s str,
+) -> Option<(bool, Option<&'static str>)> {
+    let kind = node.kind();
+    match kind {
+        "identifier" => {
+            used.push(text(node));
+            return None;
+        }
+        "global_statement" | "nonlocal_statement" | "match_statement" => *give_up = true,
+        _ => {}
+    }
+    let mut inner = nested;
+    if !nested {
+        match kind {
+            "assignment" | "augmented_assignment" | "for_statement" => {
+                if let Some(left) = node.child_by_field_name("left") {
+                    bind_targets(left, src, bound);
+                }
+            }
+            "named_expression" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    bind_targets(name, src, bound);
+                }
+            }
+            "as_pattern" => {
+                if let Some(alias) = node.child_by_field_name("alias") {
+                    bind_targets(alias, src, bound);
+                }
+            }
+            "delete_statement" => {
+                for c in node.named_children(&mut node.walk()) {
+                    bind_targets(c, src, bound);
+                }
+            }
+            "import_statement" | "import_from_statement" => {
+                let names = import_bound(node, src);
+                // `from m import *` may bind any name.
+                *give_up |= names.contains(&"*");
+                bound.extend(names);
+            }
+            "function_definition" | "class_definition" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    bound.push(text(name));
+                }
+                inner = true;
+            }
+            "lambda"
+            | "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => inner = true,
+            _ => {}
+        }
+    }
+    let skip = match kind {
+        "attribute" => Some("attribute"),
+        "keyword_argument" => Some("name"),
+        _ => None,
+    };
+    Some((inner, skip))
 }
 
 /// The names an assignment target binds: identifiers, and those inside

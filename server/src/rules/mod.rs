@@ -61,8 +61,10 @@ pub struct Rule {
     pub check: fn(&FileModel, &Settings, &mut Vec<Diagnostic>),
     /// For a rule each of whose findings depends on one node and the file's
     /// imports alone (KL107, KL108): its findings among `nodes` (the nodes
-    /// of one statement), unsuppressed, whether the rule is enabled or not.
-    /// The checker asks it of a changed statement instead of the whole file.
+    /// of one statement: `NodeIndex::statement_nodes`, so a per-node rule
+    /// reads only assignments, calls, attributes, `__builtins__` and the
+    /// module names of imports), unsuppressed, whether the rule is enabled or
+    /// not. The checker asks it of a changed statement instead of the whole file.
     pub per_node: Option<fn(&str, &Imports, &[Node]) -> Vec<Diagnostic>>,
 }
 
