@@ -4,6 +4,7 @@
 //! it inside `Diagnostic.data` so that a code-action request does no analysis.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +50,7 @@ pub struct Edit {
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Hash)]
 pub struct Fix {
-    pub title: String,
+    pub title: Arc<str>,
     pub applicability: Applicability,
     pub edits: Vec<Edit>,
 }
@@ -57,7 +58,7 @@ pub struct Fix {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Hash)]
 pub struct Related {
     pub range: TextRange,
-    pub message: String,
+    pub message: Arc<str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, Hash)]
@@ -70,7 +71,7 @@ pub struct Diagnostic {
     pub name: Cow<'static, str>,
     pub severity: Severity,
     pub range: TextRange,
-    pub message: String,
+    pub message: Arc<str>,
     pub related: Vec<Related>,
     pub fix: Option<Fix>,
 }

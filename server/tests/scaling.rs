@@ -68,10 +68,11 @@ fn a_repeated_module_costs_in_proportion_to_its_copies() {
 fn each_copy_of_a_repeated_module_relates_to_its_own_launches() {
     let text = kl001_fixture();
     let settings = Settings { select: vec!["KL001".to_string()], ..Settings::default() };
-    let once: Vec<String> = check_text(&text, &settings).diagnostics.into_iter().map(|d| d.message).collect();
+    let once: Vec<String> =
+        check_text(&text, &settings).diagnostics.into_iter().map(|d| d.message.to_string()).collect();
     assert!(!once.is_empty());
     let repeated: Vec<String> =
-        check_text(&text.repeat(5), &settings).diagnostics.into_iter().map(|d| d.message).collect();
+        check_text(&text.repeat(5), &settings).diagnostics.into_iter().map(|d| d.message.to_string()).collect();
     let expected: Vec<String> = (0..5).flat_map(|_| once.iter().cloned()).collect();
     assert_eq!(repeated, expected);
 }

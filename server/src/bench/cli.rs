@@ -291,7 +291,7 @@ pub fn fix_and_rerun(
         }
     };
     let applicability = serde_json::to_value(run_fix.fix.applicability).unwrap_or_default();
-    report.insert("title".into(), run_fix.fix.title.clone().into());
+    report.insert("title".into(), run_fix.fix.title.to_string().into());
     report.insert("applicability".into(), applicability);
     report.insert("changes".into(), run_fix.changes.clone().into());
     if !json && run_fix.fix.applicability <= threshold {

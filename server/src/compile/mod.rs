@@ -489,7 +489,7 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
                         name: "compile-error".into(),
                         severity,
                         range: TextRange::new(start, end.max(start)),
-                        message: text,
+                        message: text.into(),
                         related: Vec::new(),
                         fix: None,
                     },
@@ -591,7 +591,7 @@ impl Settled {
         let line_of = |at: usize| text.get(..at.min(text.len())).map_or(0, |t| t.matches('\n').count());
         let mut d = d.clone();
         if d.code == "KL011" && self.errors.iter().any(|e| line_of(e.start) == line_of(d.range.start)) {
-            d.message.push_str("; the compiler reports an error on this line too");
+            d.message = format!("{}; the compiler reports an error on this line too", d.message).into();
         }
         Some(d)
     }
@@ -618,7 +618,7 @@ fn note(o: &Outcome, message: String, severity: Severity) -> Diagnostic {
         name: "compile-error".into(),
         severity,
         range: o.job.name_range,
-        message,
+        message: message.into(),
         related: Vec::new(),
         fix: None,
     }
@@ -680,8 +680,8 @@ mod tests {
             name: "x".into(),
             severity: Severity::Error,
             range,
-            message: String::new(),
-            related: related.map(|r| Related { range: r, message: String::new() }).into_iter().collect(),
+            message: "".into(),
+            related: related.map(|r| Related { range: r, message: "".into() }).into_iter().collect(),
             fix: None,
         }
     }
@@ -735,10 +735,6 @@ mod tests {
         assert!(kept.message.ends_with("the compiler reports an error on this line too"), "{}", kept.message);
         assert!(j.contains_range(kept.range));
         let elsewhere = Settled { errors: vec![TextRange::new(13, 14)], ..Default::default() };
-        assert_eq!(
-            elsewhere.settle(text, &in_j).map(|d| d.message),
-            Some(String::new()),
-            "another line confirms nothing"
-        );
+        assert_eq!(elsewhere.settle(text, &in_j).map(|d| d.message), Some("".into()), "another line confirms nothing");
     }
 }

@@ -54,7 +54,7 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, l: usize) -> Option<Fix> {
     if !retiled.is_empty() {
         title.push_str(&format!(" ({})", retiled.join(", ")));
     }
-    Some(Fix { title, applicability: Applicability::NeedsReview, edits })
+    Some(Fix { title: title.into(), applicability: Applicability::NeedsReview, edits })
 }
 
 /// 1. The loop runs once, for this program's tile.

@@ -75,7 +75,7 @@ pub fn fix(text: &str, settings: &Settings, message: &str, line: Option<u32>) ->
             return Err(format!("the shrunk {} still does not fit", cfg.label.trim_start_matches("this ")));
         }
     }
-    Ok(Fix { title: plan.title, applicability: plan.applicability, edits: plan.edits })
+    Ok(Fix { title: plan.title.into(), applicability: plan.applicability, edits: plan.edits })
 }
 
 /// The compute capability behind a hardware limit: the configured GPU's when

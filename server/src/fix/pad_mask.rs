@@ -130,7 +130,8 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
             "Pad to `{block}: {tl}.constexpr` = `{triton}.next_power_of_2({value})` and mask {} {}",
             accesses.len(),
             if accesses.len() == 1 { "access" } else { "loads and stores" }
-        ),
+        )
+        .into(),
         applicability: Applicability::NeedsReview,
         edits,
     })
@@ -304,7 +305,8 @@ pub fn fix_literal<'a>(model: &FileModel<'a>, k: &Kernel<'a>, arange: &KCall<'a>
             "Pad `tl.arange({s}, {e})` to {padded_len} lanes and mask {} {}",
             accesses.len(),
             if accesses.len() == 1 { "access" } else { "loads and stores" }
-        ),
+        )
+        .into(),
         applicability: Applicability::NeedsReview,
         edits,
     })

@@ -51,7 +51,7 @@ pub fn code_actions(
         if wanted(only, "quickfix") {
             if let Some(fix) = stored_fix(doc, bench, d, encoding) {
                 out.push(CodeActionOrCommand::CodeAction(CodeAction {
-                    title: fix.title.clone(),
+                    title: fix.title.to_string(),
                     kind: Some(CodeActionKind::QUICKFIX),
                     diagnostics: Some(vec![d.clone()]),
                     edit: Some(edit(uri, fix.edits.clone())),
@@ -189,7 +189,7 @@ fn stored_fix(doc: &Document, bench: &[Diagnostic], d: &lsp::Diagnostic, encodin
     let ours = ours.find(|x| x.code == code && doc.range(x.range, encoding) == d.range)?;
     let fix = ours.fix.as_ref()?;
     Some(FixData {
-        title: fix.title.clone(),
+        title: fix.title.to_string(),
         applicability: fix.applicability,
         edits: lsp_edits(doc, &fix.edits, encoding),
     })

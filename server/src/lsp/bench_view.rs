@@ -374,7 +374,7 @@ pub fn error_diagnostic(
         name: code.name.into(),
         severity: code.severity,
         range,
-        message: format!("{}{location}", e.message.trim()),
+        message: format!("{}{location}", e.message.trim()).into(),
         related: Vec::new(),
         fix,
     }

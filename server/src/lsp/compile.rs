@@ -299,7 +299,7 @@ pub fn kl900_unconfirmed(st: &State, uri: &Uri) -> bool {
 pub fn tentative(d: &Diagnostic) -> Diagnostic {
     Diagnostic {
         severity: crate::diagnostic::Severity::Warning,
-        message: format!("{} (Python's parser has not confirmed it yet)", d.message),
+        message: format!("{} (Python's parser has not confirmed it yet)", d.message).into(),
         ..d.clone()
     }
 }

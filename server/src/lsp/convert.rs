@@ -98,7 +98,7 @@ pub fn diagnostic(
             .iter()
             .map(|r| DiagnosticRelatedInformation {
                 location: Location { uri: uri.clone(), range: range(text, index, r.range, encoding) },
-                message: r.message.clone(),
+                message: r.message.to_string(),
             })
             .collect()
     });

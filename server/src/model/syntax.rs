@@ -69,7 +69,7 @@ fn diagnostic(start: usize, end: usize, message: String) -> Diagnostic {
         name: NAME.into(),
         severity: Severity::Error,
         range: TextRange::new(start, end),
-        message,
+        message: message.into(),
         related: Vec::new(),
         fix: None,
     }

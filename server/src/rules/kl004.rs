@@ -317,7 +317,7 @@ fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
     };
     let edits = vec![edit];
     Some(Fix {
-        title: format!("Make `{name}` a `{tl}.constexpr` parameter"),
+        title: format!("Make `{name}` a `{tl}.constexpr` parameter").into(),
         applicability: Applicability::NeedsReview,
         edits,
     })
@@ -485,7 +485,7 @@ fn masked_everywhere(k: &Kernel, model: &FileModel, param: &str) -> bool {
 fn pad_fix(param: &str, v: i64, literal: Node) -> Fix {
     let padded = (v.max(1) as u64).next_power_of_two();
     Fix {
-        title: format!("Pad `{param}` to {padded} (the loads and stores are masked)"),
+        title: format!("Pad `{param}` to {padded} (the loads and stores are masked)").into(),
         applicability: Applicability::NeedsReview,
         edits: vec![Edit { range: range_of(literal), new_text: padded.to_string() }],
     }

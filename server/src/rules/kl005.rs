@@ -218,7 +218,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                 let texts: Vec<&str> = args.iter().map(|a| model.text(*a).trim()).collect();
                 let new_text = replacement(base, tl, &texts)?;
                 Some(Fix {
-                    title: format!("Replace `{}(...)` with `{new_text}`", model.text(*attr)),
+                    title: format!("Replace `{}(...)` with `{new_text}`", model.text(*attr)).into(),
                     applicability: if base == "pow" || base == "power" {
                         Applicability::NeedsReview
                     } else {
@@ -260,7 +260,8 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
             if let Some(stem) = d.message.strip_suffix(&format!(": the kernel fails with AttributeError.{hint}")) {
                 d.message = format!(
                     "{stem}: older Triton releases have it, so the kernel fails only on a Triton this new (set `python` to check against your own).{hint}"
-                );
+                )
+                .into();
             }
         }
         out.push(d.with_fix(fix));

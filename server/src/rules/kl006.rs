@@ -96,7 +96,8 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
             let fix = shrink_to_fit(tile, bytes, gpu.sm, limit).and_then(|t| {
                 let (edits, changed) = cfg.shrink_edits(&dims, tile, t)?;
                 Some(Fix {
-                    title: format!("Shrink to {} (about {} B)", changed.join(", "), group(estimate(t, bytes, gpu.sm))),
+                    title: format!("Shrink to {} (about {} B)", changed.join(", "), group(estimate(t, bytes, gpu.sm)))
+                        .into(),
                     applicability: shrink_applicability(tile, t),
                     edits,
                 })
@@ -109,13 +110,15 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                 d.severity = Severity::Hint;
                 if let Some(stem) = d.message.strip_suffix(": the launch fails with OutOfResources") {
                     d.message =
-                        format!("{stem}: the launch fails with OutOfResources if the operands are {bytes} B wide");
+                        format!("{stem}: the launch fails with OutOfResources if the operands are {bytes} B wide")
+                            .into();
                 }
             }
             if cfg.from_autotune {
                 d.severity = Severity::Hint;
                 if let Some(stem) = d.message.strip_suffix(": the launch fails with OutOfResources") {
-                    d.message = format!("{stem}: the autotuner skips this config (it would fail with OutOfResources)");
+                    d.message =
+                        format!("{stem}: the autotuner skips this config (it would fail with OutOfResources)").into();
                 }
             }
             out.push(d.with_fix(fix).with_related(k.name_range, format!("kernel `{}`", k.name)));

@@ -75,7 +75,7 @@ impl Rule {
             name: self.name.into(),
             severity: self.severity,
             range,
-            message,
+            message: message.into(),
             related: Vec::new(),
             fix: None,
         }
@@ -84,6 +84,7 @@ impl Rule {
 
 impl Diagnostic {
     pub fn with_related(mut self, range: TextRange, message: impl Into<String>) -> Self {
+        let message: String = message.into();
         self.related.push(Related { range, message: message.into() });
         self
     }

@@ -66,7 +66,7 @@ pub(crate) fn check(
             let (line, col) = index.position(&job.candidate_text, d.range.start, crate::text::ColumnUnit::Char);
             let mut r = BenchResult::failed(
                 "compile-error",
-                d.message.clone(),
+                d.message.to_string(),
                 Some(Path::new(&job.candidate)),
                 Some(line as u32 + 1),
             );
