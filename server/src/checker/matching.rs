@@ -69,8 +69,7 @@ impl Matching<'_> {
     }
 }
 
-pub(super) fn matching<'t>(text: &str, tree: &'t Tree, prev: &Snapshot) -> Result<Matching<'t>, &'static str> {
-    let nodes = top_level(tree);
+pub(super) fn matching<'t>(text: &str, prev: &Snapshot, nodes: Vec<Node<'t>>) -> Result<Matching<'t>, &'static str> {
     let (matched, old_to_new) = match_units(prev, &nodes, text);
     let changed_old: Vec<usize> = (0..prev.units.len()).filter(|&o| old_to_new[o].is_none()).collect();
     // The imports are read from the whole file only when an edited statement,

@@ -71,8 +71,9 @@ pub fn analyze(
     index: &LineIndex,
     previous: Option<&Snapshot>,
 ) -> (CheckResult, Snapshot) {
+    let top = matching::top_level(tree);
     let snapshot = match previous {
-        Some(p) if p.settings == *settings => matching::matching(text, tree, p)
+        Some(p) if p.settings == *settings => matching::matching(text, p, top.clone())
             .and_then(|m| {
                 kernel_edit::analyze(text, tree, p, &m).or_else(|why| {
                     tracing::debug!("not a kernel edit: {why}");
@@ -85,19 +86,20 @@ pub fn analyze(
             }),
         _ => full::full(text, tree, settings),
     };
-    (with_syntax_errors(snapshot.result(index), text, tree), snapshot)
+    (with_syntax_errors(snapshot.result(index), text, tree, &top), snapshot)
 }
 
 /// The result of a fresh analysis, without a snapshot.
 pub fn check(text: &str, tree: &Tree, settings: &Settings) -> CheckResult {
-    with_syntax_errors(full::full(&Arc::from(text), tree, settings).result(&LineIndex::new(text)), text, tree)
+    let top = matching::top_level(tree);
+    with_syntax_errors(full::full(&Arc::from(text), tree, settings).result(&LineIndex::new(text)), text, tree, &top)
 }
 
 /// Adds KL900 where the file does not parse. Read from the tree, not cached
 /// per statement: a tree without errors costs one flag check, and both
 /// paths read the same tree, so the incremental result stays equal to the full one.
-fn with_syntax_errors(mut result: CheckResult, text: &str, tree: &Tree) -> CheckResult {
-    let errors = crate::model::syntax::errors(text, tree);
+fn with_syntax_errors(mut result: CheckResult, text: &str, tree: &Tree, top: &[tree_sitter::Node]) -> CheckResult {
+    let errors = crate::model::syntax::errors_among(text, tree, top);
     if !errors.is_empty() {
         result.diagnostics.extend(errors);
         rules::finish(&mut result.diagnostics);

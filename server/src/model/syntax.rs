@@ -33,10 +33,25 @@ const MAX_ERRORS: usize = 20;
 
 /// One KL900 diagnostic per outermost `ERROR` node and per `MISSING` node, in source order.
 pub fn errors(text: &str, tree: &Tree) -> Vec<Diagnostic> {
+    let root = tree.root_node();
+    errors_among(text, tree, &root.children(&mut root.walk()).collect::<Vec<_>>())
+}
+
+/// [`errors`], given the root's children (`top`, as the checker has them already).
+pub fn errors_among(text: &str, tree: &Tree, top: &[Node]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let root = tree.root_node();
-    if root.has_error() {
+    if !root.has_error() {
+        return out;
+    }
+    if root.is_missing() || root.is_error() {
         collect(text, root, &mut out);
+        return out;
+    }
+    for &child in top {
+        if child.has_error() {
+            collect(text, child, &mut out);
+        }
     }
     out
 }
