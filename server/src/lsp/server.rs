@@ -12,7 +12,8 @@
 //! when it has not landed yet. Slow work (benchmarks, rewrites) runs as a
 //! spawned task under one progress-and-cancel helper (`with_progress`) that
 //! reports through `$/progress` and stops it when cancelled. Diagnostics are
-//! pushed by a single publisher thread, in the order documents changed.
+//! pushed as frames by the thread that publishes them, under the state lock,
+//! in the order the results were installed (`state::Publisher`).
 
 use std::collections::HashMap;
 use std::str::FromStr;
