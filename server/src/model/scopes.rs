@@ -551,7 +551,7 @@ fn scope_walk<'s>(
     bound: &mut Vec<&'s str>,
     give_up: &mut bool,
 ) {
-    let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
+    let mut found = Found { src, used, bound, give_up };
     let mut cursor = node.walk();
     // For each level below `node`: whether its nodes are in a nested scope,
     // and the field of the parent whose node is skipped.
@@ -567,7 +567,7 @@ fn scope_walk<'s>(
         };
         let mut descend = None;
         if let Some(nested) = visit {
-            descend = scope_enter(node, src, nested, used, bound, give_up, &text);
+            descend = found.enter(node, nested);
         }
         if let Some(level) = descend {
             if cursor.goto_first_child() {
@@ -588,77 +588,81 @@ fn scope_walk<'s>(
     }
 }
 
-/// What [`scope_walk`] does at `node` (in a nested scope or not); whether,
-/// and how, it descends: whether its children are in a nested scope, and the
-/// field whose child is skipped.
-#[allow(clippy::too_many_arguments)]
-fn scope_enter<'s>(
-    node: Node,
+/// Where [`scope_walk`] puts what it finds.
+struct Found<'s, 'w> {
     src: &'s str,
-    nested: bool,
-    used: &mut Vec<&'s str>,
-    bound: &mut Vec<&'s str>,
-    give_up: &mut bool,
-    text: &impl Fn(Node) -> &'s str,
-) -> Option<(bool, Option<&'static str>)> {
-    let kind = node.kind();
-    match kind {
-        "identifier" => {
-            used.push(text(node));
-            return None;
-        }
-        "global_statement" | "nonlocal_statement" | "match_statement" => *give_up = true,
-        _ => {}
-    }
-    let mut inner = nested;
-    if !nested {
+    used: &'w mut Vec<&'s str>,
+    bound: &'w mut Vec<&'s str>,
+    give_up: &'w mut bool,
+}
+
+impl<'s> Found<'s, '_> {
+    /// What [`scope_walk`] does at `node` (in a nested scope or not); whether,
+    /// and how, it descends: whether its children are in a nested scope, and
+    /// the field whose child is skipped.
+    fn enter(&mut self, node: Node, nested: bool) -> Option<(bool, Option<&'static str>)> {
+        let Found { src, used, bound, give_up } = self;
+        let src: &'s str = src;
+        let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
+        let kind = node.kind();
         match kind {
-            "assignment" | "augmented_assignment" | "for_statement" => {
-                if let Some(left) = node.child_by_field_name("left") {
-                    bind_targets(left, src, bound);
-                }
+            "identifier" => {
+                used.push(text(node));
+                return None;
             }
-            "named_expression" => {
-                if let Some(name) = node.child_by_field_name("name") {
-                    bind_targets(name, src, bound);
-                }
-            }
-            "as_pattern" => {
-                if let Some(alias) = node.child_by_field_name("alias") {
-                    bind_targets(alias, src, bound);
-                }
-            }
-            "delete_statement" => {
-                for c in node.named_children(&mut node.walk()) {
-                    bind_targets(c, src, bound);
-                }
-            }
-            "import_statement" | "import_from_statement" => {
-                let names = import_bound(node, src);
-                // `from m import *` may bind any name.
-                *give_up |= names.contains(&"*");
-                bound.extend(names);
-            }
-            "function_definition" | "class_definition" => {
-                if let Some(name) = node.child_by_field_name("name") {
-                    bound.push(text(name));
-                }
-                inner = true;
-            }
-            "lambda"
-            | "list_comprehension"
-            | "set_comprehension"
-            | "dictionary_comprehension"
-            | "generator_expression" => inner = true,
+            "global_statement" | "nonlocal_statement" | "match_statement" => **give_up = true,
             _ => {}
         }
+        let mut inner = nested;
+        if !nested {
+            match kind {
+                "assignment" | "augmented_assignment" | "for_statement" => {
+                    if let Some(left) = node.child_by_field_name("left") {
+                        bind_targets(left, src, bound);
+                    }
+                }
+                "named_expression" => {
+                    if let Some(name) = node.child_by_field_name("name") {
+                        bind_targets(name, src, bound);
+                    }
+                }
+                "as_pattern" => {
+                    if let Some(alias) = node.child_by_field_name("alias") {
+                        bind_targets(alias, src, bound);
+                    }
+                }
+                "delete_statement" => {
+                    for c in node.named_children(&mut node.walk()) {
+                        bind_targets(c, src, bound);
+                    }
+                }
+                "import_statement" | "import_from_statement" => {
+                    let names = import_bound(node, src);
+                    // `from m import *` may bind any name.
+                    **give_up |= names.contains(&"*");
+                    bound.extend(names);
+                }
+                "function_definition" | "class_definition" => {
+                    if let Some(name) = node.child_by_field_name("name") {
+                        bound.push(text(name));
+                    }
+                    inner = true;
+                }
+                "lambda"
+                | "list_comprehension"
+                | "set_comprehension"
+                | "dictionary_comprehension"
+                | "generator_expression" => inner = true,
+                _ => {}
+            }
+        }
+        let skip = match kind {
+            "attribute" => Some("attribute"),
+            "keyword_argument" => Some("name"),
+            _ => None,
+        };
+        Some((inner, skip))
     }
-    let skip = match kind {
-        "attribute" => Some("attribute"),
-        "keyword_argument" => Some("name"),
-        _ => None,
-    };
-    Some((inner, skip))
 }
 
 /// The names an assignment target binds: identifiers, and those inside
