@@ -187,7 +187,6 @@ pub(super) fn facts<'p>(
     (units, loose)
 }
 
-/// [`UnitFacts::widths`]: the element widths named in `unit` outside its kernels.
 /// A statement's error shape, module reads and import bindings.
 type TextFacts = (Option<Vec<(u16, u32, u32)>>, Vec<String>, Vec<String>);
 
@@ -203,6 +202,7 @@ fn text_facts(unit: Node, src: &str) -> TextFacts {
     (unit.has_error().then(|| shape(unit)), crate::model::module_reads(unit, src), import_binds)
 }
 
+/// [`UnitFacts::widths`]: the element widths named in `unit` outside its kernels.
 fn host_widths(model: &FileModel, unit: Node) -> u8 {
     let (start, end) = (unit.start_byte(), unit.end_byte());
     let mut host = String::new();

@@ -174,13 +174,12 @@ impl Publisher {
     pub fn send(&self, p: Publish) -> std::result::Result<(), ()> {
         match self {
             Publisher::Frames(frames) => {
-                let version = p.version;
                 let params =
                     lsp::PublishDiagnosticsParams { uri: p.uri, diagnostics: p.diagnostics, version: p.version };
                 if !frames.notify("textDocument/publishDiagnostics", &params) {
                     return Err(());
                 }
-                tracing::trace!("published version {version:?}");
+                tracing::trace!("published version {:?}", params.version);
                 Ok(())
             }
             Publisher::Client(tx) => tx.send(p).map_err(|_| ()),
