@@ -51,7 +51,7 @@ fn is_jit_decorator(d: &str) -> bool {
     }
 }
 
-fn jit_fn(text: &str, def: Node) -> Option<JitFn> {
+pub(super) fn jit_fn(text: &str, def: Node) -> Option<JitFn> {
     let src = |n: Node| text.get(n.byte_range()).unwrap_or("").to_string();
     let name = def.child_by_field_name("name")?;
     let mut params = Vec::new();

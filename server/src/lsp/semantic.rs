@@ -146,7 +146,8 @@ impl Semantic {
     /// The seed's outline moved through its edits, when each was typed
     /// inside one jit function's body without changing a line's structure,
     /// and the new tree still has each such function where the moved
-    /// outline says; else `None` (the outline is built).
+    /// outline says (each such function's own entry read again from the new
+    /// tree); else `None` (the outline is built).
     pub(super) fn moved_seed(&self) -> Option<Arc<Facts>> {
         let (seed, tree) = (self.seed.as_ref()?, self.tree.as_ref()?);
         let root = tree.root_node();
@@ -184,6 +185,9 @@ impl Semantic {
             {
                 return None;
             }
+            // Its header read again: with a syntax error in the function,
+            // error recovery may have read it differently after an edit in the body.
+            jit[i] = super::outline::jit_fn(&self.text, def)?;
         }
         for f in &mut jit {
             f.launch_sites.clear();

@@ -33,6 +33,7 @@ mod index;
 mod kernel;
 mod launches;
 mod nodes;
+pub mod recovery;
 mod scopes;
 pub mod shape_configs;
 mod shape_ops;
@@ -53,11 +54,38 @@ pub use launches::*;
 pub use nodes::*;
 pub use scopes::{bound_from, import_binds, imports, imports_of, module_reads, triton_imported};
 
-/// Parses Python source; pass the previous (already `edit`ed) tree to reparse incrementally.
+/// Parses Python source; pass the previous (already `edit`ed) tree to reparse
+/// incrementally (where a bracket left open may have moved, see [`reparse`]).
+/// A statement whose bracket is left open is read masked from the line where
+/// it cannot go on ([`recovery`]): one small `ERROR`, and the rest of the file
+/// parses as if it were closed.
 pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
+    parse_around(text, &recovery::gaps(text), old)
+}
+
+/// [`parse`] with the gaps of `text` given.
+pub fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> Tree {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .expect("the bundled tree-sitter-python grammar matches the linked tree-sitter");
-    parser.parse(text, old).expect("parsing without a timeout or cancellation flag always yields a tree")
+    let read = recovery::masked(text, gaps);
+    parser.parse(read.as_ref(), old).expect("parsing without a timeout or cancellation flag always yields a tree")
+}
+
+/// Reparses `text` from `old`, a tree parsed around `old_gaps` and since
+/// edited by `edits` (`(start, old_end, new_end)`, in order; `index` is the
+/// new text's): the lines whose masking changed are read again too. Returns
+/// the tree, the gaps of `text` and whether the masking changed (then the
+/// edits changed other lines' structure too).
+pub fn reparse(
+    text: &str,
+    old: &mut Tree,
+    old_gaps: &[recovery::Gap],
+    edits: &[(usize, usize, usize)],
+    index: &crate::text::LineIndex,
+) -> (Tree, Vec<recovery::Gap>, bool) {
+    let gaps = recovery::gaps(text);
+    let changed = recovery::mark_changed(old, old_gaps, &gaps, edits, index);
+    (parse_around(text, &gaps, Some(old)), gaps, changed)
 }

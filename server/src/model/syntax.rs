@@ -65,7 +65,9 @@ fn collect(text: &str, node: Node, out: &mut Vec<Diagnostic>) {
         return;
     }
     if node.is_error() {
-        if !is_grammar_gap(text, node) {
+        if let Some(d) = open_bracket(text, node) {
+            out.push(d);
+        } else if !is_grammar_gap(text, node) {
             out.push(error_diagnostic(text, node));
         }
         return;
@@ -96,6 +98,18 @@ fn missing_message(node: Node) -> String {
     } else {
         format!("syntax error: missing `{}`", node.kind())
     }
+}
+
+/// The `ERROR` of a statement masked because a bracket in it is left open
+/// (`model::recovery`): reported at that bracket, as Python reports it.
+fn open_bracket(text: &str, node: Node) -> Option<Diagnostic> {
+    let line_start = text[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
+    if !text[line_start..node.start_byte()].trim().is_empty() {
+        return None;
+    }
+    let gap = crate::model::recovery::gap_at(text, line_start)?;
+    let bracket = &text[gap.opener..gap.opener + 1];
+    Some(diagnostic(gap.opener, gap.opener + 1, format!("syntax error: `{bracket}` is never closed")))
 }
 
 /// What an `ERROR` node most likely means, placed where a reader would look:
@@ -273,9 +287,33 @@ mod tests {
         assert_eq!(render("x = (1, 2\ny = 3\n"), ["1:5 KL900 syntax error: `(` is never closed"]);
     }
 
+    /// A bracket left open while the user types: one KL900 at the bracket,
+    /// and the kernels after it are still read (the rest of the file is not
+    /// swallowed by the parser's recovery, see `model::recovery`).
+    #[test]
+    fn a_bracket_left_open_mid_file_leaves_the_rest_analysed() {
+        let kernel = "@triton.jit\ndef k(x_ptr):\n    x = tl.tanh(tl.load(x_ptr))\n";
+        let head = "import triton\nimport triton.language as tl\n\n";
+        for (typed, at) in [
+            ("@triton.autotune(configs=[\n", "4:26"),
+            ("y = torch.tanh(h * 0.2\n\n", "4:15"),
+            ("def run(x):\n    out = f(x,\n    return out\n\n", "5:12"),
+        ] {
+            let text = format!("{head}{typed}{kernel}");
+            let bracket = if typed.contains("[\n") { "[" } else { "(" };
+            assert_eq!(render(&text), [format!("{at} KL900 syntax error: `{bracket}` is never closed")], "{text}");
+            let result = crate::checker::check_text(&text, &crate::config::Settings::default());
+            let codes: Vec<&str> = result.diagnostics.iter().map(|d| &*d.code).collect();
+            assert_eq!(codes, ["KL900", "KL005"], "{text}");
+            assert_eq!(result.kernels.len(), 1, "{text}");
+        }
+    }
+
     #[test]
     fn a_token_the_parser_had_to_assume_is_missing() {
-        assert_eq!(render("def f(:\n    pass\n"), ["1:7 KL900 syntax error: missing `)`"]);
+        assert_eq!(render("def f(:\n"), ["1:7 KL900 syntax error: missing `)`"]);
+        // A bracket left open before a statement keyword is reported at the bracket, as Python does.
+        assert_eq!(render("def f(:\n    pass\n"), ["1:6 KL900 syntax error: `(` is never closed"]);
     }
 
     #[test]

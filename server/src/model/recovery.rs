@@ -1,0 +1,562 @@
+//! Error recovery bounded to the statement: where a bracket left open stops.
+//!
+//! Inside brackets Python ignores line breaks, so a bracket left open (the
+//! user is typing `x = f(` or `@triton.autotune(configs=[`) makes the rest of
+//! the file part of its expression. tree-sitter-python then recovers over
+//! everything after it: at module level the rest of the file becomes one
+//! `ERROR` (its kernels vanish from the analysis until the bracket is
+//! closed), and every keystroke pays that recovery again (2,500 lines after
+//! it: 45-66 ms per keystroke, against 0.2 ms in a closed expression).
+//!
+//! [`gaps`] finds, on tokens alone, the line where such a statement cannot
+//! go on: a line break inside brackets followed by a token that no
+//! bracketed expression takes there in valid Python (a statement keyword
+//! such as `def` or `return`; a name or number right after a complete
+//! operand, as `f(a * 0.2` then `y = 1` on the next line, on a line indented
+//! no deeper than the statement; a decorator `@` where an operand must
+//! start). A compound statement's header cut off takes its decorators and
+//! its block with it. The statement's lines up to that line are a
+//! gap, and the parser reads them masked ([`masked`]): the first character
+//! becomes `$`, which no Python token starts with, so the statement is one
+//! small `ERROR`, and its other lines become comments. The rest of the file
+//! parses as if the statement were closed. This is the recovery ruff's
+//! parser makes (it re-lexes such a line break as the statement's end);
+//! decided on the text alone, so a full parse and an incremental one agree.
+//!
+//! Valid Python has no gap: each line break it cuts at is a syntax error.
+//! KL900 reports a gap at its unclosed bracket ([`gap_at`], read by
+//! [`crate::model::syntax`]).
+
+use std::borrow::Cow;
+
+use tree_sitter::{InputEdit, Point, Tree};
+
+use crate::text::LineIndex;
+
+/// Whole lines, `start..end` (bytes, both at line starts), that hold a
+/// statement whose bracket at `opener` is left open (the innermost, which
+/// Python names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gap {
+    pub start: usize,
+    pub end: usize,
+    pub opener: usize,
+}
+
+/// Keywords that start a statement and never continue an expression.
+const STATEMENT_KEYWORDS: &str =
+    "assert break class continue def del elif except finally global import nonlocal pass raise return try while with";
+
+/// Keywords that may follow a complete operand inside brackets (`a and b`,
+/// `a if c else d`, `x for x in y`, `a not in b`, `a is b`, `async for`).
+const OPERATOR_KEYWORDS: &str = "and or not in is if else for async";
+
+/// Python's keywords that are not operands.
+const KEYWORDS: &str = "and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield";
+
+/// What the last token of a line was, as far as the next line's first token cares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    /// A complete operand: a name, number, string, `...` or closing bracket.
+    Operand,
+    /// `yield` (`(yield` then `from x` on the next line is valid).
+    Yield,
+    /// Anything else: an operator, a comma, an opening bracket, a keyword.
+    Other,
+}
+
+/// Bytes the scan stops at; every other byte is skipped in one step.
+const fn stops() -> [bool; 256] {
+    let mut t = [false; 256];
+    let s = b"#'\"([{)]}\n\\";
+    let mut k = 0;
+    while k < s.len() {
+        t[s[k] as usize] = true;
+        k += 1;
+    }
+    t
+}
+const STOP: [bool; 256] = stops();
+
+/// Whether `word` is one of the space-separated words of `list`.
+fn listed(list: &str, word: &[u8]) -> bool {
+    list.split(' ').any(|w| w.as_bytes() == word)
+}
+
+fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\x0c' | b'\r')
+}
+
+/// The end of the string whose opening quote is at `i` (after its closing
+/// quote), or the line break that ends an unterminated one-line string.
+fn string_end(b: &[u8], mut i: usize) -> usize {
+    let q = b[i];
+    let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+    i += if triple { 3 } else { 1 };
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'\n' if !triple => return i,
+            c if c == q => {
+                if !triple {
+                    return i + 1;
+                }
+                if b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q) {
+                    return i + 3;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// The last token of `b[line_start..end]` (code only: `end` is the line
+/// break or the line's comment), read backwards.
+fn last_token(b: &[u8], line_start: usize, end: usize) -> Last {
+    let mut j = end;
+    while j > line_start && is_space(b[j - 1]) {
+        j -= 1;
+    }
+    if j == line_start {
+        return Last::Other;
+    }
+    let c = b[j - 1];
+    if matches!(c, b')' | b']' | b'}' | b'\'' | b'"') {
+        return Last::Operand;
+    }
+    if c == b'.' {
+        return if j >= line_start + 3 && &b[j - 3..j] == b"..." { Last::Operand } else { Last::Other };
+    }
+    if !is_word_byte(c) {
+        return Last::Other;
+    }
+    let mut k = j;
+    while k > line_start && is_word_byte(b[k - 1]) {
+        k -= 1;
+    }
+    let word = &b[k..j];
+    if word[0].is_ascii_digit()
+        || (k > line_start && b[k - 1] == b'.' && k >= line_start + 2 && b[k - 2].is_ascii_digit())
+    {
+        return Last::Operand; // a number (`2.0` ends in the word `0` after a `.`)
+    }
+    if k > line_start && b[k - 1] == b'.' {
+        return Last::Operand; // an attribute
+    }
+    match word {
+        b"yield" => Last::Yield,
+        w if listed(KEYWORDS, w) => Last::Other,
+        _ => Last::Operand,
+    }
+}
+
+/// Whether the line starting at `i` (inside brackets, after a line ending in
+/// `last`, in a statement indented `statement_indent`) starts with a token no
+/// bracketed expression takes; `None` for a blank or comment-only line.
+fn cannot_continue(b: &[u8], i: usize, last: Last, statement_indent: usize) -> Option<bool> {
+    let mut j = i;
+    while j < b.len() && is_space(b[j]) {
+        j += 1;
+    }
+    // Two operands in a row on a line indented deeper than the statement is a
+    // comma forgotten in a continuation line, not a new statement.
+    let at_statement_level = indent_of(b, i) <= statement_indent;
+    let Some(&c) = b.get(j) else { return Some(false) };
+    if c == b'\n' || c == b'#' {
+        return None;
+    }
+    if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+        let mut end = j;
+        while end < b.len() && is_word_byte(b[end]) {
+            end += 1;
+        }
+        if matches!(b.get(end), Some(b'\'' | b'"')) && end - j <= 3 {
+            return Some(false); // a string prefix: strings concatenate
+        }
+        let word = &b[j..end];
+        if listed(STATEMENT_KEYWORDS, word) || (word == b"async" && is_definition(&b[j..])) {
+            return Some(true);
+        }
+        if word == b"from" {
+            return Some(last != Last::Yield);
+        }
+        return Some(at_statement_level && last == Last::Operand && !listed(OPERATOR_KEYWORDS, word));
+    }
+    if c.is_ascii_digit() {
+        return Some(at_statement_level && last == Last::Operand);
+    }
+    if c == b'@' {
+        return Some(last != Last::Operand);
+    }
+    Some(false)
+}
+
+/// Whether a line (from its first token) starts a compound statement whose
+/// header may hold brackets (and ends in `:` and a block).
+fn compound(line: &[u8]) -> bool {
+    let word_end = line.iter().position(|&c| !is_word_byte(c)).unwrap_or(line.len());
+    listed("def class async if elif while for with except", &line[..word_end])
+}
+
+/// Where the block of a statement indented `indent` ends, from `from` (a
+/// line start inside it): the first line with a token indented no deeper.
+fn block_end(b: &[u8], mut from: usize, indent: usize) -> usize {
+    while from < b.len() {
+        let at = indent_of(b, from);
+        let blank = matches!(b.get(from + at), None | Some(b'\n' | b'\r' | b'#'));
+        if !blank && at <= indent {
+            return from;
+        }
+        from = b[from..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| from + k + 1);
+    }
+    b.len()
+}
+
+/// Whether a line (from its first token) starts a `def`, `async def` or `class`.
+fn is_definition(line: &[u8]) -> bool {
+    let word = |l: &[u8], w: &[u8]| l.starts_with(w) && l.get(w.len()).is_some_and(|c| !is_word_byte(*c));
+    word(line, b"def") || word(line, b"class") || (word(line, b"async") && word(line[5..].trim_ascii_start(), b"def"))
+}
+
+fn indent_of(b: &[u8], i: usize) -> usize {
+    b[i..].iter().take_while(|c| matches!(c, b' ' | b'\t')).count()
+}
+
+/// The gaps of `text[from..]`, in order; `first_only` stops after the first
+/// logical line (the gap that starts at `from`, if any).
+fn scan(text: &str, from: usize, first_only: bool) -> Vec<Gap> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = from;
+    // Open brackets (the byte and where), where the logical line and the
+    // physical line started, and where the current line's comment starts.
+    let mut stack: Vec<(u8, usize)> = Vec::new();
+    let mut logical = from;
+    let mut line_start = from;
+    let mut comment: Option<usize> = None;
+    // The run of decorator lines just read inside brackets (start, indentation):
+    // a gap that ends at a definition ends before its decorators.
+    let mut decorators: Vec<(usize, usize)> = Vec::new();
+    // The logical lines just before this one that are decorators (their starts).
+    let mut above: Vec<usize> = Vec::new();
+    while i < b.len() {
+        let c = b[i];
+        if !STOP[c as usize] {
+            i += 1;
+            continue;
+        }
+        match c {
+            b'#' => {
+                comment = Some(i);
+                i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k);
+            }
+            b'\'' | b'"' => i = string_end(b, i),
+            b'(' | b'[' | b'{' => {
+                stack.push((c, i));
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                let open = match c {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                if stack.last().is_some_and(|s| s.0 == open) {
+                    stack.pop();
+                }
+                i += 1;
+            }
+            b'\\' => {
+                // A line continuation joins the next line to this one.
+                if b.get(i + 1) == Some(&b'\n') {
+                    i += 2;
+                } else if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') {
+                    i += 3;
+                } else {
+                    i += 1;
+                }
+            }
+            _ => {
+                // A line break.
+                let last = last_token(b, line_start, comment.unwrap_or(i));
+                comment = None;
+                i += 1;
+                line_start = i;
+                if stack.is_empty() {
+                    // Decorators directly above the next statement go with it if it is cut.
+                    let decorator = b.get(logical + indent_of(b, logical)) == Some(&b'@');
+                    if decorator {
+                        above.push(logical);
+                    } else {
+                        above.clear();
+                    }
+                    if first_only && !decorator {
+                        break;
+                    }
+                    logical = i;
+                    decorators.clear();
+                    continue;
+                }
+                // Inside brackets: the next line that holds a token decides.
+                loop {
+                    match cannot_continue(b, i, last, indent_of(b, logical)) {
+                        None => match b[i..].iter().position(|&c| c == b'\n') {
+                            Some(k) => i += k + 1,
+                            None => i = b.len(),
+                        },
+                        Some(false) => {
+                            let indent = indent_of(b, i);
+                            if b.get(i + indent) == Some(&b'@') {
+                                decorators.push((i, indent));
+                            } else {
+                                decorators.clear();
+                            }
+                            break;
+                        }
+                        Some(true) => {
+                            let indent = indent_of(b, i);
+                            let line = &b[i + indent..];
+                            let run = decorators.iter().rev().take_while(|d| d.1 == indent).count();
+                            let end = match line.first() == Some(&b'@') || is_definition(line) {
+                                true if run > 0 => decorators[decorators.len() - run].0,
+                                _ => i,
+                            };
+                            let opener = stack[stack.len() - 1].1;
+                            let at = indent_of(b, logical);
+                            let (start, end) = match compound(&b[logical + at..]) {
+                                // A header cut off: its decorators and its block go too
+                                // (a block after an error at its level would not parse).
+                                true => {
+                                    let start = above
+                                        .iter()
+                                        .rev()
+                                        .take_while(|&&d| indent_of(b, d) == at)
+                                        .last()
+                                        .copied()
+                                        .filter(|_| is_definition(&b[logical + at..]))
+                                        .unwrap_or(logical);
+                                    (start, block_end(b, end, at))
+                                }
+                                false => (logical, end),
+                            };
+                            out.push(Gap { start, end, opener });
+                            if first_only {
+                                return out;
+                            }
+                            // The statement at the cut starts afresh.
+                            i = end;
+                            stack.clear();
+                            decorators.clear();
+                            above.clear();
+                            logical = i;
+                            break;
+                        }
+                    }
+                    if i >= b.len() {
+                        break;
+                    }
+                }
+                line_start = i;
+            }
+        }
+    }
+    out
+}
+
+/// The gaps of `text`, in order (none for valid Python).
+pub fn gaps(text: &str) -> Vec<Gap> {
+    scan(text, 0, false)
+}
+
+/// The gap that starts at `line_start` (a line where a logical line starts), if any.
+pub fn gap_at(text: &str, line_start: usize) -> Option<Gap> {
+    scan(text, line_start, true).into_iter().next().filter(|g| g.start == line_start)
+}
+
+/// `text` as the parser reads it: in each gap the first line's first
+/// character is `$` and the rest of its lines are blank, and each further
+/// line is a comment (`#`, then blanks). Indentation and line breaks stay,
+/// and so does every byte offset.
+pub fn masked<'t>(text: &'t str, gaps: &[Gap]) -> Cow<'t, str> {
+    if gaps.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut b = text.as_bytes().to_vec();
+    for g in gaps {
+        let mut first = true;
+        let mut i = g.start;
+        while i < g.end {
+            let start = i + indent_of(&b, i);
+            let end = b[start..g.end].iter().position(|&c| c == b'\n').map_or(g.end, |k| start + k);
+            let content = b[start..end].iter().rposition(|c| *c != b'\r').map_or(start, |k| start + k + 1);
+            if content > start {
+                // `$` over the whole first character, so that the error token
+                // ends on a character boundary of the real text.
+                let head = match first {
+                    true => text[start..].chars().next().map_or(1, char::len_utf8),
+                    false => 1,
+                };
+                b[start..start + head].fill(if first { b'$' } else { b'#' });
+                b[start + head..content].fill(b' ');
+                first = false;
+            }
+            i = end + 1;
+        }
+    }
+    // ASCII bytes replaced whole characters only.
+    Cow::Owned(String::from_utf8(b).expect("masking writes ASCII over whole characters"))
+}
+
+/// Marks in `tree` (already edited by `edits`: `(start, old_end, new_end)`
+/// in order) the lines whose masking changed between `old` (the gaps the
+/// tree was parsed with) and `new`, as same-length edits, so that an
+/// incremental parse reads them again. Returns whether any masking changed
+/// (beyond moving with the edits).
+pub fn mark_changed(
+    tree: &mut Tree,
+    old: &[Gap],
+    new: &[Gap],
+    edits: &[(usize, usize, usize)],
+    index: &LineIndex,
+) -> bool {
+    if old.is_empty() && new.is_empty() {
+        return false;
+    }
+    // The old gaps in the new text's bytes; one an edit touched covers the edit too.
+    let mapped: Vec<(usize, usize, bool)> = old
+        .iter()
+        .map(|g| {
+            let (mut s, mut e, mut touched) = (g.start, g.end, false);
+            for &(start, old_end, new_end) in edits {
+                let shift = |p: usize| if p >= old_end { p + new_end - old_end } else { p };
+                if start <= e && s <= old_end {
+                    touched = true;
+                    (s, e) = (s.min(start), shift(e.max(old_end)).max(new_end));
+                } else {
+                    (s, e) = (shift(s), shift(e));
+                }
+            }
+            (s, e, touched)
+        })
+        .collect();
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for &(s, e, touched) in &mapped {
+        if touched || !new.iter().any(|g| (g.start, g.end) == (s, e)) {
+            (lo, hi) = (lo.min(s), hi.max(e));
+        }
+    }
+    for g in new {
+        if !mapped.iter().any(|&(s, e, touched)| !touched && (s, e) == (g.start, g.end)) {
+            (lo, hi) = (lo.min(g.start), hi.max(g.end));
+        }
+    }
+    if lo >= hi {
+        return false;
+    }
+    let point = |b: usize| {
+        let row = index.line_of(b);
+        Point::new(row, b - index.line_start(row))
+    };
+    let (start, end) = (point(lo), point(hi));
+    tree.edit(&InputEdit {
+        start_byte: lo,
+        old_end_byte: hi,
+        new_end_byte: hi,
+        start_position: start,
+        old_end_position: end,
+        new_end_position: end,
+    });
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gap_lines(text: &str) -> Vec<(usize, usize)> {
+        let row = |b: usize| text[..b].matches('\n').count();
+        gaps(text).iter().map(|g| (row(g.start), row(g.end))).collect()
+    }
+
+    #[test]
+    fn valid_python_has_no_gap() {
+        let valid = [
+            "x = f(a,\n      b)\n",
+            "x = f(\n    a\n)\n",
+            "x = (a\n     if c\n     else d)\n",
+            "y = [v\n     for v in w\n     if v]\n",
+            "z = (a\n     and b\n     or not c\n     in d)\n",
+            "s = ('a'\n     'b'\n     f'{c}')\n",
+            "t = (yield\n     from g)\n",
+            "u = (m\n     @ n)\n",
+            "v = f(a)(\n    b)\n",
+            "w = d[\n    k\n]\n",
+            "q = \"\"\"(\ndef\n\"\"\"\nr = 1\n",
+            "k = f(  # (\n    a)\n",
+            "x = 1 + \\\n    2\n",
+            "x = (\n    # def\n    a)\n",
+            "x = (\n    ...\n)\n",
+            "x = (lambda\n     a: a)\n",
+        ];
+        for text in valid {
+            assert_eq!(gaps(text), Vec::new(), "{text:?}");
+            assert!(!crate::model::parse(text, None).root_node().has_error(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_bracket_left_open_ends_where_its_statement_cannot_go_on() {
+        // A name after a complete operand.
+        let text = "def f(x, h):\n    z = g(h * 0.2\n    h = k(x)\n    return h\n";
+        assert_eq!(gap_lines(text), [(1, 2)]);
+        // A statement keyword, after an opening bracket.
+        assert_eq!(gap_lines("x = f(\ndef g():\n    pass\n"), [(0, 1)]);
+        // A decorator where an operand must start; the cut is before the run of decorators.
+        let text = "import triton\n@triton.autotune(configs=[\n    c,\n@triton.jit\ndef k(x):\n    pass\n";
+        assert_eq!(gap_lines(text), [(1, 3)]);
+        let text = "y = [a\n@triton.jit\n@other\ndef k(x):\n    pass\n";
+        assert_eq!(gap_lines(text), [(0, 1)], "after an operand `@` could multiply, but not before a `def`");
+        // Two statements left open, each bounded.
+        assert_eq!(gap_lines("a = f(1\nb = 2\nc = g(2\nd = 3\n"), [(0, 1), (2, 3)]);
+        // Nothing after it to stop at: no gap (the parser's recovery stops at the end).
+        assert_eq!(gap_lines("a = 1\nb = f(\n"), Vec::<(usize, usize)>::new());
+    }
+
+    #[test]
+    fn the_rest_of_the_file_parses_as_if_the_statement_were_closed() {
+        let text = "import triton\n\nx = f(a * 2\n\n@triton.jit\ndef k(p):\n    q = p + 1\n";
+        let tree = crate::model::parse(text, None);
+        let root = tree.root_node();
+        let kinds: Vec<&str> = root.children(&mut root.walk()).map(|n| n.kind()).collect();
+        assert_eq!(kinds, ["import_statement", "ERROR", "decorated_definition"], "{}", root.to_sexp());
+        let error = root.child(1).expect("the gap's error");
+        assert_eq!(error.start_byte(), text.find("x = f").unwrap());
+        assert_eq!(gap_at(text, error.start_byte()).map(|g| g.opener), text.find('('));
+    }
+
+    #[test]
+    fn masking_keeps_every_offset_and_line() {
+        let text = "a = 1\n  b = f(x,\n      é\n  c = 2\n";
+        let g = gaps(text);
+        assert_eq!(g.len(), 1);
+        let m = masked(text, &g);
+        assert_eq!(m.len(), text.len());
+        assert_eq!(m.lines().count(), text.lines().count());
+        assert_eq!(m.lines().nth(1), Some(format!("  ${}", " ".repeat(7)).as_str()));
+        assert!(m.lines().nth(2).is_some_and(|l| l.trim() == "#"));
+        assert_eq!(m.lines().nth(3), Some("  c = 2"));
+        // A statement that starts with a character outside ASCII: its error
+        // token covers the whole character (no node ends inside one).
+        let text = "é = f(x *\ndef g():\n    pass\n";
+        let tree = crate::model::parse(text, None);
+        let error = tree.root_node().child(0).expect("the gap's error");
+        assert!(error.is_error() && text.is_char_boundary(error.end_byte()), "{}", tree.root_node().to_sexp());
+        assert_eq!(error.end_byte(), "é".len());
+    }
+}
