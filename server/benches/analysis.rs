@@ -280,7 +280,7 @@ fn typing(text: String, settings: &Settings, place: Place) {
     let mut index = kernel_lsp::text::LineIndex::new(&text);
     let edits = round_edits(&text, place);
     let mut tree = parse(&text, None);
-    let mut gaps = kernel_lsp::model::recovery::gaps(&text);
+    let mut scanned = kernel_lsp::model::recovery::scanned(&text);
     let (_, mut snapshot) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, None);
     let (mut reparse, mut analyse, mut typed, mut runs, mut incremental_runs) =
         (Vec::new(), Vec::new(), Vec::new(), 0, 0);
@@ -322,7 +322,8 @@ fn typing(text: String, settings: &Settings, place: Place) {
             });
             text = std::sync::Arc::from(s);
             index = new_index;
-            (tree, gaps, _) = kernel_lsp::model::reparse(&text, &mut tree, &gaps, &[(start, old_end, new_end)], &index);
+            (tree, scanned, _) =
+                kernel_lsp::model::reparse(&text, &mut tree, &scanned, &[(start, old_end, new_end)], &index);
             let t1 = Instant::now();
             let (result, next) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, Some(&snapshot));
             let t2 = Instant::now();

@@ -141,9 +141,9 @@ fn edit_from(
         old_end_position: point(&index, start + old.len()),
         new_end_position: point(&new_index, start + new.len()),
     });
-    let gaps = crate::model::recovery::gaps(text);
+    let scanned = crate::model::recovery::scanned(text);
     *text = Arc::from(edited.as_str());
-    *tree = crate::model::reparse(text, tree, &gaps, &[(start, start + old.len(), start + new.len())], &new_index).0;
+    *tree = crate::model::reparse(text, tree, &scanned, &[(start, start + old.len(), start + new.len())], &new_index).0;
     let settings = Settings::default();
     let (result, next) = analyze(text, tree, &settings, &new_index, Some(snapshot));
     assert_eq!(result, check(text, tree, &settings), "{new}");
@@ -407,7 +407,7 @@ struct Doc {
     text: Arc<str>,
     tree: Tree,
     /// The gaps `tree` was parsed around, and the edits since (`model::reparse`).
-    gaps: Vec<crate::model::recovery::Gap>,
+    scanned: crate::model::recovery::Scanned,
     edits: Vec<(usize, usize, usize)>,
     snapshot: Option<Snapshot>,
     result: CheckResult,
@@ -418,8 +418,8 @@ impl Doc {
         let text: Arc<str> = Arc::from(text);
         let tree = parse(&text, None);
         let (result, snapshot) = analyze(&text, &tree, &Settings::default(), &LineIndex::new(&text), None);
-        let gaps = crate::model::recovery::gaps(&text);
-        Doc { text, tree, gaps, edits: Vec::new(), snapshot: Some(snapshot), result }
+        let scanned = crate::model::recovery::scanned(&text);
+        Doc { text, tree, scanned, edits: Vec::new(), snapshot: Some(snapshot), result }
     }
 
     /// Replaces the bytes `a..b` with `insert` in the text and the tree (not reparsed yet).
@@ -448,7 +448,7 @@ impl Doc {
     fn analyze(&mut self) -> &Snapshot {
         let index = LineIndex::new(&self.text);
         let edits = std::mem::take(&mut self.edits);
-        (self.tree, self.gaps, _) = crate::model::reparse(&self.text, &mut self.tree, &self.gaps, &edits, &index);
+        (self.tree, self.scanned, _) = crate::model::reparse(&self.text, &mut self.tree, &self.scanned, &edits, &index);
         let (result, snapshot) = analyze(&self.text, &self.tree, &Settings::default(), &index, self.snapshot.as_ref());
         self.result = result;
         self.snapshot.insert(snapshot)

@@ -36,7 +36,7 @@ pub struct Document {
     /// Where statements with a bracket left open were masked when `tree`
     /// was parsed (`model::recovery`): the next reparse reads again the
     /// lines whose masking changes.
-    gaps: Vec<model::recovery::Gap>,
+    scanned: model::recovery::Scanned,
     pub settings: Arc<Settings>,
     /// The analysis of version `analyzed`; after an edit it lags until the
     /// background analysis of the new version lands.
@@ -172,12 +172,12 @@ impl Analysis {
 
 impl Document {
     pub fn new(text: &str, version: i32, settings: Arc<Settings>) -> Self {
-        let gaps = model::recovery::gaps(text);
-        let tree = model::parse_around(text, &gaps, None);
+        let scanned = model::recovery::scanned(text);
+        let tree = model::parse_around(text, &scanned.gaps, None);
         // The first incremental reparse of a freshly parsed tree costs several
         // times a later one (5 ms against 1 ms for a 5,000-line file): pay it
         // here, with a reparse that changes nothing, not on the first keystroke.
-        let tree = model::parse_around(text, &gaps, Some(&tree));
+        let tree = model::parse_around(text, &scanned.gaps, Some(&tree));
         let line_index = LineIndex::new(text);
         let text: Arc<str> = Arc::from(text);
         let (result, snapshot) = checker::analyze(&text, &tree, &settings, &line_index, None);
@@ -186,7 +186,7 @@ impl Document {
             text,
             line_index: Arc::new(line_index),
             tree: Some(tree),
-            gaps,
+            scanned,
             settings,
             result,
             analyzed: version,
@@ -264,15 +264,15 @@ impl Document {
             self.moved[before..].iter().map(|m| (m.start, m.old_end, m.new_end)).collect();
         let old = if full_reparse { None } else { self.tree.as_mut() };
         self.reparsed_incrementally = old.is_some();
-        let (tree, gaps, masking_changed) = match old {
-            Some(old) => model::reparse(&self.text, old, &self.gaps, &edits, &self.line_index),
+        let (tree, scanned, masking_changed) = match old {
+            Some(old) => model::reparse(&self.text, old, &self.scanned, &edits, &self.line_index),
             None => {
-                let gaps = model::recovery::gaps(&self.text);
-                (model::parse_around(&self.text, &gaps, None), gaps, true)
+                let scanned = model::recovery::scanned(&self.text);
+                (model::parse_around(&self.text, &scanned.gaps, None), scanned, true)
             }
         };
         self.tree = Some(tree);
-        self.gaps = gaps;
+        self.scanned = scanned;
         if masking_changed {
             // A bracket left open moved where a statement is cut: other lines changed shape.
             for m in &mut self.moved[before..] {
@@ -349,8 +349,8 @@ impl Document {
         let tree = match self.tree.take() {
             Some(tree) => tree,
             None => {
-                self.gaps = model::recovery::gaps(&self.text);
-                model::parse_around(&self.text, &self.gaps, None)
+                self.scanned = model::recovery::scanned(&self.text);
+                model::parse_around(&self.text, &self.scanned.gaps, None)
             }
         };
         let (result, snapshot) = checker::analyze(&self.text, &tree, &self.settings, &self.line_index, None);

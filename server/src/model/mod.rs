@@ -73,19 +73,19 @@ pub fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> T
     parser.parse(read.as_ref(), old).expect("parsing without a timeout or cancellation flag always yields a tree")
 }
 
-/// Reparses `text` from `old`, a tree parsed around `old_gaps` and since
-/// edited by `edits` (`(start, old_end, new_end)`, in order; `index` is the
-/// new text's): the lines whose masking changed are read again too. Returns
-/// the tree, the gaps of `text` and whether the masking changed (then the
-/// edits changed other lines' structure too).
+/// Reparses `text` from `old`, a tree parsed around `scanned` (its text's
+/// gaps) and since edited by `edits` (`(start, old_end, new_end)`, in order;
+/// `index` is the new text's): the lines whose masking changed are read
+/// again too. Returns the tree, the new text's [`recovery::Scanned`] and
+/// whether the masking changed (then the edits changed other lines' structure too).
 pub fn reparse(
     text: &str,
     old: &mut Tree,
-    old_gaps: &[recovery::Gap],
+    scanned: &recovery::Scanned,
     edits: &[(usize, usize, usize)],
     index: &crate::text::LineIndex,
-) -> (Tree, Vec<recovery::Gap>, bool) {
-    let gaps = recovery::gaps(text);
-    let changed = recovery::mark_changed(old, old_gaps, &gaps, edits, index);
-    (parse_around(text, &gaps, Some(old)), gaps, changed)
+) -> (Tree, recovery::Scanned, bool) {
+    let now = recovery::rescan(text, scanned, edits);
+    let changed = recovery::mark_changed(old, &scanned.gaps, &now.gaps, edits, index);
+    (parse_around(text, &now.gaps, Some(old)), now, changed)
 }

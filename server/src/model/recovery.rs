@@ -228,12 +228,43 @@ fn indent_of(b: &[u8], i: usize) -> usize {
     b[i..].iter().take_while(|c| matches!(c, b' ' | b'\t')).count()
 }
 
-/// The gaps of `text[from..]`, in order; `first_only` stops after the first
-/// logical line (the gap that starts at `from`, if any).
-fn scan(text: &str, from: usize, first_only: bool) -> Vec<Gap> {
+/// Where a scan stops before the end of the text.
+enum Stop<'o> {
+    /// Never.
+    End,
+    /// After the first logical line (and the decorators before it).
+    FirstLine,
+    /// At the first checkpoint from `after` on that is a checkpoint of the
+    /// text before an edit (`old`, in its bytes: `delta` less).
+    Converged { after: usize, old: &'o [usize], delta: isize },
+}
+
+/// The gaps of `text[from..]` and its checkpoints (line starts where a scan
+/// may start afresh: reached by a line break outside brackets and strings,
+/// at column 0, not a decorator and not below one), in order, and where the
+/// scan stopped. `from` must be such a place. What the scan found before a
+/// checkpoint never depends on the text after it.
+fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
+    let first_only = matches!(stop, Stop::FirstLine);
     let b = text.as_bytes();
     let mut out = Vec::new();
+    let mut checkpoints = Vec::new();
     let mut i = from;
+    // A logical line starts at `at` (outside brackets, `above` up to date): a checkpoint?
+    // Returns whether the scan has met the text before the edit again.
+    let checkpoint = |at: usize, above: &[usize], checkpoints: &mut Vec<usize>| -> bool {
+        let token = b.get(at).is_some_and(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'#' | b'@' | b'\x0c'));
+        if !token || !above.is_empty() {
+            return false;
+        }
+        if let Stop::Converged { after, old, delta } = stop {
+            if at >= after && old.binary_search(&((at as isize - delta) as usize)).is_ok() {
+                return true;
+            }
+        }
+        checkpoints.push(at);
+        false
+    };
     // Open brackets (the byte and where), where the logical line and the
     // physical line started, and where the current line's comment starts.
     let mut stack: Vec<(u8, usize)> = Vec::new();
@@ -245,6 +276,11 @@ fn scan(text: &str, from: usize, first_only: bool) -> Vec<Gap> {
     let mut decorators: Vec<(usize, usize)> = Vec::new();
     // The logical lines just before this one that are decorators (their starts).
     let mut above: Vec<usize> = Vec::new();
+    // No checkpoint up to the line a cut looked at (the `def` its decorators went with).
+    let mut looked_at = 0;
+    if checkpoint(from, &above, &mut checkpoints) {
+        return (out, checkpoints, from);
+    }
     while i < b.len() {
         let c = b[i];
         if !STOP[c as usize] {
@@ -301,6 +337,9 @@ fn scan(text: &str, from: usize, first_only: bool) -> Vec<Gap> {
                     }
                     logical = i;
                     decorators.clear();
+                    if i > looked_at && checkpoint(i, &above, &mut checkpoints) {
+                        return (out, checkpoints, i);
+                    }
                     continue;
                 }
                 // Inside brackets: the next line that holds a token decides.
@@ -320,6 +359,7 @@ fn scan(text: &str, from: usize, first_only: bool) -> Vec<Gap> {
                             break;
                         }
                         Some(true) => {
+                            looked_at = i;
                             let indent = indent_of(b, i);
                             let line = &b[i + indent..];
                             let run = decorators.iter().rev().take_while(|d| d.1 == indent).count();
@@ -347,13 +387,16 @@ fn scan(text: &str, from: usize, first_only: bool) -> Vec<Gap> {
                             };
                             out.push(Gap { start, end, opener });
                             if first_only {
-                                return out;
+                                return (out, checkpoints, end);
                             }
                             // The statement at the cut starts afresh.
                             i = end;
                             stack.clear();
                             decorators.clear();
                             above.clear();
+                            // Not a checkpoint: where the cut falls depended on the
+                            // lines from here on (the decorators before a `def`, a
+                            // header's block).
                             logical = i;
                             break;
                         }
@@ -366,17 +409,57 @@ fn scan(text: &str, from: usize, first_only: bool) -> Vec<Gap> {
             }
         }
     }
-    out
+    (out, checkpoints, b.len())
+}
+
+/// The gaps of a text, and where a scan of it may start again after an edit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scanned {
+    pub gaps: Vec<Gap>,
+    checkpoints: Vec<usize>,
 }
 
 /// The gaps of `text`, in order (none for valid Python).
 pub fn gaps(text: &str) -> Vec<Gap> {
-    scan(text, 0, false)
+    scanned(text).gaps
+}
+
+/// [`gaps`], with the checkpoints that let [`rescan`] read only what an edit changed.
+pub fn scanned(text: &str) -> Scanned {
+    let (gaps, checkpoints, _) = scan(text, 0, Stop::End);
+    Scanned { gaps, checkpoints }
+}
+
+/// The [`scanned`] of `text`, made from `old` (that of the text before
+/// `edits`, `(start, old_end, new_end)` in order): read from the last
+/// checkpoint before the edit until the scan meets a checkpoint of the old
+/// text again; the rest moves with the edit. More than one edit: read whole.
+pub fn rescan(text: &str, old: &Scanned, edits: &[(usize, usize, usize)]) -> Scanned {
+    let &[(start, old_end, new_end)] = edits else { return scanned(text) };
+    let delta = new_end as isize - old_end as isize;
+    let shift = |p: usize| (p as isize + delta) as usize;
+    let k = old.checkpoints.partition_point(|&c| c <= start);
+    let from = if k == 0 { 0 } else { old.checkpoints[k - 1] };
+    let (fresh, checkpoints, stop) = scan(text, from, Stop::Converged { after: new_end, old: &old.checkpoints, delta });
+    let old_stop = (stop as isize - delta) as usize;
+    let mut out = Scanned { gaps: Vec::new(), checkpoints: Vec::new() };
+    out.gaps.extend(old.gaps.iter().filter(|g| g.start < from));
+    out.gaps.extend(fresh);
+    if stop < text.len() {
+        let after = old.gaps.iter().filter(|g| g.start >= old_stop);
+        out.gaps.extend(after.map(|g| Gap { start: shift(g.start), end: shift(g.end), opener: shift(g.opener) }));
+    }
+    out.checkpoints.extend(old.checkpoints.iter().filter(|&&c| c < from));
+    out.checkpoints.extend(checkpoints);
+    if stop < text.len() {
+        out.checkpoints.extend(old.checkpoints.iter().filter(|&&c| c >= old_stop).map(|&c| shift(c)));
+    }
+    out
 }
 
 /// The gap that starts at `line_start` (a line where a logical line starts), if any.
 pub fn gap_at(text: &str, line_start: usize) -> Option<Gap> {
-    scan(text, line_start, true).into_iter().next().filter(|g| g.start == line_start)
+    scan(text, line_start, Stop::FirstLine).0.into_iter().next().filter(|g| g.start == line_start)
 }
 
 /// `text` as the parser reads it: in each gap the first line's first
@@ -538,6 +621,53 @@ mod tests {
         let error = root.child(1).expect("the gap's error");
         assert_eq!(error.start_byte(), text.find("x = f").unwrap());
         assert_eq!(gap_at(text, error.start_byte()).map(|g| g.opener), text.find('('));
+    }
+
+    /// Under random edits (brackets, decorators, strings, line breaks), the
+    /// scan read from the last checkpoint before each edit equals a scan of
+    /// the whole text, and it reads less than the whole text.
+    #[test]
+    fn a_rescan_after_an_edit_equals_a_whole_scan() {
+        const SNIPPETS: &[&str] = &[
+            "(",
+            ")",
+            "[",
+            "]",
+            "x",
+            " * 2",
+            "\n",
+            "\ndef ",
+            "@triton.jit\n",
+            "\"",
+            "'",
+            "#",
+            "\\\n",
+            "    ",
+            "",
+            "é",
+            "return ",
+            "\n    y = 1\n",
+        ];
+        let base = "import triton\n\nBLOCK = 4\n\n@triton.autotune(configs=[c], key=[\"n\"])\n@triton.jit\ndef k(x_ptr, n):\n    x = tl.load(x_ptr)\n    y = f(x,\n          n)\n\n\ndef run(x):\n    k[(1,)](x, 4)\n    s = \"\"\"a ( b\n\"\"\"\n    return x\n\nclass M:\n    def forward(self, x):\n        return run(x)\n";
+        let mut partial = 0;
+        for seed in 1..=200u64 {
+            let mut rng = crate::xorshift::Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let mut text = base.repeat(1 + rng.below(3));
+            let mut now = scanned(&text);
+            for step in 0..30 {
+                let a = rng.below(text.len() + 1);
+                let a = (0..=a).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+                let b = (a + rng.below(6)).min(text.len());
+                let b = (b..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+                let insert = SNIPPETS[rng.below(SNIPPETS.len())];
+                text.replace_range(a..b, insert);
+                let again = rescan(&text, &now, &[(a, b, a + insert.len())]);
+                now = scanned(&text);
+                assert_eq!(again, now, "seed {seed}, step {step}: {text:?}");
+                partial += usize::from(now.checkpoints.len() > 2);
+            }
+        }
+        assert!(partial > 1000, "checkpoints to start from in only {partial} texts");
     }
 
     #[test]
