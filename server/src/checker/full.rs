@@ -57,6 +57,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
     Snapshot {
         settings: settings.clone(),
         text: text.clone(),
+        tree: tree.clone(),
         estimates: launch_estimates(&model).into_iter().collect(),
         tl_aliases: model.tl_aliases.clone(),
         triton_aliases: model.triton_aliases.clone(),

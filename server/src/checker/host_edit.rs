@@ -122,6 +122,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         return Ok(Snapshot {
             settings: prev.settings.clone(),
             text: text.clone(),
+            tree: tree.clone(),
             estimates: merged_estimates(&units),
             tl_aliases: m.aliases.0.clone(),
             triton_aliases: m.aliases.1.clone(),
@@ -205,7 +206,7 @@ impl<'p> Plan<'p> {
                 let f = &u.facts;
                 f.neutral
                     && !f.kernels.is_empty()
-                    && f.error_shape.is_none()
+                    && !f.has_error
                     && f.diags.iter().all(|d| !is_host_diag(d) || is_node_local(&d.code))
             })
             .collect();

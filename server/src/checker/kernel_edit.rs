@@ -51,7 +51,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         }
     }
     check_new_callees(prev, m, &set.recheck, &fresh)?;
-    assemble(text, prev, m, &set.recheck, fresh)
+    assemble(text, tree, prev, m, &set.recheck, fresh)
 }
 
 /// The edits this path cannot take, known before anything is read.
@@ -247,6 +247,7 @@ fn check_new_callees(prev: &Snapshot, m: &Matching, recheck: &[usize], fresh: &[
 /// rules' findings of those that did not change); everything else moves with its statement.
 fn assemble(
     text: &Arc<str>,
+    tree: &Tree,
     prev: &Snapshot,
     m: &Matching,
     recheck: &[usize],
@@ -280,6 +281,7 @@ fn assemble(
     Ok(Snapshot {
         settings: prev.settings.clone(),
         text: text.clone(),
+        tree: tree.clone(),
         tl_aliases: aliases.0.clone(),
         triton_aliases: aliases.1.clone(),
         triton_imported: m.triton_imported,

@@ -105,9 +105,9 @@ pub(super) fn match_units(prev: &Snapshot, nodes: &[Node], text: &str) -> (Vec<O
     let same = |o: usize, i: usize| {
         let (u, n) = (&prev.units[o], nodes[i]);
         u.facts.kind == n.kind_id()
-            && u.facts.error_shape.is_some() == n.has_error()
+            && u.facts.has_error == n.has_error()
             && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
-            && u.facts.error_shape.as_ref().is_none_or(|s| *s == shape(n))
+            && (!u.facts.has_error || old_node(prev, u.range).is_some_and(|o| shape(o) == shape(n)))
     };
     let (old_len, new_len) = (prev.units.len(), nodes.len());
     let mut prefix = 0;
@@ -143,6 +143,12 @@ pub(super) fn has_import_keyword(text: &str) -> bool {
         let after = bytes.get(at + "import".len()).copied();
         !before.is_some_and(word) && !after.is_some_and(word)
     })
+}
+
+/// The top-level statement of `prev`'s tree at `range`.
+fn old_node(prev: &Snapshot, range: TextRange) -> Option<Node<'_>> {
+    let node = prev.tree.root_node().first_child_for_byte(range.start)?;
+    (node.byte_range() == (range.start..range.end)).then_some(node)
 }
 
 /// Every node of a statement: kind, start and end relative to the statement.

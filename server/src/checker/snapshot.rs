@@ -23,12 +23,16 @@ use crate::model::candidate::Imports;
 use crate::model::{Directive, FileModel, HostStub, KernelHostView};
 use crate::rules::{self};
 use crate::text::{LineIndex, TextRange};
+use tree_sitter::Tree;
 
 /// The analysis of one version of a file, kept to analyse the next version incrementally.
 pub struct Snapshot {
     pub(super) settings: Settings,
     /// The text analysed, to tell which statements an edit left as they were.
     pub(super) text: Arc<str>,
+    /// Its tree (shared with the document's while they are the same), for
+    /// the syntax tree of a statement with an error whose text matches.
+    pub(super) tree: Tree,
     pub(super) tl_aliases: Vec<String>,
     pub(super) triton_aliases: Vec<String>,
     /// Whether the file imports Triton anywhere (`model::triton_imported`).
@@ -109,10 +113,11 @@ impl Unit {
 pub(super) struct UnitFacts {
     /// The statement's node kind.
     pub(super) kind: u16,
-    /// For a statement with a syntax error, its whole syntax tree (every
-    /// node's kind and span): error recovery may read the same text differently,
-    /// so such a statement is reused only if it parsed the same way.
-    pub(super) error_shape: Option<Vec<(u16, u32, u32)>>,
+    /// Whether the statement has a syntax error: error recovery may read the
+    /// same text differently, so such a statement is reused only if it parsed
+    /// the same way (its syntax tree, in `Snapshot::tree`, is compared when
+    /// its text matches: a statement being typed in is never walked for it).
+    pub(super) has_error: bool,
     /// Contributes nothing to host code (see the module doc).
     pub(super) neutral: bool,
     pub(super) kernels: Vec<KernelFacts>,

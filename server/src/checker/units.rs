@@ -44,13 +44,13 @@ pub(super) fn facts<'p>(
         .enumerate()
         .map(|(s, &i)| {
             slot.insert(i, s);
-            let (error_shape, reads, import_binds) = match kept(i) {
-                Some(k) => (k.error_shape.clone(), k.reads.clone(), k.import_binds.clone()),
+            let (has_error, reads, import_binds) = match kept(i) {
+                Some(k) => (k.has_error, k.reads.clone(), k.import_binds.clone()),
                 None => text_facts(nodes[i], model.src),
             };
             let facts = UnitFacts {
                 kind: nodes[i].kind_id(),
-                error_shape,
+                has_error,
                 neutral: true,
                 kernels: Vec::new(),
                 helper_callees: Vec::new(),
@@ -187,8 +187,8 @@ pub(super) fn facts<'p>(
     (units, loose)
 }
 
-/// A statement's error shape, module reads and import bindings.
-type TextFacts = (Option<Vec<(u16, u32, u32)>>, Vec<String>, Vec<String>);
+/// Whether a statement has a syntax error, its module reads and import bindings.
+type TextFacts = (bool, Vec<String>, Vec<String>);
 
 /// What a statement's facts take from its text alone: its error shape,
 /// module reads and import bindings (the same for the same text: `matching`
@@ -199,7 +199,7 @@ fn text_facts(unit: Node, src: &str) -> TextFacts {
     } else {
         Vec::new()
     };
-    (unit.has_error().then(|| shape(unit)), crate::model::module_reads(unit, src), import_binds)
+    (unit.has_error(), crate::model::module_reads(unit, src), import_binds)
 }
 
 /// [`UnitFacts::widths`]: the element widths named in `unit` outside its kernels.
@@ -304,7 +304,7 @@ pub(super) fn host_links(model: &FileModel, units: &mut [Fresh], unit: &impl Fn(
 /// what other functions read of it.
 pub(super) fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, candidate: bool) -> Option<Arc<HostStub>> {
     if node.kind() != "function_definition"
-        || facts.error_shape.is_some()
+        || facts.has_error
         || !facts.kernels.is_empty()
         || !facts.classes.is_empty()
         || !facts.module_assigns.is_empty()
