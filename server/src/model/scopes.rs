@@ -601,6 +601,9 @@ impl<'s> Found<'s, '_> {
     /// and how, it descends: whether its children are in a nested scope, and
     /// the field whose child is skipped.
     fn enter(&mut self, node: Node, nested: bool) -> Option<(bool, Option<&'static str>)> {
+        if plain_kind(node.kind_id()) {
+            return Some((nested, None));
+        }
         let Found { src, used, bound, give_up } = self;
         let src: &'s str = src;
         let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
@@ -663,6 +666,27 @@ impl<'s> Found<'s, '_> {
         };
         Some((inner, skip))
     }
+}
+
+/// Whether [`Found::enter`] only descends into a node of this kind (most
+/// nodes: calls, operators, blocks, literals), decided once per kind rather
+/// than by comparing the kind's name with each it acts on.
+fn plain_kind(id: u16) -> bool {
+    const ACTS_ON: &str = "identifier global_statement nonlocal_statement match_statement assignment \
+        augmented_assignment for_statement named_expression as_pattern delete_statement import_statement \
+        import_from_statement function_definition class_definition lambda list_comprehension set_comprehension \
+        dictionary_comprehension generator_expression attribute keyword_argument";
+    static PLAIN: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let plain = PLAIN.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        (0..language.node_kind_count())
+            .map(|id| {
+                let name = language.node_kind_for_id(id as u16).unwrap_or("");
+                !ACTS_ON.split_whitespace().any(|k| k == name)
+            })
+            .collect()
+    });
+    plain.get(id as usize).copied().unwrap_or(false)
 }
 
 /// The names an assignment target binds: identifiers, and those inside
