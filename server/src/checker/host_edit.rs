@@ -261,7 +261,7 @@ impl<'p> Plan<'p> {
         }
         for (o, u) in prev.units.iter().enumerate() {
             let f = &u.facts;
-            if self.reading[o] || !self.globals.iter().any(|g| f.reads.binary_search(g).is_ok()) {
+            if self.reading[o] || !self.globals.iter().any(|g| f.reads(prev, u.range).binary_search(g).is_ok()) {
                 continue;
             }
             self.reading[o] = true;

@@ -165,7 +165,7 @@ fn reread(
             .units
             .iter()
             .filter(|u| u.facts.launched.iter().any(|k| set.names.contains(k.as_str())))
-            .flat_map(|u| u.facts.reads.iter().map(String::as_str))
+            .flat_map(|u| u.facts.reads(prev, u.range).iter().map(String::as_str))
             .collect();
         let walk: Vec<Node> = (0..nodes.len())
             .filter(|&i| match matched[i] {

@@ -129,10 +129,11 @@ pub(super) struct UnitFacts {
     /// name lookups elsewhere), as written (a target may be `x.y` or `x[0]`).
     pub(super) module_assigns: Vec<String>,
     /// The names it may read from the module scope (`model::module_reads`),
-    /// sorted.
-    /// A statement that may read a module-level name an edit assigns is read
-    /// again, with the kernels it defines and launches.
-    pub(super) reads: Vec<String>,
+    /// sorted, read from the snapshot's tree the first time a later edit asks
+    /// ([`UnitFacts::reads`]): a statement being typed in is never walked for
+    /// them. A statement that may read a module-level name an edit assigns is
+    /// read again, with the kernels it defines and launches.
+    pub(super) reads: std::sync::OnceLock<Vec<String>>,
     /// The names its import statements bind (`model::import_binds`; `*` for a wildcard).
     pub(super) import_binds: Vec<String>,
     /// The element widths its host code (its text less its kernels) names
@@ -208,6 +209,19 @@ pub(super) struct KernelFacts {
 
 /// A statement as [`facts`] reads it: its facts and its foreign diagnostics.
 pub(super) type Fresh = (UnitFacts, Vec<Diagnostic>);
+
+impl UnitFacts {
+    /// [`UnitFacts::reads`] of the statement at `range` in `snapshot` (whose
+    /// facts these are: the same text wherever they are shared).
+    pub(super) fn reads(&self, snapshot: &Snapshot, range: TextRange) -> &[String] {
+        self.reads.get_or_init(|| {
+            let node = snapshot.tree.root_node().first_child_for_byte(range.start);
+            node.filter(|n| n.byte_range() == (range.start..range.end))
+                .map(|n| crate::model::module_reads(n, &snapshot.text))
+                .unwrap_or_default()
+        })
+    }
+}
 
 impl Snapshot {
     /// The file's diagnostics (suppressions applied, in order), kernels, classes and reference.

@@ -187,19 +187,21 @@ pub(super) fn facts<'p>(
     (units, loose)
 }
 
-/// Whether a statement has a syntax error, its module reads and import bindings.
-type TextFacts = (bool, Vec<String>, Vec<String>);
+/// Whether a statement has a syntax error, its module reads (read when first
+/// asked, see `UnitFacts::reads`) and import bindings.
+type TextFacts = (bool, std::sync::OnceLock<Vec<String>>, Vec<String>);
 
-/// What a statement's facts take from its text alone: its error shape,
-/// module reads and import bindings (the same for the same text: `matching`
-/// keeps a statement with a syntax error only if it parsed the same way).
+/// What a statement's facts take from its text alone: whether it has a
+/// syntax error, its module reads (left to be read when first asked) and
+/// import bindings (the same for the same text: `matching` keeps a statement
+/// with a syntax error only if it parsed the same way).
 fn text_facts(unit: Node, src: &str) -> TextFacts {
     let import_binds = if src.get(unit.byte_range()).is_some_and(has_import_keyword) {
         crate::model::import_binds(unit, src)
     } else {
         Vec::new()
     };
-    (unit.has_error(), crate::model::module_reads(unit, src), import_binds)
+    (unit.has_error(), std::sync::OnceLock::new(), import_binds)
 }
 
 /// [`UnitFacts::widths`]: the element widths named in `unit` outside its kernels.
