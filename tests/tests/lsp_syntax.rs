@@ -74,3 +74,46 @@ fn typing_an_unfinished_def_reports_kl900_and_keeps_the_other_diagnostics() {
     assert_eq!(codes(&c.diagnostics(URI, version)), vec!["KL005", "KL004"]);
     assert!(c.shutdown().success());
 }
+
+/// Typing a decorator above a launcher in the middle of a file of kernels,
+/// one keystroke at a time: while its bracket is open the statement stops at
+/// the next line (`def` cannot continue it), so every kernel keeps its
+/// finding in every publication (from the `(` on), with one KL900 at the
+/// innermost open bracket. (tree-sitter alone reads the rest of the file into the open
+/// bracket: the findings of every kernel after it went until it was closed.)
+#[test]
+fn a_decorator_typed_mid_file_leaves_the_kernels_after_it_analysed() {
+    let generated = kernel_lsp_tests::generate(400);
+    let text = generated.text.as_str();
+    let uri = "file:///tmp/kernel-lsp-e2e/decorator.py";
+    let mut c = LspClient::start();
+    c.initialize(&["utf-16"]);
+    c.open(uri, text);
+    let kl005 = |diags: &[Value]| diags.iter().filter(|d| d["code"] == "KL005").count();
+    let opened = c.diagnostics(uri, 1);
+    let kernels = kl005(&opened);
+    assert!(kernels >= 8, "a finding in each kernel: {}", kernels);
+    let launchers: Vec<usize> =
+        text.lines().enumerate().filter(|(_, l)| l.starts_with("def run_cell_")).map(|(i, _)| i).collect();
+    let line = launchers[launchers.len() / 2] as u64;
+    // A fresh line above the launcher.
+    c.change(uri, 2, json!([{"range": range(line, 0, line, 0), "text": "\n"}]));
+    let typed = "@triton.autotune(configs=[";
+    let mut open: Vec<u64> = Vec::new();
+    for (k, ch) in typed.chars().enumerate() {
+        let version = 3 + k as i64;
+        let col = k as u64;
+        c.change(uri, version, json!([{"range": range(line, col, line, col), "text": ch.to_string()}]));
+        if matches!(ch, '(' | '[') {
+            open.push(col);
+        }
+        let diags = c.diagnostics(uri, version);
+        // Before the bracket (`@triton.`) the error is tree-sitter's own recovery's.
+        let Some(&at) = open.last() else { continue };
+        assert_eq!(kl005(&diags), kernels, "after {:?}: {diags:#?}", &typed[..=k]);
+        let kl900: Vec<&Value> = diags.iter().filter(|d| d["code"] == "KL900").collect();
+        assert_eq!(kl900.len(), 1, "after {:?}: {diags:#?}", &typed[..=k]);
+        assert_eq!(kl900[0]["range"], range(line, at, line, at + 1), "after {:?}", &typed[..=k]);
+    }
+    assert!(c.shutdown().success());
+}
