@@ -67,6 +67,12 @@ use crate::text::TextRange;
 pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
     refuse(prev, m)?;
     let mut plan = Plan::new(prev, m);
+    // A version flag set or unset: what its `if` guards is read again (KL005).
+    let flags = changed_version_flags(prev, m, text);
+    if !flags.is_empty() {
+        plan.globals.extend(flags);
+        plan.read_globals(prev);
+    }
     let mut attempt = 0;
     loop {
         attempt += 1;

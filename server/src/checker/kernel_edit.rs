@@ -37,6 +37,9 @@ struct ReadSet<'p> {
 
 pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
     refuse(prev, m)?;
+    if !changed_version_flags(prev, m, text).is_empty() {
+        return Err("a line that sets a version flag changed");
+    }
     let mut set = read_set(prev, m);
     let (fresh, loose) = reread(text, tree, prev, m, &mut set)?;
     if !loose.is_empty() {

@@ -145,6 +145,20 @@ pub(super) fn has_import_keyword(text: &str) -> bool {
     })
 }
 
+/// The version flags (`model::version_flags`, which KL005 reads from the
+/// whole text) set by a line of the statements an edit changed, before or
+/// after: an edit that sets or unsets one changes KL005's findings wherever
+/// the flag guards a `tl` name.
+pub(super) fn changed_version_flags(prev: &Snapshot, m: &Matching, text: &str) -> Vec<String> {
+    let old = m.changed_old.iter().map(|&o| prev.text.get(prev.units[o].range.start..prev.units[o].range.end));
+    let new = (0..m.nodes.len()).filter(|&i| m.matched[i].is_none()).map(|i| text.get(m.nodes[i].byte_range()));
+    let mut out: Vec<String> =
+        old.chain(new).flatten().flat_map(|t| crate::model::version_flags(t).into_iter().map(str::to_string)).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The top-level statement of `prev`'s tree at `range`.
 fn old_node(prev: &Snapshot, range: TextRange) -> Option<Node<'_>> {
     let node = prev.tree.root_node().first_child_for_byte(range.start)?;

@@ -1085,3 +1085,22 @@ fn a_syntax_error_in_host_code_leaves_the_fixes_of_other_kernels() {
         assert_eq!(padded(&doc), 2);
     }
 }
+
+/// A line that sets a version flag changed inside a statement the parser
+/// cannot read (KL005 reads the flags from the text: `FLAG = ...version...`
+/// at column 0): the `tl` names the flag guards are read again, and the
+/// result is a full analysis's (seed 91021 of the random-edit tests, four
+/// times the seeds, took the kernel path and kept KL005 silent).
+#[test]
+fn a_version_flag_unset_in_a_broken_statement_rereads_what_it_guards() {
+    let text = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\nets from the version\nTRITON_V9 = triton.__version__ >= \"9.0\"\nif TRITON_V9:\n    scan_fn = tl.scan_v9\n";
+    let mut doc = Doc::new(text);
+    let kl005 = |doc: &Doc| doc.result.diagnostics.iter().filter(|d| d.code == "KL005").count();
+    assert_eq!(kl005(&doc), 0, "guarded by a version flag: {:?}", doc.result.diagnostics);
+    let at = doc.text.find("__version__").expect("the flag");
+    doc.edit(at + "__versi".len(), at + "__version__".len(), "");
+    let path = doc.analyze().path();
+    assert_ne!(path, Path::Kernels, "a flag changed: not the kernel path");
+    assert_eq!(doc.result, check(&doc.text, &doc.tree, &Settings::default()));
+    assert_eq!(kl005(&doc), 1, "the flag is gone: {:?}", doc.result.diagnostics);
+}

@@ -52,7 +52,7 @@ pub use index::{inside, NodeIndex};
 pub use kernel::*;
 pub use launches::*;
 pub use nodes::*;
-pub use scopes::{bound_from, import_binds, imports, imports_of, module_reads, triton_imported};
+pub use scopes::{bound_from, import_binds, imports, imports_of, module_reads, triton_imported, version_flags};
 
 /// Parses Python source; pass the previous (already `edit`ed) tree to reparse
 /// incrementally (where a bracket left open may have moved, see [`reparse`]).

@@ -689,6 +689,20 @@ fn plain_kind(id: u16) -> bool {
     plain.get(id as usize).copied().unwrap_or(false)
 }
 
+/// The names a line of the module sets from a version at column 0
+/// (`TRITON3 = version.parse(triton.__version__) >= ...`): read in one pass
+/// over the text (KL005 reads them, on the first condition that needs them;
+/// the checker, for the lines an edit changed).
+pub fn version_flags(src: &str) -> std::collections::HashSet<&str> {
+    src.lines()
+        .filter_map(|l| {
+            let end = l.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(l.len());
+            let value = l[end..].trim_start().strip_prefix('=')?;
+            (end > 0 && !value.starts_with('=') && value.contains("version")).then(|| &l[..end])
+        })
+        .collect()
+}
+
 /// The names an assignment target binds: identifiers, and those inside
 /// tuple and list patterns (not attributes or subscripts); without recursion.
 fn bind_targets<'s>(target: Node, src: &'s str, bound: &mut Vec<&'s str>) {

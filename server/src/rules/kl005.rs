@@ -99,7 +99,7 @@ fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'
     };
     // A test on the version, directly or through a flag the module sets from it
     // (`TRITON3 = version.parse(triton.__version__) >= ...`, then `if TRITON3:`).
-    let version_flag = |name: &str| flags.get_or_init(|| version_flags(src)).contains(name);
+    let version_flag = |name: &str| flags.get_or_init(|| crate::model::version_flags(src)).contains(name);
     let on_version = |cond: Option<Node>| {
         cond.map(text).is_some_and(|c| {
             c.contains("version")
@@ -169,19 +169,6 @@ fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'
         node = parent;
     }
     false
-}
-
-/// The names a line of the module sets from a version at column 0
-/// (`TRITON3 = version.parse(triton.__version__) >= ...`): read in one pass
-/// over the text, on the first condition that needs them.
-fn version_flags(src: &str) -> HashSet<&str> {
-    src.lines()
-        .filter_map(|l| {
-            let end = l.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(l.len());
-            let value = l[end..].trim_start().strip_prefix('=')?;
-            (end > 0 && !value.starts_with('=') && value.contains("version")).then(|| &l[..end])
-        })
-        .collect()
 }
 
 fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
