@@ -179,7 +179,9 @@ fn reread(
                         || !u.module_assigns.is_empty()
                         || u.kernels.iter().any(|k| set.callers.contains(k.name.as_str()))
                         || u.kernels.iter().any(|k| set.helpers.contains(&k.name))
-                        || u.launched.iter().any(|k| set.names.contains(k.as_str()))
+                        // A caller's launch sites say what its parameters hold (KL004
+                        // follows a helper's bound up to them).
+                        || u.launched.iter().any(|k| set.names.contains(k.as_str()) || set.callers.contains(k.as_str()))
                         || u.links().defines.iter().any(|d| launcher_reads.contains(d.as_str()))
                 }
             })

@@ -1104,3 +1104,24 @@ fn a_version_flag_unset_in_a_broken_statement_rereads_what_it_guards() {
     assert_eq!(doc.result, check(&doc.text, &doc.tree, &Settings::default()));
     assert_eq!(kl005(&doc), 1, "the flag is gone: {:?}", doc.result.diagnostics);
 }
+
+/// KL004 follows a helper's `tl.arange` bound up through the helpers that
+/// pass it to the kernel that calls them and to that kernel's launch site:
+/// an edit inside the helper reads that launch site too (seed 91157 of the
+/// random-edit tests at four times the seeds, where the kernel path lost the
+/// finding; failing before this stop too).
+#[test]
+fn an_edit_in_a_helper_reads_the_launch_sites_of_the_kernels_that_reach_it() {
+    let text = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _tile(ptr, LEN):\n    offs = tl.arange(0, LEN)\n    return tl.load(ptr + offs)\n\n\n@triton.jit\ndef _through(ptr, LEN):\n    return _tile(ptr, LEN) * 2.0\n\n\n@triton.jit\ndef other(x_ptr, y_ptr, n, B):\n    tl.store(y_ptr + n, _through(x_ptr, B))\n\n\ndef run(x, y):\n    other[(1,)](x, y, x.numel(), B=64)\n";
+    let mut doc = Doc::new(text);
+    let kl004 = |doc: &Doc| doc.result.diagnostics.iter().filter(|d| d.code == "KL004").count();
+    assert_eq!(kl004(&doc), 1, "{:?}", doc.result.diagnostics);
+    let at = doc.text.find("offs = tl.arange").expect("the helper's line");
+    doc.edit(at, at + "offs".len(), "idx");
+    let at = doc.text.find("ptr + offs").expect("the helper's load");
+    doc.edit(at + "ptr + ".len(), at + "ptr + offs".len(), "idx");
+    let path = doc.analyze().path();
+    assert_eq!(path, Path::Kernels, "an edit inside a helper");
+    assert_eq!(doc.result, check(&doc.text, &doc.tree, &Settings::default()));
+    assert_eq!(kl004(&doc), 1, "{:?}", doc.result.diagnostics);
+}
