@@ -444,6 +444,18 @@ impl Doc {
         self.text = Arc::from(edited.as_str());
     }
 
+    /// How many diagnostics of `code` the last analysis gave.
+    fn count(&self, code: &str) -> usize {
+        self.result.diagnostics.iter().filter(|d| d.code == code).count()
+    }
+
+    /// [`Doc::analyze`], and the result is a full analysis's of the same tree; the path it took.
+    fn analyze_as_full(&mut self) -> Path {
+        let path = self.analyze().path();
+        assert_eq!(self.result, check(&self.text, &self.tree, &Settings::default()));
+        path
+    }
+
     /// Reparses from the edited tree and analyses from the last snapshot.
     fn analyze(&mut self) -> &Snapshot {
         let index = LineIndex::new(&self.text);
@@ -1095,14 +1107,11 @@ fn a_syntax_error_in_host_code_leaves_the_fixes_of_other_kernels() {
 fn a_version_flag_unset_in_a_broken_statement_rereads_what_it_guards() {
     let text = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n\n\nets from the version\nTRITON_V9 = triton.__version__ >= \"9.0\"\nif TRITON_V9:\n    scan_fn = tl.scan_v9\n";
     let mut doc = Doc::new(text);
-    let unknown_names = |doc: &Doc| doc.result.diagnostics.iter().filter(|d| d.code == "KL005").count();
-    assert_eq!(unknown_names(&doc), 0, "guarded by a version flag: {:?}", doc.result.diagnostics);
+    assert_eq!(doc.count("KL005"), 0, "guarded by a version flag: {:?}", doc.result.diagnostics);
     let at = doc.text.find("__version__").expect("the flag");
     doc.edit(at + "__versi".len(), at + "__version__".len(), "");
-    let path = doc.analyze().path();
-    assert_ne!(path, Path::Kernels, "a flag changed: not the kernel path");
-    assert_eq!(doc.result, check(&doc.text, &doc.tree, &Settings::default()));
-    assert_eq!(unknown_names(&doc), 1, "the flag is gone: {:?}", doc.result.diagnostics);
+    assert_ne!(doc.analyze_as_full(), Path::Kernels, "a flag changed: not the kernel path");
+    assert_eq!(doc.count("KL005"), 1, "the flag is gone: {:?}", doc.result.diagnostics);
 }
 
 /// KL004 follows a helper's `tl.arange` bound up through the helpers that
@@ -1114,14 +1123,11 @@ fn a_version_flag_unset_in_a_broken_statement_rereads_what_it_guards() {
 fn an_edit_in_a_helper_reads_the_launch_sites_of_the_kernels_that_reach_it() {
     let text = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef _tile(ptr, LEN):\n    offs = tl.arange(0, LEN)\n    return tl.load(ptr + offs)\n\n\n@triton.jit\ndef _through(ptr, LEN):\n    return _tile(ptr, LEN) * 2.0\n\n\n@triton.jit\ndef other(x_ptr, y_ptr, n, B):\n    tl.store(y_ptr + n, _through(x_ptr, B))\n\n\ndef run(x, y):\n    other[(1,)](x, y, x.numel(), B=64)\n";
     let mut doc = Doc::new(text);
-    let arange_bounds = |doc: &Doc| doc.result.diagnostics.iter().filter(|d| d.code == "KL004").count();
-    assert_eq!(arange_bounds(&doc), 1, "{:?}", doc.result.diagnostics);
+    assert_eq!(doc.count("KL004"), 1, "{:?}", doc.result.diagnostics);
     let at = doc.text.find("offs = tl.arange").expect("the helper's line");
     doc.edit(at, at + "offs".len(), "idx");
     let at = doc.text.find("ptr + offs").expect("the helper's load");
     doc.edit(at + "ptr + ".len(), at + "ptr + offs".len(), "idx");
-    let path = doc.analyze().path();
-    assert_eq!(path, Path::Kernels, "an edit inside a helper");
-    assert_eq!(doc.result, check(&doc.text, &doc.tree, &Settings::default()));
-    assert_eq!(arange_bounds(&doc), 1, "{:?}", doc.result.diagnostics);
+    assert_eq!(doc.analyze_as_full(), Path::Kernels, "an edit inside a helper");
+    assert_eq!(doc.count("KL004"), 1, "{:?}", doc.result.diagnostics);
 }
