@@ -53,7 +53,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
         .zip(&ranges)
         .map(|((facts, foreign), range)| Unit { facts: Arc::new(facts), range: *range, delta: 0, foreign })
         .collect();
-    let imports = Arc::new(candidate::imports(&model));
+    let imports = Arc::new(candidate::imports(&model).clone());
     Snapshot {
         settings: settings.clone(),
         text: text.clone(),

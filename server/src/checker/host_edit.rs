@@ -119,7 +119,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         }
         let found = Found { read: &read, ranges: &ranges, fresh, loose, host };
         // The imports as they are now (where they are now: the per-node findings name the modules' positions).
-        let imports = Arc::new(candidate::imports(&model));
+        let imports = Arc::new(candidate::imports(&model).clone());
         let asked = candidate.then_some(&*imports);
         let (fresh, host_diags, on_stubs) = place(text, &model, prev, m, &choice, found, asked, &plan.reading)?;
         let units = assemble(prev, m, &choice, &model, fresh, on_stubs)?;

@@ -388,8 +388,8 @@ pub(super) fn host_context(model: &FileModel) -> HostContext {
     }
     let imports = candidate::imports(model);
     HostContext {
-        modules: candidate::torch_modules(model, &imports, "ModelNew"),
-        half: candidate::task_is_half(model, &imports),
+        modules: candidate::torch_modules(model, imports, "ModelNew"),
+        half: candidate::task_is_half(model, imports),
         stores: !candidate::self_stores(model).is_empty(),
     }
 }

@@ -71,20 +71,22 @@ pub fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
 /// Host code of a candidate that the hygiene rules look at: every function
 /// and method except the reference `Model`'s, `get_inputs`, `get_init_inputs`
 /// and the `@triton.jit` kernels.
-pub fn candidate_host_nodes<'a>(model: &FileModel<'a>) -> Vec<Node<'a>> {
-    let kernels: HashSet<usize> = model.kernels.iter().map(|k| k.node.start_byte()).collect();
-    model.host_fns[1..]
-        .iter()
-        .filter(|f| f.class.as_deref() != Some("Model"))
-        .filter(|f| !matches!(f.name.as_str(), "get_inputs" | "get_init_inputs"))
-        .filter(|f| !kernels.contains(&f.node.start_byte()))
-        .map(|f| f.node)
-        .collect()
+pub fn candidate_host_nodes<'m, 'a>(model: &'m FileModel<'a>) -> &'m [Node<'a>] {
+    model.candidate_host.get_or_init(|| {
+        let kernels: HashSet<usize> = model.kernels.iter().map(|k| k.node.start_byte()).collect();
+        model.host_fns[1..]
+            .iter()
+            .filter(|f| f.class.as_deref() != Some("Model"))
+            .filter(|f| !matches!(f.name.as_str(), "get_inputs" | "get_init_inputs"))
+            .filter(|f| !kernels.contains(&f.node.start_byte()))
+            .map(|f| f.node)
+            .collect()
+    })
 }
 
 /// Local names bound by imports, to the dotted module or object they name
 /// (`F` -> `torch.nn.functional`, `nn` -> `torch.nn`, `perf_counter` -> `time.perf_counter`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Imports {
     pub bound: Vec<(String, String)>,
     /// Every imported module or `from` module, with its statement.
@@ -94,7 +96,12 @@ pub struct Imports {
     last: std::collections::HashMap<String, usize>,
 }
 
-pub fn imports(model: &FileModel) -> Imports {
+/// The file's imports (read once per model).
+pub fn imports<'m>(model: &'m FileModel) -> &'m Imports {
+    model.imports.get_or_init(|| read_imports(model))
+}
+
+fn read_imports(model: &FileModel) -> Imports {
     let mut out = Imports::default();
     let src = model.src;
     for &n in &model.nodes().imports {
@@ -298,7 +305,9 @@ pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(
     let mut out = Vec::new();
     let Some(class_node) = class_node(model, class) else { return out };
     let src = model.src;
-    for n in inside(&model.nodes().assignments, class_node).filter(|n| n.kind() == "assignment") {
+    // `self.X = ...` starts with `self` (most assignments of a `forward` do not: no fields read).
+    let assigns_self = |n: &Node| n.kind() == "assignment" && src[n.start_byte()..].starts_with("self");
+    for n in inside(&model.nodes().assignments, class_node).filter(assigns_self) {
         let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { continue };
         let Some(attr) = self_attr(left, src) else { continue };
         if right.kind() != "call" {

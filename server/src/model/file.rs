@@ -166,6 +166,8 @@ pub struct HostFn<'a> {
     /// A function read as a stub: only its header and `calls` (without their
     /// loops) are in the model, and this says the rest other functions read.
     pub stub: Option<Arc<HostStub>>,
+    /// A top-level statement, or the definition of a decorated one.
+    pub module_level: bool,
 }
 
 /// `kernel[grid](args..., KW=...)`.
@@ -255,7 +257,11 @@ pub struct FileModel<'a> {
     /// scaling tests bound it, because a wall clock in a unit test proves nothing.
     steps: AtomicUsize,
     /// Host functions by name, each list in document order (built on first use).
-    pub(super) fn_index: OnceLock<HashMap<String, [Vec<usize>; 2]>>,
+    pub(super) fn_index: OnceLock<super::scopes::FnIndex>,
+    /// [`super::candidate::imports`] and [`super::candidate::candidate_host_nodes`],
+    /// asked by several host rules of one model (built on first use).
+    pub(super) imports: OnceLock<super::candidate::Imports>,
+    pub(super) candidate_host: OnceLock<Vec<Node<'a>>>,
     /// (index in `classes`, attribute) -> the classes of this file that
     /// `self.attribute = Class(...)` binds in that class (`FileModel::callees`).
     pub(super) held_index: OnceLock<HashMap<(usize, String), Vec<&'a str>>>,
@@ -422,6 +428,8 @@ impl<'a> FileModel<'a> {
             focus: [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)],
             steps: AtomicUsize::new(0),
             fn_index: OnceLock::new(),
+            imports: OnceLock::new(),
+            candidate_host: OnceLock::new(),
             held_index: OnceLock::new(),
             nodes: OnceLock::new(),
             time_loop_launches: OnceLock::new(),
@@ -443,9 +451,17 @@ impl<'a> FileModel<'a> {
             assigns: Vec::new(),
             syncs: Vec::new(),
             stub: None,
+            module_level: false,
         });
         // A partial build keeps the node index of the statements it walks as it
         // walks them (a whole-file one is asked of candidates only, on first use).
+        // Statements given for every child of the root are the top-level
+        // statements (`top_statement`): no second walk of the root's children.
+        if let Some(units) = units.filter(|u| u.len() == root.child_count() as usize) {
+            let top: Vec<Node<'a>> = units.iter().map(|(n, _)| *n).collect();
+            debug_assert!(top.iter().zip(root.children(&mut root.walk())).all(|(a, b)| *a == b));
+            let _ = model.top.set(top);
+        }
         let index = (units.is_some() && collect_index).then(NodeIndex::default);
         let mut walker = Walker { m: &mut model, pending_launches: Vec::new(), stub_kernels: false, index };
         match units {

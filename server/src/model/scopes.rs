@@ -10,6 +10,41 @@ use tree_sitter::Node;
 use super::nodes::parse_int;
 use super::{Assign, FileModel, HCall};
 
+/// Host functions by name (`FileModel::callees`): indexes into `host_fns`
+/// sorted by name, then document order; all of them, and those at module
+/// level. Two sorted lists, where a map of names would allocate a key and
+/// two lists per name on every model (once per keystroke).
+pub(super) struct FnIndex {
+    all: Vec<usize>,
+    module: Vec<usize>,
+}
+
+impl FnIndex {
+    fn new(model: &FileModel) -> FnIndex {
+        let fns = &model.host_fns;
+        let key = |&i: &usize| (fns[i].name.as_str(), fns[i].node.start_byte());
+        let mut all: Vec<usize> = (1..fns.len()).collect();
+        all.sort_by(|a, b| key(a).cmp(&key(b)));
+        #[cfg(debug_assertions)]
+        for &i in &all {
+            assert_eq!(fns[i].module_level, model.is_module_level(i), "module level of {}", fns[i].name);
+        }
+        let module = all.iter().copied().filter(|&i| fns[i].module_level).collect();
+        FnIndex { all, module }
+    }
+
+    /// The functions named `name`, in document order: all, and those at module level.
+    fn get<'i>(&'i self, model: &FileModel, name: &str) -> Option<(&'i [usize], &'i [usize])> {
+        let named = |list: &'i [usize]| {
+            let lo = list.partition_point(|&i| model.host_fns[i].name.as_str() < name);
+            let hi = lo + list[lo..].partition_point(|&i| model.host_fns[i].name == name);
+            &list[lo..hi]
+        };
+        let all = named(&self.all);
+        (!all.is_empty()).then(|| (all, named(&self.module)))
+    }
+}
+
 impl<'a> FileModel<'a> {
     /// The host function a call reaches: the binding of its name visible at the
     /// call, as Python resolves it. Functions defined inside the caller (or a
@@ -22,27 +57,11 @@ impl<'a> FileModel<'a> {
     pub fn callees(&self, caller: usize, call: &HCall) -> Vec<usize> {
         let class = self.host_fns[caller].class.as_deref();
         let at = call.node.start_byte();
-        let index = self.fn_index.get_or_init(|| {
-            // [every definition, module-level definitions], each in document order.
-            let mut map: HashMap<String, [Vec<usize>; 2]> = HashMap::new();
-            for i in 1..self.host_fns.len() {
-                let lists = map.entry(self.host_fns[i].name.clone()).or_default();
-                lists[0].push(i);
-                if self.is_module_level(i) {
-                    lists[1].push(i);
-                }
-            }
-            for lists in map.values_mut() {
-                for list in lists.iter_mut() {
-                    list.sort_by_key(|&i| self.host_fns[i].node.start_byte());
-                }
-            }
-            map
-        });
+        let index = self.fn_index.get_or_init(|| FnIndex::new(self));
         let start_of = |i: usize| self.host_fns[i].node.start_byte();
         // The definition of `name` nearest before the call that `fits`, else the first after it.
         let nearest_fitting = |name: &str, fits: &dyn Fn(usize) -> bool| -> Vec<usize> {
-            let Some([all, _]) = index.get(name) else { return Vec::new() };
+            let Some((all, _)) = index.get(self, name) else { return Vec::new() };
             let split = all.partition_point(|&i| start_of(i) < at);
             let before = all[..split].iter().rev().copied().inspect(|_| self.step(1)).find(|&i| fits(i));
             before
@@ -75,7 +94,7 @@ impl<'a> FileModel<'a> {
         if let Some(class) = call.callee.strip_suffix("()") {
             return nearest_fitting("forward", &|i| self.host_fns[i].class.as_deref() == Some(class));
         }
-        let Some([candidates, module_level]) = index.get(&call.callee) else {
+        let Some((candidates, module_level)) = index.get(self, &call.callee) else {
             // `self.cell(x)`, where `self.cell = Cell(...)` and `Cell` is a module of this file: its `forward`.
             let is_self_call =
                 field!(call.node, "function").and_then(|f| field!(f, "object")).is_some_and(|o| self.text(o) == "self");
@@ -138,7 +157,7 @@ impl<'a> FileModel<'a> {
         if let Some(pick) = nearest(&same_class) {
             return vec![pick];
         }
-        candidates.clone()
+        candidates.to_vec()
     }
 
     /// The classes of this file that `self.attr = Class(...)` binds in class
@@ -181,8 +200,11 @@ impl<'a> FileModel<'a> {
         index.get(&(ci, attr.to_string())).cloned().unwrap_or_default()
     }
 
+    /// Whether host function `i` is a top-level statement, or the definition
+    /// of a decorated one, read from the tree (what the walk records as
+    /// [`super::HostFn::module_level`]: checked against it in debug builds).
+    #[cfg(debug_assertions)]
     fn is_module_level(&self, i: usize) -> bool {
-        // A `def` that is a top-level statement, or the definition of a decorated one.
         let def = self.host_fns[i].node;
         self.top_statement(def.start_byte()).is_some_and(|top| {
             top == def || (top.kind() == "decorated_definition" && top.child_by_field_name("definition") == Some(def))

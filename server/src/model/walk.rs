@@ -114,8 +114,9 @@ impl<'m, 'a> Walker<'m, 'a> {
                 index.note(node, self.m.src);
             }
             // Most nodes are none of the kinds `enter` acts on: compare numeric kind ids, not strings.
-            let descend =
-                !kinds.interesting.contains(&node.kind_id()) || self.enter(node, scope, loops, class, depth + level);
+            let descend = (!kinds.interesting.contains(&node.kind_id())
+                || self.enter(node, scope, loops, class, depth + level))
+                && !self.only_plain_leaves(node);
             if descend && depth + level < MAX_DEPTH && cursor.goto_first_child() {
                 level += 1;
                 continue;
@@ -134,6 +135,21 @@ impl<'m, 'a> Walker<'m, 'a> {
                 level -= 1;
             }
         }
+    }
+
+    /// Whether every child of `node` is a leaf that neither the walk nor the
+    /// node index acts on: no child has children (tree-sitter counts both in
+    /// O(1)), and the text holds no comment and no `__builtins__` (the only
+    /// leaves either notes). An argument list of names and numbers, a dotted
+    /// name, a parameter list: most leaves of a file are in such a node, and
+    /// stepping a cursor over each costs more than this test.
+    fn only_plain_leaves(&self, node: Node) -> bool {
+        let children = node.child_count();
+        if children == 0 || node.descendant_count() != children as usize + 1 {
+            return false;
+        }
+        let text = self.m.src.as_bytes().get(node.start_byte()..node.end_byte()).unwrap_or_default();
+        !text.contains(&b'#') && !contains(text, b"__builtins__")
     }
 
     /// Records what `node` is; returns whether the walk should descend into it
@@ -335,6 +351,8 @@ impl<'m, 'a> Walker<'m, 'a> {
             assigns: Vec::new(),
             syncs: Vec::new(),
             stub: None,
+            // The walk reaches a top-level statement at depth 1 (a decorated one's definition too).
+            module_level: depth == 1,
         });
         self.visit(body, Scope::Host(f), &mut Vec::new(), None, depth + 1);
     }
@@ -411,6 +429,7 @@ impl<'m, 'a> Walker<'m, 'a> {
             assigns: Vec::new(),
             syncs: Vec::new(),
             stub: Some(stub.clone()),
+            module_level: true,
         });
         true
     }
@@ -771,4 +790,9 @@ fn direct_augmented_step<'a>(body: Node<'a>, var: &str, src: &str) -> Option<Nod
         }
     }
     None
+}
+
+/// Whether `needle` occurs in `hay`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
 }

@@ -67,7 +67,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     let imports = candidate::imports(model);
     let modules = candidate::torch_modules(model, &imports, "ModelNew");
     let src = model.src;
-    for scope in candidate::candidate_host_nodes(model) {
+    for &scope in candidate::candidate_host_nodes(model) {
         for n in inside(&model.nodes().tries, scope) {
             let Some(body) = field!(n, "body") else { continue };
             let Some(launch) = launch_in(model, range_of(body)) else { continue };

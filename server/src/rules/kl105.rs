@@ -95,7 +95,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     }
     let imports = candidate::imports(model);
     let src = model.src;
-    for scope in candidate::candidate_host_nodes(model) {
+    for &scope in candidate::candidate_host_nodes(model) {
         for n in inside(&model.nodes().calls, scope) {
             let Some(callee) = imports.callee(n, src) else { continue };
             if matches!(callee.as_str(), "torch.cuda.stream" | "torch.cuda.set_stream" | "torch.cuda.StreamContext") {

@@ -64,7 +64,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     if candidate::task_is_half(model, &imports) {
         return;
     }
-    for scope in candidate::candidate_host_nodes(model) {
+    for &scope in candidate::candidate_host_nodes(model) {
         for n in inside(&model.nodes().calls, scope) {
             let Some(func) = field!(n, "function") else { continue };
             let args = field!(n, "arguments");
