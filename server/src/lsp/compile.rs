@@ -306,11 +306,12 @@ pub fn tentative(d: &Diagnostic) -> Diagnostic {
 
 /// A static diagnostic of the document as it stands once the compiler had
 /// its say: withdrawn (None), or confirmed in its message ([`compile::Settled::settle`]).
-pub fn settle(st: &State, uri: &Uri, d: &Diagnostic) -> Option<Diagnostic> {
+pub fn settle<'d>(st: &State, uri: &Uri, d: &'d Diagnostic) -> Option<std::borrow::Cow<'d, Diagnostic>> {
     let doc = st.docs.get(uri)?;
     match st.compile.get(uri) {
-        Some(c) if c.version == doc.version => c.settled.settle(doc.text(), d),
-        _ => Some(d.clone()),
+        Some(c) if c.version == doc.version => c.settled.settle(doc.text(), d).map(std::borrow::Cow::Owned),
+        // Nothing compiled for this version: the diagnostic as it is, not a copy (a publication holds hundreds).
+        _ => Some(std::borrow::Cow::Borrowed(d)),
     }
 }
 

@@ -225,18 +225,19 @@ impl State {
         };
         let bench = self.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
         let unconfirmed = super::compile::kl900_unconfirmed(self, uri);
-        let settled: Vec<Diagnostic> = doc
+        let settled: Vec<std::borrow::Cow<Diagnostic>> = doc
             .result
             .diagnostics
             .iter()
             .filter_map(|d| super::compile::settle(self, uri, d))
             .map(|d| match d.code == crate::model::syntax::CODE && unconfirmed {
-                true => super::compile::tentative(&d),
+                true => std::borrow::Cow::Owned(super::compile::tentative(&d)),
                 false => d,
             })
             .collect();
         settled
             .iter()
+            .map(|d| &**d)
             .chain(bench)
             .chain(super::compile::diagnostics(self, uri))
             .map(|d| {
