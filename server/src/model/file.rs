@@ -286,15 +286,24 @@ pub struct FileModel<'a> {
 }
 
 /// What [`FileModel::kernel`], [`FileModel::launches_of_kernel`] and
-/// [`FileModel::kernel_calls_to`] look up, each list in document order.
+/// [`FileModel::kernel_calls_to`] look up: indexes sorted by name (a stable
+/// sort: document order within a name), found by binary search. Three lists,
+/// where maps of names allocated a key and a list per name on every model.
 #[derive(Default)]
 struct ByName {
-    /// Every kernel of each name (a file may define one name again).
-    kernels: HashMap<String, Vec<usize>>,
-    /// Calls inside kernels to a plain name (not `tl.*`): (kernel, index in its `calls`) by callee.
-    kernel_calls: HashMap<String, Vec<(usize, usize)>>,
-    /// Launches by kernel name.
-    launches: HashMap<String, Vec<usize>>,
+    /// Every kernel (a file may define one name again).
+    kernels: Vec<usize>,
+    /// Calls inside kernels to a plain name (not `tl.*`): (kernel, index in its `calls`), by callee.
+    kernel_calls: Vec<(usize, usize)>,
+    /// Launches, by kernel name.
+    launches: Vec<usize>,
+}
+
+/// The part of `list` (sorted by `name_of`) whose name is `name`.
+fn named<'l, 'n, T>(list: &'l [T], name: &str, name_of: impl Fn(&T) -> &'n str) -> &'l [T] {
+    let lo = list.partition_point(|t| name_of(t) < name);
+    let hi = lo + list[lo..].partition_point(|t| name_of(t) == name);
+    &list[lo..hi]
 }
 
 impl<'a> FileModel<'a> {
@@ -591,7 +600,7 @@ impl<'a> FileModel<'a> {
     }
 
     pub fn kernel(&self, name: &str) -> Option<&Kernel<'a>> {
-        self.by_name().kernels.get(name).and_then(|ks| ks.first()).map(|&k| &self.kernels[k])
+        self.kernels_named(name).first().map(|&k| &self.kernels[k])
     }
 
     /// The launches that reach kernel `k` itself, resolved as names are (the
@@ -600,7 +609,7 @@ impl<'a> FileModel<'a> {
     /// each definition gets the launches written under it, and a question
     /// asked once per kernel stays linear in the file.
     pub fn launches_of_kernel<'s>(&'s self, k: &Kernel<'_>) -> impl Iterator<Item = &'s Launch<'a>> + 's {
-        let launches = self.by_name().launches.get(&k.name).map(Vec::as_slice).unwrap_or_default();
+        let launches = named(&self.by_name().launches, &k.name, |&l| self.launches[l].kernel.as_str());
         let range = self.resolved_to(k, launches, |&li| self.launches[li].node.start_byte());
         launches[range].iter().map(|&i| &self.launches[i])
     }
@@ -608,7 +617,7 @@ impl<'a> FileModel<'a> {
     /// The calls inside other kernels that reach helper `k` itself, resolved as
     /// [`Self::launches_of_kernel`] resolves launches: (calling kernel, index in its `calls`).
     pub fn kernel_calls_to(&self, k: &Kernel<'_>) -> &[(usize, usize)] {
-        let calls = self.by_name().kernel_calls.get(&k.name).map(Vec::as_slice).unwrap_or_default();
+        let calls = named(&self.by_name().kernel_calls, &k.name, |&(ki, c)| self.kernels[ki].calls[c].callee.as_str());
         let range = self.resolved_to(k, calls, |&(ki, c)| self.kernels[ki].calls[c].node.start_byte());
         &calls[range]
     }
@@ -617,7 +626,7 @@ impl<'a> FileModel<'a> {
     /// definition `k` binds: from `k` (from the start for the first definition
     /// of the name) to the next definition of the same name.
     fn resolved_to<T>(&self, k: &Kernel<'_>, sites: &[T], at: impl Fn(&T) -> usize) -> std::ops::Range<usize> {
-        let same_name = self.by_name().kernels.get(&k.name).map(Vec::as_slice).unwrap_or_default();
+        let same_name = self.kernels_named(&k.name);
         let start_of = |i: usize| self.kernels[i].node.start_byte();
         let Some(j) = same_name.iter().position(|&i| start_of(i) == k.node.start_byte()) else { return 0..0 };
         let from = if j == 0 { 0 } else { sites.partition_point(|s| at(s) < start_of(same_name[j])) };
@@ -627,18 +636,27 @@ impl<'a> FileModel<'a> {
 
     fn by_name(&self) -> &ByName {
         self.by_name.get_or_init(|| {
-            let mut index = ByName::default();
-            for (i, k) in self.kernels.iter().enumerate() {
-                index.kernels.entry(k.name.clone()).or_default().push(i);
-                for (c, call) in k.calls.iter().enumerate().filter(|(_, c)| c.tl_name.is_none()) {
-                    index.kernel_calls.entry(call.callee.clone()).or_default().push((i, c));
-                }
-            }
-            for (i, l) in self.launches.iter().enumerate() {
-                index.launches.entry(l.kernel.clone()).or_default().push(i);
-            }
-            index
+            let mut kernels: Vec<usize> = (0..self.kernels.len()).collect();
+            kernels.sort_by(|&a, &b| self.kernels[a].name.cmp(&self.kernels[b].name));
+            let mut kernel_calls: Vec<(usize, usize)> = self
+                .kernels
+                .iter()
+                .enumerate()
+                .flat_map(|(i, k)| {
+                    k.calls.iter().enumerate().filter(|(_, c)| c.tl_name.is_none()).map(move |(c, _)| (i, c))
+                })
+                .collect();
+            let callee = |&(i, c): &(usize, usize)| self.kernels[i].calls[c].callee.as_str();
+            kernel_calls.sort_by(|a, b| callee(a).cmp(callee(b)));
+            let mut launches: Vec<usize> = (0..self.launches.len()).collect();
+            launches.sort_by(|&a, &b| self.launches[a].kernel.cmp(&self.launches[b].kernel));
+            ByName { kernels, kernel_calls, launches }
         })
+    }
+
+    /// The kernels named `name`, in document order.
+    fn kernels_named(&self, name: &str) -> &[usize] {
+        named(&self.by_name().kernels, name, |&k| self.kernels[k].name.as_str())
     }
 
     pub fn is_tl_alias(&self, name: &str) -> bool {
@@ -646,10 +664,10 @@ impl<'a> FileModel<'a> {
     }
 
     fn resolve_launches(&mut self, pending: Vec<Launch<'a>>) {
-        let known: HashSet<String> = self.kernels.iter().map(|k| k.name.clone()).collect();
+        let known: HashSet<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
         for launch in pending {
             let looks_like_kernel =
-                known.contains(&launch.kernel) || launch.kernel.to_ascii_lowercase().contains("kernel");
+                known.contains(launch.kernel.as_str()) || launch.kernel.to_ascii_lowercase().contains("kernel");
             if !looks_like_kernel {
                 continue;
             }
