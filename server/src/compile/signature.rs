@@ -273,7 +273,7 @@ fn from_launch<'a>(
             let value = value.or_else(|| p.default.and_then(|d| constexpr_value(model, 0, d)));
             match value {
                 Some(val) => {
-                    v.constexprs.insert(p.name.clone(), val);
+                    v.constexprs.insert(p.name.to_string(), val);
                 }
                 None => {
                     // `triton.next_power_of_2(H)`: a power of two, and a block dimension (tl.dot wants 16+).
@@ -284,11 +284,12 @@ fn from_launch<'a>(
                             || assigned.is_some_and(|a| model.text(a.value).contains("next_power_of_2"))
                     });
                     let guess = if pow2 { 64 } else { assumed_constexpr(&p.name) };
-                    let why = if heuristics.contains(&p.name) { "set by `triton.heuristics`" } else { "not known" };
+                    let why =
+                        if heuristics.iter().any(|h| h == p.name) { "set by `triton.heuristics`" } else { "not known" };
                     v.assumed.push(format!("`{}`: {why}, assumed {guess}", p.name));
-                    v.guesses.push(Guess::Constexpr(p.name.clone()));
+                    v.guesses.push(Guess::Constexpr(p.name.to_string()));
                     v.constexprs_assumed = true;
-                    v.constexprs.insert(p.name.clone(), json!(guess));
+                    v.constexprs.insert(p.name.to_string(), json!(guess));
                 }
             }
             continue;
@@ -296,50 +297,50 @@ fn from_launch<'a>(
         if passed.is_none() {
             if let Some(val) = p.default.and_then(|d| constexpr_value(model, 0, d)) {
                 // An unpassed parameter takes its default, which Triton specializes as a constant.
-                v.constexprs.insert(p.name.clone(), val);
+                v.constexprs.insert(p.name.to_string(), val);
                 continue;
             }
         }
         let ty = passed.and_then(|n| classify(model, settings, f, n, 0));
         match ty {
             Some(Ty::Ptr(dtype)) => {
-                v.signature.insert(p.name.clone(), format!("*{dtype}"));
+                v.signature.insert(p.name.to_string(), format!("*{dtype}"));
                 if align {
-                    v.divisible.push(p.name.clone());
+                    v.divisible.push(p.name.to_string());
                 }
             }
             Some(Ty::Int(Some(1))) if specialize => {
                 // Triton's launcher turns an integer equal to 1 into a constant.
-                v.constexprs.insert(p.name.clone(), json!(1));
+                v.constexprs.insert(p.name.to_string(), json!(1));
             }
             Some(Ty::Int(value)) => {
                 v.signature.insert(
-                    p.name.clone(),
+                    p.name.to_string(),
                     if value.is_some_and(|x| x.abs() >= 1 << 31) { "i64" } else { "i32" }.into(),
                 );
                 if align && value.is_some_and(|x| x % 16 == 0) {
-                    v.divisible.push(p.name.clone());
+                    v.divisible.push(p.name.to_string());
                 }
             }
             Some(Ty::Float) => {
-                v.signature.insert(p.name.clone(), "fp32".into());
+                v.signature.insert(p.name.to_string(), "fp32".into());
             }
             Some(Ty::Bool) => {
-                v.signature.insert(p.name.clone(), "i1".into());
+                v.signature.insert(p.name.to_string(), "i1".into());
             }
             Some(Ty::NoneValue) => {
-                v.constexprs.insert(p.name.clone(), Value::Null);
+                v.constexprs.insert(p.name.to_string(), Value::Null);
             }
             None if used_as_pointer(model, k, &p.name) => {
-                v.signature.insert(p.name.clone(), "*fp32".into());
-                v.divisible.push(p.name.clone());
+                v.signature.insert(p.name.to_string(), "*fp32".into());
+                v.divisible.push(p.name.to_string());
                 v.assumed.push(format!("`{}`: a pointer to fp32, assumed", p.name));
-                v.guesses.push(Guess::Pointer(p.name.clone()));
+                v.guesses.push(Guess::Pointer(p.name.to_string()));
             }
             None => {
-                v.signature.insert(p.name.clone(), "i32".into());
+                v.signature.insert(p.name.to_string(), "i32".into());
                 v.assumed.push(format!("`{}`: an i32 scalar, assumed", p.name));
-                v.guesses.push(Guess::Scalar(p.name.clone()));
+                v.guesses.push(Guess::Scalar(p.name.to_string()));
             }
         }
     }

@@ -267,7 +267,7 @@ fn kernel_symbol(m: &FileModel, k: &Kernel) -> Symbol {
         .params
         .iter()
         .map(|p| Symbol {
-            name: p.name.clone(),
+            name: p.name.to_string(),
             kind: if p.constexpr { SymbolKind::ConstexprParameter } else { SymbolKind::Parameter },
             detail: if p.constexpr { "tl.constexpr".into() } else { String::new() },
             range: range_of(p.node),

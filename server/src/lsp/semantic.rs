@@ -231,7 +231,7 @@ impl Facts {
                     .params
                     .iter()
                     .map(|p| FnParam {
-                        name: p.name.clone(),
+                        name: p.name.to_string(),
                         constexpr: p.constexpr,
                         default: p.default.map(|d| m.text(d).to_string()),
                     })

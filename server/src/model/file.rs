@@ -395,7 +395,7 @@ impl<'a> FileModel<'a> {
             let Some(Stub::Kernels(views)) = views else { continue };
             for view in views.iter() {
                 let k = model.kernels.get_mut(next).filter(|k| range.contains_range(range_of(k.node)))?;
-                if k.params.iter().map(|p| p.name.as_str()).ne(view.params.iter().map(String::as_str)) {
+                if k.params.iter().map(|p| p.name).ne(view.params.iter().map(String::as_str)) {
                     return None;
                 }
                 k.stub = Some(view.clone());

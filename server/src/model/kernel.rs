@@ -13,7 +13,8 @@ use crate::text::TextRange;
 
 #[derive(Debug, Clone)]
 pub struct Param<'a> {
-    pub name: String,
+    /// The name, as written in the file's text (no copy per model).
+    pub name: &'a str,
     pub range: TextRange,
     pub constexpr: bool,
     pub default: Option<Node<'a>>,
@@ -273,15 +274,14 @@ impl<'a> Kernel<'a> {
             for o in [call.arg(0, "input"), call.arg(1, "other")].into_iter().flatten() {
                 let deps = self.deps(o, src);
                 for (i, p) in self.params.iter().enumerate() {
-                    if p.constexpr || !deps.contains(p.name.as_str()) {
+                    if p.constexpr || !deps.contains(p.name) {
                         continue;
                     }
                     if !self.loaded(o, src) {
                         direct.push(i);
                     } else if self.calls.iter().any(|c| {
                         c.is_tl("load")
-                            && c.arg(0, "pointer").and_then(|q| self.pointer_base(q, src)).as_deref()
-                                == Some(p.name.as_str())
+                            && c.arg(0, "pointer").and_then(|q| self.pointer_base(q, src)).as_deref() == Some(p.name)
                     }) {
                         pointers.push(i);
                     }

@@ -425,7 +425,7 @@ fn launch_flow(
     let launch = &model.launches[li];
     let access = model.kernel(&launch.kernel).and_then(|k| pointer_access(model, k));
     let params: Vec<String> =
-        model.kernel(&launch.kernel).map(|k| k.params.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
+        model.kernel(&launch.kernel).map(|k| k.params.iter().map(|p| p.name.to_string()).collect()).unwrap_or_default();
     let args = launch.args.iter().enumerate().map(|(i, a)| (params.get(i).cloned(), *a));
     let kwargs = launch.kwargs.iter().map(|(k, a)| (Some(k.clone()), *a));
     for (param, arg) in args.chain(kwargs) {
@@ -576,7 +576,7 @@ pub fn kernel_host_view(model: &FileModel, k: &Kernel, header: bool) -> KernelHo
         v
     };
     KernelHostView {
-        params: k.params.iter().map(|p| p.name.clone()).collect(),
+        params: k.params.iter().map(|p| p.name.to_string()).collect(),
         access: pointer_access(model, k).map(|(stores, loads)| (sorted(stores), sorted(loads))),
         header: header.then(|| Box::new(kernel_header(k))),
     }

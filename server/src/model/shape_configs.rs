@@ -26,7 +26,7 @@ const MAX_CONFIGS: usize = 32;
 /// other kernels gets what its callers pass, so nothing is known of it.
 pub fn constexpr_configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>) -> Vec<ConstexprConfig> {
     let constexprs: Vec<(usize, &str)> =
-        k.params.iter().enumerate().filter(|(_, p)| p.constexpr).map(|(i, p)| (i, p.name.as_str())).collect();
+        k.params.iter().enumerate().filter(|(_, p)| p.constexpr).map(|(i, p)| (i, p.name)).collect();
     let heuristic: HashSet<String> = k
         .decorators
         .iter()
@@ -46,8 +46,8 @@ pub fn constexpr_configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>) -> Vec<Const
     let defaults: HashMap<String, i64> = k
         .params
         .iter()
-        .filter(|p| p.constexpr && !heuristic.contains(&p.name))
-        .filter_map(|p| Some((p.name.clone(), parse_int(model.text(p.default?).trim())?)))
+        .filter(|p| p.constexpr && !heuristic.contains(p.name))
+        .filter_map(|p| Some((p.name.to_string(), parse_int(model.text(p.default?).trim())?)))
         .collect();
     let launched: Vec<ConstexprConfig> = model
         .launches_of_kernel(k)

@@ -82,12 +82,12 @@ pub fn shape_conflicts<'a>(
 ) -> Vec<ShapeConflict> {
     let mut env = HashMap::new();
     for p in &k.params {
-        let v = match values.get(&p.name) {
+        let v = match values.get(p.name) {
             Some(&v) if p.constexpr => V::Int(v),
             _ if !p.constexpr && params_are_scalars => V::Block(Vec::new()),
             _ => V::Unknown,
         };
-        env.insert(p.name.clone(), v);
+        env.insert(p.name.to_string(), v);
     }
     let mut it = Interp { model, env, out: Some(Vec::new()), seen: HashSet::new(), budget: BUDGET };
     if let Some(body) = k.node.child_by_field_name("body") {

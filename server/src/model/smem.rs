@@ -83,7 +83,7 @@ pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String
         k.params
             .iter()
             .find(|p| p.constexpr && (p.name.ends_with(&format!("_{suffix}")) || p.name == format!("BLOCK{suffix}")))
-            .map(|p| p.name.clone())
+            .map(|p| p.name.to_string())
     };
     Some((find("M")?, find("N")?, find("K")?))
 }
@@ -211,7 +211,7 @@ pub fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec
     let defaults: HashMap<String, (i64, Option<Node<'a>>)> = k
         .params
         .iter()
-        .filter_map(|p| Some((p.name.clone(), (parse_int(model.text(p.default?).trim())?, p.default))))
+        .filter_map(|p| Some((p.name.to_string(), (parse_int(model.text(p.default?).trim())?, p.default))))
         .collect();
     for d in &k.decorators {
         if d.kind() != "call" || !model.text(field!(d, "function").unwrap_or(*d)).ends_with("autotune") {

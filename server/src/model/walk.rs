@@ -373,18 +373,13 @@ impl<'m, 'a> Walker<'m, 'a> {
         if h.params.len() != view.params.len() || name.is_empty() {
             return false;
         }
-        let params = view
-            .params
-            .iter()
-            .zip(&h.params)
-            .map(|(name, &(lo, hi, constexpr))| Param {
-                name: name.clone(),
-                range: at(lo, hi),
-                constexpr,
-                default: None,
-                node: def,
-            })
-            .collect();
+        let mut params = Vec::with_capacity(h.params.len());
+        for (name, &(lo, hi, constexpr)) in view.params.iter().zip(&h.params) {
+            let range = at(lo, hi);
+            // The name where the header says it is, as the view names it (else the statement is not the one described).
+            let Some(here) = self.m.src.get(range.start..range.end).filter(|here| here == name) else { return false };
+            params.push(Param { name: here, range, constexpr, default: None, node: def });
+        }
         let kernel = Kernel::from_header(name.to_string(), name_range, def, Vec::new(), params, Some(view.clone()));
         self.m.kernels.push(kernel);
         true
@@ -438,7 +433,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         field!(def, "parameters")
             .map(|p| {
                 let mut c = p.walk();
-                p.named_children(&mut c).filter_map(|n| param_name(n, self.m.src)).collect()
+                p.named_children(&mut c).filter_map(|n| param_name(n, self.m.src).map(str::to_string)).collect()
             })
             .unwrap_or_default()
     }
@@ -773,8 +768,8 @@ fn param_name_node(p: Node) -> Option<Node> {
     (n.kind() == "identifier").then_some(n)
 }
 
-fn param_name(p: Node, src: &str) -> Option<String> {
-    param_name_node(p).map(|n| src[n.byte_range()].to_string())
+fn param_name<'a>(p: Node, src: &'a str) -> Option<&'a str> {
+    param_name_node(p).map(|n| &src[n.byte_range()])
 }
 
 /// The step of `var += STEP` written directly in a loop body.

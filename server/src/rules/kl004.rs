@@ -98,9 +98,9 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
         "identifier" => {
             if let Some(p) = k.param(text) {
                 return if p.constexpr {
-                    Bound::ConstexprParam(p.name.clone())
+                    Bound::ConstexprParam(p.name.to_string())
                 } else {
-                    Bound::Runtime(p.name.clone())
+                    Bound::Runtime(p.name.to_string())
                 };
             }
             let assigns: Vec<_> = k.assigns.iter().filter(|a| a.target == text).collect();

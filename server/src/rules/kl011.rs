@@ -89,7 +89,7 @@ fn check(model: &FileModel, _: &Settings, out: &mut Vec<Diagnostic>) {
                 continue;
             }
             let mut named: Vec<String> =
-                k.params.iter().filter_map(|p| config.values.get(&p.name).map(|v| format!("{}={v}", p.name))).collect();
+                k.params.iter().filter_map(|p| config.values.get(p.name).map(|v| format!("{}={v}", p.name))).collect();
             named.truncate(8);
             let with = if named.is_empty() { String::new() } else { format!(" with {}", named.join(", ")) };
             for c in conflicts {
