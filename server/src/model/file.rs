@@ -682,6 +682,22 @@ impl<'a> FileModel<'a> {
 mod tests {
     use super::*;
 
+    /// The walk does not enter a node whose children are all leaves unless a
+    /// comment or `__builtins__` is among them: a directive inside an
+    /// argument list, and `__builtins__` passed as an argument, are still read.
+    #[test]
+    fn the_leaves_the_walk_skips_hold_no_directive_and_no_builtins() {
+        let src = "def f(x):\n    g(x,  # kernel-lsp: reference = ref.py\n      1)\n    h(__builtins__)\n";
+        let tree = crate::model::parse(src, None);
+        let model = FileModel::build(src, &tree);
+        assert_eq!(model.reference.as_deref(), Some("ref.py"));
+        let root = tree.root_node();
+        let units: Vec<Node> = root.children(&mut root.walk()).collect();
+        let partial = FileModel::build_partial(src, &tree, &units, &imports(root, src));
+        let builtins: Vec<&str> = partial.nodes().builtins.iter().map(|n| partial.text(*n)).collect();
+        assert_eq!(builtins, ["__builtins__"]);
+    }
+
     #[test]
     fn a_kernel_defined_again_gets_the_launches_written_under_it() {
         let src = "import triton\nimport triton.language as tl\n\n\
