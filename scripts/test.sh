@@ -83,9 +83,7 @@ step "Rust: build and test the workspace (free disk: $(free_mib) MiB)"
 # incremental-compilation cache (another 0.5 GiB) for a build made once.
 export CARGO_PROFILE_DEV_DEBUG=0
 export CARGO_INCREMENTAL=0
-# `cargo test` builds the server binary the end-to-end tests and the editors'
-# tests run (target/debug/kernel-lsp) with the tests' feature set; a
-# `cargo build` before it would build the library and binary a second time.
+cargo build --workspace --locked
 cargo test --workspace --locked
 # The editors' tests below need only the server binary; on a short disk the
 # build's intermediate files (0.9 GiB) make room for code-server and Chromium
