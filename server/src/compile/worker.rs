@@ -31,6 +31,25 @@ struct Process {
     child: Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
+    /// The process group the worker leads (`process_group(0)`).
+    _group: GroupOf,
+}
+
+/// Kills a process group when dropped. The sandbox is `bwrap`, which forks
+/// its own init for the new PID namespace: a `bwrap` killed while it sets up
+/// leaves that init waiting forever for a signal from the dead parent (seen
+/// once, an orphan from a test run); killing the group reaches it.
+struct GroupOf(Option<i32>);
+
+impl Drop for GroupOf {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take().filter(|&g| g > 1) {
+            // SAFETY: killpg has no memory-safety preconditions; a stale group id fails with ESRCH.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 /// One worker: its sandbox (a private directory, removed when dropped) and its process, once started.
@@ -95,12 +114,14 @@ impl Worker {
         cmd.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            .process_group(0);
         let mut child = cmd.spawn().map_err(|e| format!("cannot start the Python {}: {e}", self.python))?;
+        let group = GroupOf(child.id().and_then(|p| i32::try_from(p).ok()));
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("the compile worker has no pipes".to_string());
         };
-        self.process = Some(Process { child, stdin, stdout: BufReader::new(stdout).lines() });
+        self.process = Some(Process { child, stdin, stdout: BufReader::new(stdout).lines(), _group: group });
         self.starts += 1;
         let reply = self.exchange(json!({"type": "hello"}), Duration::from_secs(START_SECS)).await;
         let reply = match reply {
@@ -185,5 +206,40 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dropping the worker's group kills what the worker forked too (bwrap's
+    /// own init, here a shell's background child), not the worker alone.
+    #[test]
+    fn dropping_the_group_kills_the_children_the_worker_forked() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let mut child = tokio::process::Command::new("sh")
+                .args(["-c", "sleep 60 & sleep 60"])
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+                .expect("sh starts");
+            let pgid = child.id().and_then(|p| i32::try_from(p).ok()).expect("pid");
+            // SAFETY: signal 0 only asks whether a process of the group exists.
+            let group_alive = || unsafe { libc::killpg(pgid, 0) } == 0;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            // What `stop` did alone: the worker killed, what it forked left running.
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+            assert!(group_alive(), "the forked child outlives the worker killed alone");
+            drop(GroupOf(Some(pgid)));
+            let mut waited = 0;
+            while group_alive() && waited < 50 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                waited += 1;
+            }
+            assert!(!group_alive(), "a process of the worker's group outlived it");
+        });
     }
 }
