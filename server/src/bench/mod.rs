@@ -16,6 +16,7 @@ pub(crate) mod batch;
 pub mod cli;
 pub mod history;
 mod process;
+pub(crate) use process::GroupKill;
 pub mod sandbox;
 pub(crate) mod sha256;
 

@@ -75,10 +75,10 @@ impl<R: AsyncBufRead + Unpin> CappedLines<R> {
 }
 
 /// Kills a process group when dropped (cancel) or asked (timeout), unless disarmed.
-pub(super) struct GroupKill {
-    pub(super) pgid: Option<i32>,
+pub(crate) struct GroupKill {
+    pub(crate) pgid: Option<i32>,
     /// The warm worker's pid, whose forked children may announce themselves.
-    pub(super) worker: Option<i32>,
+    pub(crate) worker: Option<i32>,
 }
 
 /// Whether `pid` leads its own process group and is a child of `parent`.

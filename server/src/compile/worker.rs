@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::bench::sandbox::{self, Limits, Sandbox, SandboxSetting};
+use crate::bench::GroupKill;
 
 /// The worker's script, shipped inside the binary.
 pub const SCRIPT: &str = include_str!("../../harness/compile_worker.py");
@@ -31,25 +32,12 @@ struct Process {
     child: Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
-    /// The process group the worker leads (`process_group(0)`).
-    _group: GroupOf,
-}
-
-/// Kills a process group when dropped. The sandbox is `bwrap`, which forks
-/// its own init for the new PID namespace: a `bwrap` killed while it sets up
-/// leaves that init waiting forever for a signal from the dead parent (seen
-/// once, an orphan from a test run); killing the group reaches it.
-struct GroupOf(Option<i32>);
-
-impl Drop for GroupOf {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.take().filter(|&g| g > 1) {
-            // SAFETY: killpg has no memory-safety preconditions; a stale group id fails with ESRCH.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
+    /// The process group the worker leads (`process_group(0)`), killed whole
+    /// when the process is dropped. The sandbox is `bwrap`, which forks its
+    /// own init for the new PID namespace: a `bwrap` killed while it sets up
+    /// leaves that init waiting forever for a signal from the dead parent
+    /// (seen once, an orphan from a test run); killing the group reaches it.
+    _group: GroupKill,
 }
 
 /// One worker: its sandbox (a private directory, removed when dropped) and its process, once started.
@@ -117,7 +105,7 @@ impl Worker {
             .kill_on_drop(true)
             .process_group(0);
         let mut child = cmd.spawn().map_err(|e| format!("cannot start the Python {}: {e}", self.python))?;
-        let group = GroupOf(child.id().and_then(|p| i32::try_from(p).ok()));
+        let group = GroupKill { pgid: child.id().and_then(|p| i32::try_from(p).ok()), worker: None };
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("the compile worker has no pipes".to_string());
         };
@@ -233,7 +221,7 @@ mod tests {
             let _ = child.start_kill();
             let _ = child.wait().await;
             assert!(group_alive(), "the forked child outlives the worker killed alone");
-            drop(GroupOf(Some(pgid)));
+            drop(GroupKill { pgid: Some(pgid), worker: None });
             let mut waited = 0;
             while group_alive() && waited < 50 {
                 tokio::time::sleep(Duration::from_millis(100)).await;

@@ -300,7 +300,7 @@ struct ByName {
 }
 
 /// The part of `list` (sorted by `name_of`) whose name is `name`.
-fn named<'l, 'n, T>(list: &'l [T], name: &str, name_of: impl Fn(&T) -> &'n str) -> &'l [T] {
+pub(super) fn named<'l, 'n, T>(list: &'l [T], name: &str, name_of: impl Fn(&T) -> &'n str) -> &'l [T] {
     let lo = list.partition_point(|t| name_of(t) < name);
     let hi = lo + list[lo..].partition_point(|t| name_of(t) == name);
     &list[lo..hi]

@@ -35,13 +35,9 @@ impl FnIndex {
 
     /// The functions named `name`, in document order: all, and those at module level.
     fn get<'i>(&'i self, model: &FileModel, name: &str) -> Option<(&'i [usize], &'i [usize])> {
-        let named = |list: &'i [usize]| {
-            let lo = list.partition_point(|&i| model.host_fns[i].name.as_str() < name);
-            let hi = lo + list[lo..].partition_point(|&i| model.host_fns[i].name == name);
-            &list[lo..hi]
-        };
-        let all = named(&self.all);
-        (!all.is_empty()).then(|| (all, named(&self.module)))
+        let name_of = |&i: &usize| model.host_fns[i].name.as_str();
+        let all = super::file::named(&self.all, name, name_of);
+        (!all.is_empty()).then(|| (all, super::file::named(&self.module, name, name_of)))
     }
 }
 

@@ -148,8 +148,8 @@ impl<'m, 'a> Walker<'m, 'a> {
         if children == 0 || node.descendant_count() != children as usize + 1 {
             return false;
         }
-        let text = self.m.src.as_bytes().get(node.start_byte()..node.end_byte()).unwrap_or_default();
-        !text.contains(&b'#') && !contains(text, b"__builtins__")
+        let Some(text) = self.m.src.get(node.start_byte()..node.end_byte()) else { return false };
+        !text.contains('#') && !text.contains("__builtins__")
     }
 
     /// Records what `node` is; returns whether the walk should descend into it
@@ -785,9 +785,4 @@ fn direct_augmented_step<'a>(body: Node<'a>, var: &str, src: &str) -> Option<Nod
         }
     }
     None
-}
-
-/// Whether `needle` occurs in `hay`.
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
