@@ -14,6 +14,7 @@ pub mod config;
 pub mod diagnostic;
 pub mod files;
 pub mod fix;
+pub mod fork;
 pub mod llm;
 pub mod lsp;
 pub mod model;

@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 
 /// Each layer and the modules it may use besides itself, bottom to top.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("text", &[]),
-    ("diagnostic", &["text"]),
-    ("config", &["text", "diagnostic"]),
-    ("model", &["text", "diagnostic", "config"]),
-    ("fix", &["model", "text", "diagnostic", "config"]),
-    ("rules", &["fix", "model", "text", "diagnostic", "config"]),
-    ("checker", &["rules", "fix", "model", "text", "diagnostic", "config"]),
+    ("fork", &[]),
+    ("text", &["fork"]),
+    ("diagnostic", &["fork", "text"]),
+    ("config", &["fork", "text", "diagnostic"]),
+    ("model", &["fork", "text", "diagnostic", "config"]),
+    ("fix", &["fork", "model", "text", "diagnostic", "config"]),
+    ("rules", &["fork", "fix", "model", "text", "diagnostic", "config"]),
+    ("checker", &["fork", "rules", "fix", "model", "text", "diagnostic", "config"]),
 ];
 
 /// The source with comments removed and the contents of string and char

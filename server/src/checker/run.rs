@@ -14,9 +14,9 @@ use crate::model::{FileModel, NodeIndex};
 use crate::rules::{self, Reach};
 
 /// `here` on this thread, and the host rules (with `skip_per_node`, but those that answer per node) with
-/// it: with `two_threads`, a second thread starts on the rules at once and
-/// this one joins in when `here` is done, each taking the next rule not yet
-/// started; otherwise this thread runs `here`, then the rules.
+/// it: with `two_threads`, the helper thread (`crate::fork`) starts on the
+/// rules at once and this one joins in when `here` is done, each taking the
+/// next rule not yet started; otherwise this thread runs `here`, then the rules.
 pub(super) fn host_rules_beside<R>(
     model: &FileModel,
     settings: &Settings,
@@ -33,18 +33,17 @@ pub(super) fn host_rules_beside<R>(
         let result = here();
         return (result, run_shared(model, settings, &host, &next));
     }
-    std::thread::scope(|scope| {
-        let other = std::thread::Builder::new()
-            .name("host-rules".to_string())
-            .spawn_scoped(scope, || run_shared(model, settings, &host, &next));
-        let result = here();
-        // A thread that could not start leaves every rule to this one.
-        let mut out = run_shared(model, settings, &host, &next);
-        if let Ok(h) = other {
-            out.extend(h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        }
-        (result, out)
-    })
+    // The helper thread starts on the rules at once; this one joins in when
+    // `here` is done, each taking the next rule not yet started.
+    let ((result, mut out), theirs) = crate::fork::join(
+        || {
+            let result = here();
+            (result, run_shared(model, settings, &host, &next))
+        },
+        || run_shared(model, settings, &host, &next),
+    );
+    out.extend(theirs);
+    (result, out)
 }
 
 /// Runs the rules of `list` that no other thread has taken (`next` counts

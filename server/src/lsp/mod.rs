@@ -123,10 +123,14 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         // 1 MiB: a whole-text change of a large file (140 KB at 5,000 lines) passes in one go.
         let (input, sanitized) = tokio::io::duplex(1 << 20);
         let (input_done, input_ended) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
+        // The input is read in this task, beside the transport it feeds: a
+        // frame read from stdin wakes the thread that handles it, not a
+        // runtime worker that then wakes this one.
+        let read_input = async move {
             framing::sanitize(tokio::io::stdin(), input).await;
             let _ = input_done.send(());
-        });
+            std::future::pending::<()>().await
+        };
         let serve = Transport::new(sanitized, transport_out, socket).concurrency_level(32).serve(service);
         // Once the client has gone (`exit`, or stdin closed), handlers still
         // waiting on it get a moment to finish, not forever.
@@ -136,6 +140,7 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         };
         tokio::select! {
             _ = serve => {}
+            _ = read_input => {}
             _ = grace => tracing::warn!("stopping with requests still waiting on the client"),
             _ = client_gone(client_pid) => {
                 tracing::warn!("client process {} is gone: stopping", client_pid.unwrap_or_default());

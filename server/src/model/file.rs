@@ -319,7 +319,7 @@ impl<'a> FileModel<'a> {
     }
 
     /// [`Self::build`], with the whole-file node index ([`Self::nodes`])
-    /// built at the same time on a second thread: what a file whose hygiene
+    /// built at the same time on the helper thread (`crate::fork`): what a file whose hygiene
     /// rules will ask for it (a candidate) saves of its wall time. The result
     /// is the same as asking [`Self::nodes`] later.
     pub fn build_with_index(src: &'a str, tree: &'a Tree) -> Self {
@@ -327,7 +327,7 @@ impl<'a> FileModel<'a> {
     }
 
     /// [`Self::build_from`], with the node index of the statements walked
-    /// (the whole module without `units`) built on a second thread meanwhile.
+    /// (the whole module without `units`) built on the helper thread meanwhile.
     fn build_index_beside(
         src: &'a str,
         tree: &'a Tree,
@@ -338,17 +338,11 @@ impl<'a> FileModel<'a> {
             Some(units) => walked_units(units),
             None => vec![tree.root_node()],
         };
-        let (model, index) = std::thread::scope(|scope| {
-            let index = std::thread::Builder::new()
-                .name("node-index".to_string())
-                .spawn_scoped(scope, || NodeIndex::build_units(&walked, src));
-            let model = Self::build_from(src, tree, units, aliases, false);
-            // A thread that could not start, or failed, leaves the index to be built on first use.
-            (model, index.ok().and_then(|h| h.join().ok()))
-        });
-        if let Some(index) = index {
-            let _ = model.nodes.set(index);
-        }
+        let (model, index) = crate::fork::join(
+            || Self::build_from(src, tree, units, aliases, false),
+            || NodeIndex::build_units(&walked, src),
+        );
+        let _ = model.nodes.set(index);
         model
     }
 
@@ -373,7 +367,7 @@ impl<'a> FileModel<'a> {
     /// ([`Kernel::stub`]); the kernel rules must not be asked about them, and
     /// the node index ([`Self::nodes`]) lists only the statements walked.
     /// `None` if a stub's kernels are not the ones its views describe.
-    /// With `index_beside`, the node index is built on a second thread while the model is.
+    /// With `index_beside`, the node index is built on the helper thread while the model is.
     pub fn build_stubbed(
         src: &'a str,
         tree: &'a Tree,

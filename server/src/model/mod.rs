@@ -64,13 +64,30 @@ pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
 }
 
 /// [`parse`] with the gaps of `text` given.
+///
+/// Each thread keeps its parser (and the buffers it grew) between calls: a
+/// keystroke's reparse does not build and free one.
 pub fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> Tree {
+    thread_local! {
+        static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
+    }
+    let read = recovery::masked(text, gaps);
+    let parse = |parser: &mut Parser| {
+        parser.parse(read.as_ref(), old).expect("parsing without a timeout or cancellation flag always yields a tree")
+    };
+    PARSER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => parse(slot.get_or_insert_with(python_parser)),
+        // Only reentry could find it borrowed; a parser of its own then.
+        Err(_) => parse(&mut python_parser()),
+    })
+}
+
+fn python_parser() -> Parser {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .expect("the bundled tree-sitter-python grammar matches the linked tree-sitter");
-    let read = recovery::masked(text, gaps);
-    parser.parse(read.as_ref(), old).expect("parsing without a timeout or cancellation flag always yields a tree")
+    parser
 }
 
 /// Reparses `text` from `old`, a tree parsed around `scanned` (its text's
