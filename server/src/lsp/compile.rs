@@ -215,9 +215,7 @@ async fn compile_document(
     st.compile.insert(uri.clone(), compiled);
     st.compile_unavailable = false;
     if !st.caps.pull_diagnostics {
-        if let Some(p) = st.publish(uri) {
-            let _ = publish_tx.send(p);
-        }
+        publish_tx.publish(&st, uri);
     }
     let refresh = (st.caps.inlay_hint_refresh, st.caps.pull_diagnostics && st.caps.diagnostic_refresh);
     tracing::debug!("version {version}: {configurations} kernel configurations compiled in {:?}", began.elapsed());
@@ -261,9 +259,7 @@ fn unavailable(state: &Arc<Mutex<State>>, publish_tx: &Publisher, uri: &Uri) {
     let st = &mut *lock(state);
     let was = std::mem::replace(&mut st.compile_unavailable, true);
     if !was && !st.caps.pull_diagnostics {
-        if let Some(p) = st.publish(uri) {
-            let _ = publish_tx.send(p);
-        }
+        publish_tx.publish(&st, uri);
     }
 }
 

@@ -115,6 +115,44 @@ pub fn diagnostic(
     }
 }
 
+/// Appends to `out` the JSON of [`diagnostic`] (what `serde_json` writes for
+/// it, byte for byte) without building it: a publication of a large file
+/// turns hundreds of diagnostics into JSON on every keystroke, and each
+/// built one cost four allocations and a copy of its message. A diagnostic
+/// that shows related information is built and written the usual way.
+pub fn write_diagnostic(
+    out: &mut Vec<u8>,
+    uri: &Uri,
+    text: &str,
+    index: &LineIndex,
+    d: &Diagnostic,
+    encoding: Encoding,
+    related: bool,
+) -> serde_json::Result<()> {
+    if related && !d.related.is_empty() {
+        return serde_json::to_writer(out, &diagnostic(uri, text, index, d, encoding, related));
+    }
+    use serde::Serializer as _;
+    use std::io::Write as _;
+    let Range { start, end } = range(text, index, d.range, encoding);
+    write!(
+        out,
+        r#"{{"range":{{"start":{{"line":{},"character":{}}},"end":{{"line":{},"character":{}}}}},"severity":"#,
+        start.line, start.character, end.line, end.character
+    )
+    .map_err(serde_json::Error::io)?;
+    serde_json::to_writer(&mut *out, &severity(d.severity))?;
+    out.extend_from_slice(br#","code":"#);
+    serde_json::to_writer(&mut *out, &*d.code)?;
+    out.extend_from_slice(br#","source":"#);
+    serde_json::to_writer(&mut *out, SOURCE)?;
+    out.extend_from_slice(br#","message":"#);
+    // Escaped as it is formatted: no message string in between.
+    serde_json::Serializer::new(&mut *out).collect_str(&format_args!("{} [{}]", d.message, d.name))?;
+    out.push(b'}');
+    Ok(())
+}
+
 pub fn code_of(d: &lsp::Diagnostic) -> Option<&str> {
     match &d.code {
         Some(NumberOrString::String(s)) if d.source.as_deref() == Some(SOURCE) => Some(s),

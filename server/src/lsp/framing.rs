@@ -140,6 +140,8 @@ fn check(body: &[u8]) -> Result<bool, Value> {
 /// everything sent before has been written.
 pub enum Out {
     Frame(Vec<u8>),
+    /// A frame from the given byte on (see [`Frames::notify_with`]).
+    FrameFrom(Vec<u8>, usize),
     Flushed(oneshot::Sender<()>),
 }
 
@@ -167,7 +169,32 @@ impl Frames {
         frame.extend_from_slice(&body);
         self.0.send(Out::Frame(frame)).is_ok()
     }
+
+    /// [`Self::notify`] with the parameters written as JSON by `params`
+    /// (false: nothing to send) straight into the frame, behind room left
+    /// for the header: no copy of a large body. `size` is a guess of the
+    /// frame's length, to allocate once.
+    pub fn notify_with(&self, method: &str, size: usize, params: impl FnOnce(&mut Vec<u8>) -> bool) -> bool {
+        let mut frame = Vec::with_capacity(HEADER_ROOM + size);
+        frame.resize(HEADER_ROOM, b' ');
+        frame.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+        if serde_json::to_writer(&mut frame, method).is_err() {
+            return false;
+        }
+        frame.extend_from_slice(br#","params":"#);
+        if !params(&mut frame) {
+            return false;
+        }
+        frame.push(b'}');
+        let header = format!("Content-Length: {}\r\n\r\n", frame.len() - HEADER_ROOM);
+        let from = HEADER_ROOM - header.len();
+        frame[from..HEADER_ROOM].copy_from_slice(header.as_bytes());
+        self.0.send(Out::FrameFrom(frame, from)).is_ok()
+    }
 }
+
+/// Room before a body for its header: `Content-Length: ` and a `usize`, then `\r\n\r\n`.
+const HEADER_ROOM: usize = 16 + 20 + 4;
 
 /// The output of the server: [`Frames`] for our own messages, a
 /// [`FrameSplitter`] for tower-lsp-server's, and the receiver for [`write_frames`].
@@ -232,6 +259,11 @@ pub fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl std::io:
             match item {
                 Out::Frame(frame) => {
                     if out.write_all(&frame).is_err() {
+                        return;
+                    }
+                }
+                Out::FrameFrom(frame, from) => {
+                    if out.write_all(&frame[from..]).is_err() {
                         return;
                     }
                 }

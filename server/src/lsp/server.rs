@@ -192,9 +192,7 @@ impl Server {
         if st.caps.pull_diagnostics {
             return;
         }
-        if let Some(p) = st.publish(uri) {
-            let _ = self.publish_tx.send(p);
-        }
+        self.publish_tx.publish(st, uri);
     }
 
     /// After diagnostics changed other than through an edit: push them, or ask a pulling client to pull.
@@ -261,9 +259,7 @@ impl Server {
                     doc.settings = settings;
                     doc.reanalyze();
                     if !st.caps.pull_diagnostics {
-                        if let Some(p) = st.publish(&uri) {
-                            let _ = tx.send(p);
-                        }
+                        tx.publish(&st, &uri);
                     }
                 }
                 st.caps

@@ -170,6 +170,25 @@ pub enum Publisher {
 }
 
 impl Publisher {
+    /// Publishes the diagnostics of `uri` as they are in `st` (see
+    /// [`State::publish`]); false if there was nothing to publish yet or the
+    /// output has stopped. Frames are written straight from the document's
+    /// diagnostics ([`State::write_publication`]).
+    pub fn publish(&self, st: &State, uri: &Uri) -> bool {
+        match self {
+            Publisher::Frames(frames) => {
+                // About 400 bytes per diagnostic: one allocation for most publications.
+                let size = st.docs.get(uri).map_or(0, |d| d.result.diagnostics.len()) * 400 + 256;
+                let sent = frames.notify_with("textDocument/publishDiagnostics", size, |out| {
+                    st.write_publication(uri, out).is_some()
+                });
+                tracing::trace!("published {}: {sent}", uri.as_str());
+                sent
+            }
+            Publisher::Client(tx) => st.publish(uri).is_some_and(|p| tx.send(p).is_ok()),
+        }
+    }
+
     /// Publishes `p`; an error if the output has stopped.
     pub fn send(&self, p: Publish) -> std::result::Result<(), ()> {
         match self {
@@ -218,32 +237,63 @@ impl State {
         evicted
     }
 
-    /// All diagnostics of a document in LSP form: the analysis's and the last benchmark's.
+    /// All diagnostics of a document in LSP form: the analysis's (as the
+    /// compiler settled them), the last benchmark's and the compiler's.
     pub fn lsp_diagnostics(&self, uri: &Uri) -> Vec<lsp::Diagnostic> {
-        let Some(doc) = self.docs.get(uri) else {
-            return Vec::new();
-        };
+        let mut out = Vec::new();
+        if let Some(doc) = self.docs.get(uri) {
+            self.each_diagnostic(uri, |d| {
+                out.push(convert::diagnostic(
+                    uri,
+                    doc.text(),
+                    doc.line_index(),
+                    d,
+                    self.encoding,
+                    self.caps.related_information,
+                ))
+            });
+        }
+        out
+    }
+
+    /// Calls `f` with each diagnostic [`Self::lsp_diagnostics`] converts, in its order.
+    fn each_diagnostic(&self, uri: &Uri, mut f: impl FnMut(&Diagnostic)) {
+        let Some(doc) = self.docs.get(uri) else { return };
         let bench = self.bench.get(uri).map(|b| b.diagnostics.as_slice()).unwrap_or(&[]);
         let unconfirmed = super::compile::kl900_unconfirmed(self, uri);
-        let settled: Vec<std::borrow::Cow<Diagnostic>> = doc
-            .result
-            .diagnostics
-            .iter()
-            .filter_map(|d| super::compile::settle(self, uri, d))
-            .map(|d| match d.code == crate::model::syntax::CODE && unconfirmed {
-                true => std::borrow::Cow::Owned(super::compile::tentative(&d)),
-                false => d,
-            })
-            .collect();
-        settled
-            .iter()
-            .map(|d| &**d)
-            .chain(bench)
-            .chain(super::compile::diagnostics(self, uri))
-            .map(|d| {
-                convert::diagnostic(uri, doc.text(), doc.line_index(), d, self.encoding, self.caps.related_information)
-            })
-            .collect()
+        for d in doc.result.diagnostics.iter().filter_map(|d| super::compile::settle(self, uri, d)) {
+            match d.code == crate::model::syntax::CODE && unconfirmed {
+                true => f(&super::compile::tentative(&d)),
+                false => f(&d),
+            }
+        }
+        for d in bench.iter().chain(super::compile::diagnostics(self, uri)) {
+            f(d)
+        }
+    }
+
+    /// Writes to `out` the JSON of the `textDocument/publishDiagnostics`
+    /// parameters [`Self::publish`] gives (the same bytes `serde_json` writes
+    /// for them), built straight from the document's diagnostics; returns
+    /// the version, or `None` (nothing written) when [`Self::publish`] has
+    /// nothing to publish.
+    pub fn write_publication(&self, uri: &Uri, out: &mut Vec<u8>) -> Option<i32> {
+        let doc = self.docs.get(uri).filter(|d| d.is_analyzed())?;
+        out.extend_from_slice(br#"{"uri":"#);
+        serde_json::to_writer(&mut *out, uri).ok()?;
+        out.extend_from_slice(br#","diagnostics":["#);
+        let mut ok = true;
+        let mut first = true;
+        self.each_diagnostic(uri, |d| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+            let (text, index, related) = (doc.text(), doc.line_index(), self.caps.related_information);
+            ok &= convert::write_diagnostic(out, uri, text, index, d, self.encoding, related).is_ok();
+        });
+        ok.then_some(())?;
+        out.extend_from_slice(format!(r#"],"version":{}}}"#, doc.version).as_bytes());
+        Some(doc.version)
     }
 
     /// The publication of a document's diagnostics; none while its analysis
@@ -298,5 +348,58 @@ mod tests {
         let second = st.publish(&uri).expect("published");
         assert_eq!(second.version, Some(2));
         assert_eq!(second.diagnostics[0].range.start.line, first.diagnostics[0].range.start.line + 1);
+    }
+
+    /// The publication's JSON written straight from the diagnostics is what
+    /// `serde_json` writes for the LSP parameters, byte for byte: with text
+    /// outside ASCII before a diagnostic (UTF-16 and UTF-8 columns), messages
+    /// that need escaping, related information shown or not.
+    #[test]
+    fn the_publication_is_written_as_serde_writes_it() {
+        let text = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):  # «ü» \u{1F600}\n    \
+                    tl.store(x_ptr, tl.tanh(1.0))  # \u{1F600}\n    tl.store(x_ptr + 1, tl.tanh(2.0))\n";
+        let uri: Uri = "file:///t%20dir/%C3%A9.py".parse().expect("uri");
+        let odd = |at: usize, message: &str, related: Vec<crate::diagnostic::Related>| Diagnostic {
+            code: "KL902".into(),
+            name: "odd \"name\"".into(),
+            severity: crate::diagnostic::Severity::Info,
+            range: crate::text::TextRange::new(at, at + 4),
+            message: message.into(),
+            related,
+            fix: None,
+        };
+        let emoji = text.find('\u{1F600}').expect("emoji");
+        let related = vec![crate::diagnostic::Related {
+            range: crate::text::TextRange::new(emoji + 4, emoji + 6),
+            message: "see \\ here".into(),
+        }];
+        for (encoding, shown) in [(Encoding::Utf16, false), (Encoding::Utf16, true), (Encoding::Utf8, true)] {
+            let mut st = State { encoding, ..State::default() };
+            st.caps.related_information = shown;
+            st.docs.insert(uri.clone(), Document::new(text, 7, Arc::new(Settings::default())));
+            let bench = BenchState {
+                diagnostics: vec![
+                    odd(emoji + 4, "quote \" backslash \\ newline \n tab \t control \u{1} \u{7f} «ü»", Vec::new()),
+                    odd(emoji + 5, "with related", related.clone()),
+                    odd(0, "", Vec::new()),
+                ],
+                ..Default::default()
+            };
+            st.bench.insert(uri.clone(), bench);
+            let p = st.publish(&uri).expect("published");
+            assert_eq!(p.diagnostics.len(), 5, "two KL005 and three of the benchmark's");
+            let params = lsp::PublishDiagnosticsParams { uri: p.uri, diagnostics: p.diagnostics, version: p.version };
+            let want = serde_json::to_vec(&params).expect("serialized");
+            let mut got = Vec::new();
+            assert_eq!(st.write_publication(&uri, &mut got), Some(7));
+            assert_eq!(String::from_utf8(got).expect("utf-8"), String::from_utf8(want).expect("utf-8"));
+        }
+        // Nothing to publish while the analysis lags behind the text: nothing written.
+        let mut st = State::default();
+        st.docs.insert(uri.clone(), Document::new(text, 1, Arc::new(Settings::default())));
+        let change = TextDocumentContentChangeEvent { range: None, range_length: None, text: "x = 1\n".into() };
+        st.docs.get_mut(&uri).expect("doc").apply_changes(2, &[change], st.encoding);
+        let mut out = Vec::new();
+        assert_eq!((st.write_publication(&uri, &mut out), out.len()), (None, 0));
     }
 }

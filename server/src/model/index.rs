@@ -57,7 +57,8 @@ impl<'a> NodeIndex<'a> {
                 }
             });
         }
-        out.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+        // Keys read once per node: each read is a call into tree-sitter.
+        out.sort_by_cached_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
         out
     }
 

@@ -53,9 +53,7 @@ impl Server {
                 let st = &mut *lock(&state);
                 let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
                 if installed && !st.caps.pull_diagnostics {
-                    if let Some(p) = st.publish(&uri) {
-                        let _ = publish_tx.send(p);
-                    }
+                    publish_tx.publish(st, &uri);
                 }
             }
             tracing::debug!(
