@@ -124,7 +124,13 @@ pub struct Evicted {
     _semantic: Option<Arc<Semantic>>,
 }
 
-/// The outcome of an [`AnalysisJob`], for [`Document::install`].
+/// What an installed analysis replaced, freed where it is dropped.
+pub struct Replaced {
+    _result: CheckResult,
+    _snapshot: Option<Arc<Snapshot>>,
+}
+
+/// The outcome of an [`AnalysisJob`], for [`Document::install_replacing`].
 pub struct Analysis {
     pub result: CheckResult,
     /// None after an analysis that panicked (the next one starts afresh).
@@ -312,19 +318,29 @@ impl Document {
         }
     }
 
+    /// [`Self::install_replacing`], dropping what it replaced.
+    #[cfg(test)]
+    pub fn install(&mut self, version: i32, analysis: Analysis) -> bool {
+        self.install_replacing(version, analysis).is_some()
+    }
+
     /// Installs the result of a job if the document is still at its version
     /// and its settings (a settings change re-analyses the document at once:
     /// a job started before it must not put the old settings' result back).
-    pub fn install(&mut self, version: i32, analysis: Analysis) -> bool {
+    /// Hands back what it replaced (`None` if it was not installed), for the
+    /// caller to free after it has published: a large file's old result is
+    /// hundreds of diagnostics.
+    pub fn install_replacing(&mut self, version: i32, analysis: Analysis) -> Option<Replaced> {
         // The same `Arc` unless the settings changed since the job started: no deep comparison per edit.
         let same_settings = Arc::ptr_eq(&analysis.settings, &self.settings) || *analysis.settings == *self.settings;
         if version != self.version || !same_settings {
-            return false;
+            return None;
         }
-        self.result = analysis.result;
+        let result = std::mem::replace(&mut self.result, analysis.result);
         self.set_analyzed(version);
-        self.snapshot = analysis.snapshot.filter(|_| self.tree.is_some()).map(Arc::new);
-        true
+        let snapshot =
+            std::mem::replace(&mut self.snapshot, analysis.snapshot.filter(|_| self.tree.is_some()).map(Arc::new));
+        Some(Replaced { _result: result, _snapshot: snapshot })
     }
 
     fn set_analyzed(&mut self, version: i32) {

@@ -49,20 +49,23 @@ impl Server {
             }
             let result = job.run();
             let analysed = began.elapsed();
-            {
+            let replaced = {
                 let st = &mut *lock(&state);
-                let installed = st.docs.get_mut(&uri).is_some_and(|doc| doc.install(job.version, result));
-                if installed && !st.caps.pull_diagnostics {
+                let replaced = st.docs.get_mut(&uri).and_then(|doc| doc.install_replacing(job.version, result));
+                if replaced.is_some() && !st.caps.pull_diagnostics {
                     publish_tx.publish(st, &uri);
                 }
-            }
+                replaced
+            };
             tracing::debug!(
                 "version {}: edit and {reparse} reparse {edited:?}, analysis {:?} (started after {started:?}), ready to publish after {:?}",
                 job.version,
                 analysed - started,
                 began.elapsed()
             );
-            // The trees this edit evicted are freed off the lock, after the publication.
+            // What the analysis replaced, and the trees this edit evicted, are
+            // freed off the lock, after the publication.
+            drop(replaced);
             drop(evicted);
         });
     }
