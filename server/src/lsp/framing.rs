@@ -64,6 +64,91 @@ pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite
     let _ = output.shutdown().await;
 }
 
+/// Standard input read on the thread that serves it, where it is a pipe or
+/// a socket (what editors give a language server): non-blocking, watched by
+/// the runtime's event loop, so that a frame from the client wakes the
+/// serving thread itself. `tokio::io::stdin` reads on a thread of the
+/// runtime's blocking pool, which then wakes the serving thread: one more
+/// thread to wake per message. `None` (stdin left as it is) for a file or a
+/// terminal, or where it cannot be watched.
+#[cfg(unix)]
+pub fn watched_stdin() -> Option<impl AsyncRead + Unpin> {
+    watched(0)
+}
+
+#[cfg(not(unix))]
+pub fn watched_stdin() -> Option<tokio::io::Stdin> {
+    None
+}
+
+/// [`watched_stdin`] for any descriptor `fd` that stays open for the life of the process.
+#[cfg(unix)]
+fn watched(fd: std::os::fd::RawFd) -> Option<impl AsyncRead + Unpin> {
+    use std::os::fd::{AsRawFd, RawFd};
+    use tokio::io::unix::AsyncFd;
+    use tokio::io::Interest;
+
+    struct Fd(RawFd);
+    impl AsRawFd for Fd {
+        fn as_raw_fd(&self) -> RawFd {
+            self.0
+        }
+    }
+    struct Watched(AsyncFd<Fd>);
+    impl AsyncRead for Watched {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            loop {
+                let mut guard = match self.0.poll_read_ready(cx) {
+                    Poll::Ready(Ok(guard)) => guard,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                };
+                let unfilled = buf.initialize_unfilled();
+                let read = guard.try_io(|_| {
+                    // SAFETY: reads into the unfilled part of a buffer we own, from a descriptor open for the process's life.
+                    let n = unsafe { libc::read(self.0.as_raw_fd(), unfilled.as_mut_ptr().cast(), unfilled.len()) };
+                    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+                });
+                match read {
+                    Ok(Ok(n)) => {
+                        buf.advance(n);
+                        return Poll::Ready(Ok(()));
+                    }
+                    Ok(Err(e)) => return Poll::Ready(Err(e)),
+                    // Not readable after all: wait for the next readiness.
+                    Err(_would_block) => continue,
+                }
+            }
+        }
+    }
+    // SAFETY: fstat and fcntl only read the descriptor's type and flags,
+    // and set its O_NONBLOCK flag (a pipe or socket made for this server).
+    let flags = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 || !matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK) {
+            return None;
+        }
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return None;
+        }
+        flags
+    };
+    // SAFETY: the descriptor stays open, and the same pipe or socket, for the life of the process.
+    match unsafe { AsyncFd::register_with_interest(Fd(fd), Interest::READABLE) } {
+        Ok(watched) => Some(Watched(watched)),
+        Err(_) => {
+            // SAFETY: puts back the flags read above; `tokio::io::stdin` reads blocking.
+            unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+            None
+        }
+    }
+}
+
 /// The body length from one header block; `Ok(None)` at end of input.
 async fn read_headers(reader: &mut (impl AsyncBufReadExt + Unpin)) -> Result<Option<usize>, String> {
     let mut length = None;
@@ -374,6 +459,43 @@ mod tests {
         let expected = format!("Content-Length: {}\r\n\r\n{ours}", ours.len())
             + "Content-Length: 2\r\n\r\n{}Content-Length: 5\r\n\r\n[1,2]";
         assert_eq!(out, expected);
+    }
+
+    /// A pipe read through the event loop gives the frames written into it
+    /// in pieces, with pauses between (each read that finds nothing waits
+    /// for readiness), through to its end; a file is not watched.
+    #[test]
+    fn a_watched_pipe_gives_whole_frames_written_in_pieces() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let mut fds = [0; 2];
+        // SAFETY: pipe() fills the two descriptors, both closed below.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"x","params":"{}"}}"#, "y".repeat(100_000));
+        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        let sent = frame.clone() + &frame;
+        let writer = std::thread::spawn(move || {
+            for piece in sent.as_bytes().chunks(7_000) {
+                // SAFETY: writes our bytes to the pipe's write end, closed below.
+                let n = unsafe { libc::write(fds[1], piece.as_ptr().cast(), piece.len()) };
+                assert_eq!(n as usize, piece.len());
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            // SAFETY: closing our write end: the reader sees the end of input.
+            unsafe { libc::close(fds[1]) };
+        });
+        let out = runtime.block_on(async {
+            let watched = watched(fds[0]).expect("a pipe is watched");
+            let mut out = Vec::new();
+            sanitize(watched, &mut out).await;
+            out
+        });
+        writer.join().unwrap();
+        // SAFETY: the watched reader is gone; closing the read end it used.
+        unsafe { libc::close(fds[0]) };
+        assert_eq!(String::from_utf8(out).unwrap(), frame.clone() + &frame);
+        let file = std::fs::File::open(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
+        let none = runtime.block_on(async { watched(std::os::fd::AsRawFd::as_raw_fd(&file)).is_none() });
+        assert!(none, "a file is read as it is");
     }
 
     #[tokio::test]

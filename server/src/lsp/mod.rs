@@ -48,8 +48,8 @@ static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// glibc gives each thread that allocates its own malloc arena (up to 8 per
 /// core), and memory freed in one arena is not reused by another: with the
-/// runtime's workers and the stdin/stdout threads each holding freed trees and
-/// models, that cost ~5 MB of peak RSS with 20 open files. The server's threads
+/// runtime's threads, the analysis thread and the output thread each holding
+/// freed trees and models, that cost ~5 MB of peak RSS with 20 open files. The server's threads
 /// hardly allocate concurrently, so one arena costs no measurable time.
 /// Called before the runtime starts its threads.
 fn one_malloc_arena() {
@@ -95,7 +95,11 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("kernel_lsp=info,warn"));
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).try_init();
     one_malloc_arena();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    // One thread serves the protocol, its event loop included: a message
+    // from the client wakes it, and no runtime worker stands between it and
+    // the analysis thread (lsp_latency, docs/performance.md). The analyses
+    // run on their own threads (`background`), off this one.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("kernel-lsp serve: cannot start the async runtime: {e}");
@@ -127,7 +131,10 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
         // frame read from stdin wakes the thread that handles it, not a
         // runtime worker that then wakes this one.
         let read_input = async move {
-            framing::sanitize(tokio::io::stdin(), input).await;
+            match framing::watched_stdin() {
+                Some(stdin) => framing::sanitize(stdin, input).await,
+                None => framing::sanitize(tokio::io::stdin(), input).await,
+            }
             let _ = input_done.send(());
             std::future::pending::<()>().await
         };
