@@ -288,6 +288,13 @@ mod tests {
             .collect()
     }
 
+    /// `d` as the document's publication carries it.
+    fn publish(uri: &Uri, doc: &Document, d: &Diagnostic) -> lsp::Diagnostic {
+        let at =
+            convert::Place { uri, text: doc.text(), index: doc.line_index(), encoding: Encoding::Utf16, related: true };
+        convert::diagnostic(&at, d)
+    }
+
     /// A published diagnostic carries no fix: the quick fix is read from the
     /// analysis, or from the last benchmark (KL902's shrink), and only while
     /// that analysis describes the current text.
@@ -297,7 +304,7 @@ mod tests {
         let mut doc = Document::new(text, 1, Arc::new(Settings::default()));
         let uri: Uri = "file:///t.py".parse().expect("uri");
         let ours = doc.result.diagnostics.iter().find(|d| d.code == "KL005").expect("KL005").clone();
-        let published = convert::diagnostic(&uri, doc.text(), doc.line_index(), &ours, Encoding::Utf16, true);
+        let published = publish(&uri, &doc, &ours);
         assert_eq!(published.data, None);
         let found = titles(&ask(&doc, &[], &published));
         assert!(found.iter().any(|t| t.starts_with("Replace `tl.tanh(...)`")), "{found:?}");
@@ -317,14 +324,14 @@ mod tests {
                 edits: vec![Edit { range: line, new_text: "def k2".into() }],
             }),
         };
-        let published = convert::diagnostic(&uri, doc.text(), doc.line_index(), &bench, Encoding::Utf16, true);
+        let published = publish(&uri, &doc, &bench);
         assert!(
             titles(&ask(&doc, std::slice::from_ref(&bench), &published)).contains(&"Shrink to BLOCK=16".to_string())
         );
         assert!(!titles(&ask(&doc, &[], &published)).contains(&"Shrink to BLOCK=16".to_string()));
 
         // The text changed and its analysis has not landed: no fix from the old one.
-        let published = convert::diagnostic(&uri, doc.text(), doc.line_index(), &ours, Encoding::Utf16, true);
+        let published = publish(&uri, &doc, &ours);
         let change = lsp::TextDocumentContentChangeEvent {
             range: Some(lsp::Range::new(lsp::Position::new(0, 0), lsp::Position::new(0, 0))),
             range_length: None,

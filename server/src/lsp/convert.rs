@@ -84,26 +84,29 @@ pub fn severity(s: Severity) -> lsp::DiagnosticSeverity {
     }
 }
 
-/// A finding in LSP terms; its `relatedInformation` only where the client takes it (`related`).
-pub fn diagnostic(
-    uri: &Uri,
-    text: &str,
-    index: &LineIndex,
-    d: &Diagnostic,
-    encoding: Encoding,
-    related: bool,
-) -> lsp::Diagnostic {
-    let related = (related && !d.related.is_empty()).then(|| {
+/// The document a finding is put in LSP terms for, and how: in `encoding`'s
+/// columns, with `relatedInformation` only where the client takes it (`related`).
+pub struct Place<'a> {
+    pub uri: &'a Uri,
+    pub text: &'a str,
+    pub index: &'a LineIndex,
+    pub encoding: Encoding,
+    pub related: bool,
+}
+
+/// A finding in LSP terms.
+pub fn diagnostic(at: &Place, d: &Diagnostic) -> lsp::Diagnostic {
+    let related = (at.related && !d.related.is_empty()).then(|| {
         d.related
             .iter()
             .map(|r| DiagnosticRelatedInformation {
-                location: Location { uri: uri.clone(), range: range(text, index, r.range, encoding) },
+                location: Location { uri: at.uri.clone(), range: range(at.text, at.index, r.range, at.encoding) },
                 message: r.message.to_string(),
             })
             .collect()
     });
     lsp::Diagnostic {
-        range: range(text, index, d.range, encoding),
+        range: range(at.text, at.index, d.range, at.encoding),
         severity: Some(severity(d.severity)),
         code: Some(NumberOrString::String(d.code.to_string())),
         code_description: None,
@@ -120,21 +123,13 @@ pub fn diagnostic(
 /// turns hundreds of diagnostics into JSON on every keystroke, and each
 /// built one cost four allocations and a copy of its message. A diagnostic
 /// that shows related information is built and written the usual way.
-pub fn write_diagnostic(
-    out: &mut Vec<u8>,
-    uri: &Uri,
-    text: &str,
-    index: &LineIndex,
-    d: &Diagnostic,
-    encoding: Encoding,
-    related: bool,
-) -> serde_json::Result<()> {
-    if related && !d.related.is_empty() {
-        return serde_json::to_writer(out, &diagnostic(uri, text, index, d, encoding, related));
+pub fn write_diagnostic(out: &mut Vec<u8>, at: &Place, d: &Diagnostic) -> serde_json::Result<()> {
+    if at.related && !d.related.is_empty() {
+        return serde_json::to_writer(out, &diagnostic(at, d));
     }
     use serde::Serializer as _;
     use std::io::Write as _;
-    let Range { start, end } = range(text, index, d.range, encoding);
+    let Range { start, end } = range(at.text, at.index, d.range, at.encoding);
     write!(
         out,
         r#"{{"range":{{"start":{{"line":{},"character":{}}},"end":{{"line":{},"character":{}}}}},"severity":"#,

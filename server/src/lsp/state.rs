@@ -241,19 +241,22 @@ impl State {
     /// compiler settled them), the last benchmark's and the compiler's.
     pub fn lsp_diagnostics(&self, uri: &Uri) -> Vec<lsp::Diagnostic> {
         let mut out = Vec::new();
-        if let Some(doc) = self.docs.get(uri) {
-            self.each_diagnostic(uri, |d| {
-                out.push(convert::diagnostic(
-                    uri,
-                    doc.text(),
-                    doc.line_index(),
-                    d,
-                    self.encoding,
-                    self.caps.related_information,
-                ))
-            });
+        if let Some(at) = self.place(uri) {
+            self.each_diagnostic(uri, |d| out.push(convert::diagnostic(&at, d)));
         }
         out
+    }
+
+    /// Where the diagnostics of `uri` are converted for: the document, this client's encoding and capabilities.
+    fn place<'s>(&'s self, uri: &'s Uri) -> Option<convert::Place<'s>> {
+        let doc = self.docs.get(uri)?;
+        Some(convert::Place {
+            uri,
+            text: doc.text(),
+            index: doc.line_index(),
+            encoding: self.encoding,
+            related: self.caps.related_information,
+        })
     }
 
     /// Calls `f` with each diagnostic [`Self::lsp_diagnostics`] converts, in its order.
@@ -279,6 +282,7 @@ impl State {
     /// nothing to publish.
     pub fn write_publication(&self, uri: &Uri, out: &mut Vec<u8>) -> Option<i32> {
         let doc = self.docs.get(uri).filter(|d| d.is_analyzed())?;
+        let at = self.place(uri)?;
         out.extend_from_slice(br#"{"uri":"#);
         serde_json::to_writer(&mut *out, uri).ok()?;
         out.extend_from_slice(br#","diagnostics":["#);
@@ -288,8 +292,7 @@ impl State {
             if !std::mem::take(&mut first) {
                 out.push(b',');
             }
-            let (text, index, related) = (doc.text(), doc.line_index(), self.caps.related_information);
-            ok &= convert::write_diagnostic(out, uri, text, index, d, self.encoding, related).is_ok();
+            ok &= convert::write_diagnostic(out, &at, d).is_ok();
         });
         ok.then_some(())?;
         out.extend_from_slice(format!(r#"],"version":{}}}"#, doc.version).as_bytes());
