@@ -71,11 +71,29 @@ where
         job();
     }
     let a = catch_unwind(AssertUnwindSafe(here));
-    let b = done_rx.recv().unwrap_or_else(|_| unreachable!("the job sends before it ends"));
+    let b = wait_for(&done_rx).unwrap_or_else(|_| unreachable!("the job sends before it ends"));
     h.taken.store(false, Ordering::Release);
     match (a, b) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(p), _) | (_, Err(p)) => resume_unwind(p),
+    }
+}
+
+/// How long [`join`] spins for the helper's half before it sleeps: the
+/// halves are split to end together, and a thread put to sleep for a few
+/// microseconds is woken (on another core of a virtual machine) late.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// The helper's result: spun for up to [`SPIN`], then slept for.
+fn wait_for<B>(done: &mpsc::Receiver<B>) -> Result<B, mpsc::RecvError> {
+    let began = std::time::Instant::now();
+    loop {
+        match done.try_recv() {
+            Ok(b) => return Ok(b),
+            Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
+            Err(mpsc::TryRecvError::Empty) if began.elapsed() < SPIN => std::hint::spin_loop(),
+            Err(mpsc::TryRecvError::Empty) => return done.recv(),
+        }
     }
 }
 
@@ -98,6 +116,21 @@ mod tests {
             }
         });
         assert!(on_helper, "the helper thread never ran the second half");
+    }
+
+    #[test]
+    fn a_helper_half_slower_than_the_spin_is_waited_for() {
+        let slow = SPIN * 50;
+        let began = std::time::Instant::now();
+        let (a, b) = join(
+            || 1,
+            || {
+                std::thread::sleep(slow);
+                2
+            },
+        );
+        assert_eq!((a, b), (1, 2));
+        assert!(began.elapsed() >= slow);
     }
 
     #[test]
