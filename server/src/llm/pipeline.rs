@@ -69,6 +69,15 @@ pub async fn rewrite(
     });
     let reference = bench::find_reference(&file, &text, req.reference.as_deref(), &req.settings);
     let gpu_spec = req.settings.gpu();
+    // The sandbox's preparation starts processes and waits for them (bwrap
+    // and the interpreter asked where they live): on the blocking pool, not
+    // on the thread that serves the editor.
+    let sandbox = {
+        let req = req.clone();
+        tokio::task::spawn_blocking(move || sandbox_for(&req))
+            .await
+            .map_err(|e| LlmError::Setup(format!("the sandbox could not be prepared: {e}")))??
+    };
     let mut ctx = Ctx {
         repairs: req.repairs.unwrap_or(req.settings.llm.repairs),
         system: prompts::load(prompts::SYSTEM, prompts_dir.as_deref())?,
@@ -82,7 +91,7 @@ pub async fn rewrite(
         rel,
         reference,
         bench_lock: tokio::sync::Mutex::new(()),
-        sandbox: Arc::new(sandbox_for(&req)?),
+        sandbox: Arc::new(sandbox),
         compile_python: bench::resolve_python(&BenchRequest {
             python: req.python.clone(),
             settings: req.settings.clone(),
