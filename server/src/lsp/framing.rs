@@ -64,13 +64,13 @@ pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite
     let _ = output.shutdown().await;
 }
 
-/// Standard input read on the thread that serves it, where it is a pipe or
-/// a socket (what editors give a language server): non-blocking, watched by
+/// Standard input read on the thread that serves it, where it is a pipe
+/// (what editors give a language server): non-blocking, watched by
 /// the runtime's event loop, so that a frame from the client wakes the
 /// serving thread itself. `tokio::io::stdin` reads on a thread of the
 /// runtime's blocking pool, which then wakes the serving thread: one more
-/// thread to wake per message. `None` (stdin left as it is) for a file or a
-/// terminal, or where it cannot be watched.
+/// thread to wake per message. `None` (stdin left as it is) for a file, a
+/// terminal or a socket, or where it cannot be watched.
 #[cfg(unix)]
 pub fn watched_stdin() -> Option<impl AsyncRead + Unpin> {
     watched(0)
@@ -125,11 +125,18 @@ fn watched(fd: std::os::fd::RawFd) -> Option<impl AsyncRead + Unpin> {
             }
         }
     }
-    // SAFETY: fstat and fcntl only read the descriptor's type and flags,
-    // and set its O_NONBLOCK flag (a pipe or socket made for this server).
+    // SAFETY: fstat and fcntl only read the descriptors' types and flags,
+    // and set this one's O_NONBLOCK flag (a pipe made for this server).
     let flags = unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 || !matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK) {
+        let (mut st, mut out): (libc::stat, libc::stat) = (std::mem::zeroed(), std::mem::zeroed());
+        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+            return None;
+        }
+        // The flag belongs to the open pipe, not the descriptor: stdout on
+        // the same pipe (one opened for reading and writing) would turn
+        // non-blocking too. A socket is left alone for the same reason:
+        // clients hand one socket as both stdin and stdout.
+        if libc::fstat(1, &mut out) == 0 && (out.st_dev, out.st_ino) == (st.st_dev, st.st_ino) {
             return None;
         }
         let flags = libc::fcntl(fd, libc::F_GETFL);
@@ -138,7 +145,7 @@ fn watched(fd: std::os::fd::RawFd) -> Option<impl AsyncRead + Unpin> {
         }
         flags
     };
-    // SAFETY: the descriptor stays open, and the same pipe or socket, for the life of the process.
+    // SAFETY: the descriptor stays open, and the same pipe, for the life of the process.
     match unsafe { AsyncFd::register_with_interest(Fd(fd), Interest::READABLE) } {
         Ok(watched) => Some(Watched(watched)),
         Err(_) => {
@@ -496,6 +503,11 @@ mod tests {
         let file = std::fs::File::open(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")).unwrap();
         let none = runtime.block_on(async { watched(std::os::fd::AsRawFd::as_raw_fd(&file)).is_none() });
         assert!(none, "a file is read as it is");
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let none = runtime.block_on(async { watched(std::os::fd::AsRawFd::as_raw_fd(&a)).is_none() });
+        assert!(none, "a socket is read as it is (it may be stdout too)");
+        let mode = |fd| unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK;
+        assert_eq!(mode(std::os::fd::AsRawFd::as_raw_fd(&a)), 0, "left blocking");
     }
 
     #[tokio::test]
