@@ -231,9 +231,8 @@ fn check(body: &[u8]) -> Result<bool, Value> {
 /// What the output writer is sent: a whole frame, or a request to report once
 /// everything sent before has been written.
 pub enum Out {
-    Frame(Vec<u8>),
-    /// A frame from the given byte on (see [`Frames::notify_with`]).
-    FrameFrom(Vec<u8>, usize),
+    /// A frame: the bytes from the given one on (see [`Frames::notify_with`]).
+    Frame(Vec<u8>, usize),
     Flushed(oneshot::Sender<()>),
 }
 
@@ -248,18 +247,7 @@ pub struct Frames(mpsc::UnboundedSender<Out>);
 impl Frames {
     /// Sends a JSON-RPC notification; false if the writer has stopped.
     pub fn notify(&self, method: &str, params: &impl Serialize) -> bool {
-        #[derive(Serialize)]
-        struct Notification<'a, P> {
-            jsonrpc: &'static str,
-            method: &'a str,
-            params: &'a P,
-        }
-        let Ok(body) = serde_json::to_vec(&Notification { jsonrpc: "2.0", method, params }) else {
-            return false;
-        };
-        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-        frame.extend_from_slice(&body);
-        self.0.send(Out::Frame(frame)).is_ok()
+        self.notify_with(method, 0, |out| serde_json::to_writer(out, params).is_ok())
     }
 
     /// [`Self::notify`] with the parameters written as JSON by `params`
@@ -281,7 +269,7 @@ impl Frames {
         let header = format!("Content-Length: {}\r\n\r\n", frame.len() - HEADER_ROOM);
         let from = HEADER_ROOM - header.len();
         frame[from..HEADER_ROOM].copy_from_slice(header.as_bytes());
-        self.0.send(Out::FrameFrom(frame, from)).is_ok()
+        self.0.send(Out::Frame(frame, from)).is_ok()
     }
 }
 
@@ -325,7 +313,7 @@ impl AsyncWrite for FrameSplitter {
         while let Some(n) = frame_len(&this.buf) {
             let rest = this.buf.split_off(n);
             let frame = std::mem::replace(&mut this.buf, rest);
-            if this.tx.send(Out::Frame(frame)).is_err() {
+            if this.tx.send(Out::Frame(frame, 0)).is_err() {
                 return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
             }
         }
@@ -349,12 +337,7 @@ pub fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl std::io:
         let mut next = Some(first);
         while let Some(item) = next.take() {
             match item {
-                Out::Frame(frame) => {
-                    if out.write_all(&frame).is_err() {
-                        return;
-                    }
-                }
-                Out::FrameFrom(frame, from) => {
+                Out::Frame(frame, from) => {
                     if out.write_all(&frame[from..]).is_err() {
                         return;
                     }
@@ -506,6 +489,7 @@ mod tests {
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
         let none = runtime.block_on(async { watched(std::os::fd::AsRawFd::as_raw_fd(&a)).is_none() });
         assert!(none, "a socket is read as it is (it may be stdout too)");
+        // SAFETY: F_GETFL only reads the flags of a descriptor the test owns.
         let mode = |fd| unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK;
         assert_eq!(mode(std::os::fd::AsRawFd::as_raw_fd(&a)), 0, "left blocking");
     }
