@@ -9,12 +9,16 @@
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// A job handed to the helper, which the caller takes back and runs itself if
+/// the helper has not started it by the time the caller's own half is done.
+type Slot = Arc<Mutex<Option<Job>>>;
+
 struct Helper {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    jobs: Mutex<mpsc::Sender<Slot>>,
     /// Set while a job of a [`join`] is out on the helper: a second caller
     /// (tests analyse on many threads) runs both halves itself.
     taken: AtomicBool,
@@ -25,12 +29,15 @@ fn helper() -> Option<&'static Helper> {
     static HELPER: OnceLock<Option<Helper>> = OnceLock::new();
     HELPER
         .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<Job>();
+            let (tx, rx) = mpsc::channel::<Slot>();
             std::thread::Builder::new()
                 .name("kl-fork".into())
                 .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        job();
+                    while let Ok(slot) = rx.recv() {
+                        let job = take(&slot);
+                        if let Some(job) = job {
+                            job();
+                        }
                     }
                 })
                 .ok()
@@ -39,11 +46,18 @@ fn helper() -> Option<&'static Helper> {
         .as_ref()
 }
 
+/// The job in `slot`, if nobody has taken it yet.
+fn take(slot: &Slot) -> Option<Job> {
+    slot.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
 /// Runs `here` on this thread and `there` on the helper thread at the same
 /// time, and returns both results once both are done. Where the helper is
-/// busy with another caller's `there`, or could not start, `there` runs on
-/// this thread after `here`. A panic in either is raised here, after both
-/// have finished.
+/// busy with another caller's `there`, could not start, or has not started
+/// `there` by the time `here` is done (a thread woken on another core of a
+/// virtual machine can be late by more than the work), `there` runs on this
+/// thread after `here`. A panic in either is raised here, after both have
+/// finished.
 pub fn join<A, B>(here: impl FnOnce() -> A, there: impl FnOnce() -> B + Send) -> (A, B)
 where
     B: Send,
@@ -57,20 +71,21 @@ where
         let _ = done_tx.send(catch_unwind(AssertUnwindSafe(there)));
     });
     // SAFETY: the job borrows from this frame (`there`'s captures, `B`'s
-    // lifetime). This function does not return or unwind before
-    // `done_rx.recv()` has answered, and the job sends only after `there`
-    // has run and been dropped; what it touches afterwards (the channel's
-    // sender) is its own. A job the helper never got is run here below,
-    // so the receive always answers.
+    // lifetime). It is run exactly once, by whoever takes it out of the slot
+    // first: the helper, or this function after `here`. This function does
+    // not return or unwind before the slot is empty and `done_rx.recv()` has
+    // answered, and the job sends only after `there` has run and been
+    // dropped; what the job touches afterwards (the channel's sender) is its
+    // own, and the helper keeps only the empty slot.
     let job: Job = unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) };
-    let sent = match h.jobs.lock() {
-        Ok(jobs) => jobs.send(job).map_err(|e| e.0),
-        Err(_) => Err(job),
-    };
-    if let Err(job) = sent {
-        job();
+    let slot: Slot = Arc::new(Mutex::new(Some(job)));
+    if let Ok(jobs) = h.jobs.lock() {
+        let _ = jobs.send(slot.clone());
     }
     let a = catch_unwind(AssertUnwindSafe(here));
+    if let Some(job) = take(&slot) {
+        job();
+    }
     let b = wait_for(&done_rx).unwrap_or_else(|_| unreachable!("the job sends before it ends"));
     h.taken.store(false, Ordering::Release);
     match (a, b) {
@@ -106,10 +121,14 @@ mod tests {
         let data: Vec<u64> = (1..=1000).collect();
         let (a, b) = join(|| data[..500].iter().sum::<u64>(), || data[500..].iter().sum::<u64>());
         assert_eq!(a + b, 500_500);
-        // The second half runs on the helper thread whenever it is free
-        // (other tests' joins may hold it for a moment: then it runs here).
+        // The second half runs on the helper thread whenever it is free and
+        // awake in time (other tests' joins may hold it: then it runs here).
         let on_helper = (0..1000).any(|_| {
-            let (_, name) = join(|| (), || std::thread::current().name().map(str::to_string));
+            let (_, name) = join(
+                // Long enough for the helper to wake and take its half.
+                || std::thread::sleep(std::time::Duration::from_millis(1)),
+                || std::thread::current().name().map(str::to_string),
+            );
             name.as_deref() == Some("kl-fork") || {
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 false
@@ -122,15 +141,42 @@ mod tests {
     fn a_helper_half_slower_than_the_spin_is_waited_for() {
         let slow = SPIN * 50;
         let began = std::time::Instant::now();
+        let (started_tx, started_rx) = mpsc::channel();
         let (a, b) = join(
-            || 1,
+            // Returns once the helper has started its half (or after 5 s,
+            // where another test's join holds the helper and the half runs here).
+            || started_rx.recv_timeout(std::time::Duration::from_secs(5)).is_ok(),
             || {
+                let _ = started_tx.send(());
                 std::thread::sleep(slow);
-                2
+                std::thread::current().name().map(str::to_string)
             },
         );
-        assert_eq!((a, b), (1, 2));
         assert!(began.elapsed() >= slow);
+        if a {
+            assert_eq!(b.as_deref(), Some("kl-fork"), "the helper's half, waited for");
+        }
+    }
+
+    #[test]
+    fn a_half_the_helper_has_not_started_runs_here() {
+        // Keep the helper busy with a job of its own until released.
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let (busy_tx, busy_rx) = mpsc::channel::<()>();
+        let occupy: Job = Box::new(move || {
+            let _ = busy_tx.send(());
+            let _ = release_rx.recv_timeout(std::time::Duration::from_secs(30));
+        });
+        let h = helper().expect("the helper starts");
+        h.jobs.lock().expect("jobs").send(Arc::new(Mutex::new(Some(occupy)))).expect("sent");
+        busy_rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the helper took its job");
+        let here = std::thread::current().id();
+        let (a, b) = join(|| 1, || (2, std::thread::current().id()));
+        assert_eq!((a, b.0), (1, 2));
+        assert_eq!(b.1, here, "the half the busy helper never started ran on the caller's thread");
+        release_tx.send(()).expect("released");
+        // The helper skips the slot that was taken back and serves the next join.
+        assert_eq!(join(|| 3, || 4), (3, 4));
     }
 
     #[test]
