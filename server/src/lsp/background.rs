@@ -9,6 +9,7 @@
 //! stopped waiting (a newer edit aborted it) is skipped. `ANALYSIS`, at the
 //! editor's priority, for the analysis of each edit.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
@@ -25,6 +26,8 @@ pub(crate) struct Lane {
     /// core from the first keystrokes' analyses even at nice 19.
     idle: bool,
     queue: OnceLock<Option<Mutex<mpsc::Sender<Job>>>>,
+    /// Jobs submitted and not yet finished.
+    pending: AtomicUsize,
 }
 
 /// Work nobody waits for: compilations' preparation, the embedded API.
@@ -38,7 +41,7 @@ pub(crate) static ANALYSIS: Lane = Lane::new("kl-analysis", 0, false);
 
 impl Lane {
     const fn new(name: &'static str, nice: i32, idle: bool) -> Lane {
-        Lane { name, nice, idle, queue: OnceLock::new() }
+        Lane { name, nice, idle, queue: OnceLock::new(), pending: AtomicUsize::new(0) }
     }
 
     fn queue(&self) -> Option<&Mutex<mpsc::Sender<Job>>> {
@@ -65,21 +68,35 @@ impl Lane {
     }
 
     /// Queues `f` on this lane's thread (or runs it here, where no thread could start).
-    pub(crate) fn submit(&self, f: impl FnOnce() + Send + 'static) {
-        match self.queue() {
-            Some(q) => {
-                if let Err(mpsc::SendError(job)) = q.lock().unwrap_or_else(|p| p.into_inner()).send(Box::new(f)) {
-                    job();
+    pub(crate) fn submit(&'static self, f: impl FnOnce() + Send + 'static) {
+        let Some(q) = self.queue() else { return f() };
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        let pending = &self.pending;
+        let job = Box::new(move || {
+            // Counted off however the job ends.
+            struct Done<'a>(&'a AtomicUsize);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, Ordering::AcqRel);
                 }
             }
-            None => f(),
+            let _done = Done(pending);
+            f()
+        });
+        if let Err(mpsc::SendError(job)) = q.lock().unwrap_or_else(|p| p.into_inner()).send(job) {
+            job();
         }
+    }
+
+    /// Whether no job is queued or running on this lane.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.pending.load(Ordering::Acquire) == 0
     }
 
     /// Runs `f` on this lane's thread and returns its result; `None` when it
     /// panicked. A job whose caller stopped waiting (a newer edit aborted
     /// it) is skipped.
-    pub(crate) async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    pub(crate) async fn run<T: Send + 'static>(&'static self, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(move || {
             if tx.is_closed() {

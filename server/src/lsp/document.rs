@@ -57,6 +57,9 @@ pub struct Document {
     moved: Vec<Moved>,
     /// The last outline a reader had built and the edits since, for the next version's snapshot.
     seed: Option<super::semantic::Seed>,
+    /// How long the last analysis installed from an edit took, which decides
+    /// where the next one runs (`server/did_change.rs`).
+    pub(crate) analysis_took: Option<std::time::Duration>,
 }
 
 /// One edit as bytes: `start..old_end` of the text before became `start..new_end`.
@@ -202,6 +205,7 @@ impl Document {
             semantic: Default::default(),
             moved: Vec::new(),
             seed: None,
+            analysis_took: None,
         }
     }
 

@@ -226,6 +226,12 @@ impl LspClient {
         }
     }
 
+    /// Whether a message for which `pred` holds has been read and kept (by
+    /// [`Self::wait_for`], while it waited for another that came later).
+    pub fn was_read(&self, pred: impl Fn(&Value) -> bool) -> bool {
+        self.pending.iter().any(pred)
+    }
+
     /// Messages that arrive within `within`, without waiting for any in particular.
     pub fn drain(&mut self, within: Duration) -> Vec<Value> {
         let deadline = Instant::now() + within;
