@@ -165,9 +165,8 @@ fn a_quick_analysis_is_published_before_the_next_message_is_answered() {
         let id = c.send_request("kernel-lsp/noSuchRequest", json!({}));
         let answer = c.response(id);
         assert!(answer.get("error").is_some(), "{answer}");
-        let published = |m: &Value| {
-            m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == json!(version)
-        };
+        let published =
+            |m: &Value| m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == json!(version);
         assert!(c.was_read(published), "version {version}'s diagnostics came after the answer to the next request");
         assert_eq!(codes(&c.diagnostics(URI, version)), vec!["KL005", "KL004"]);
     }
