@@ -14,6 +14,8 @@
 //! character per edit on a fresh line after the first line holding TEXT (to
 //! look for a typing pattern's slow keystrokes); `KL_BENCH_PER_EDIT=1`
 //! prints each edit of the second round with its path, times and stubs.
+//! `KL_BENCH_GAP_US=N` sleeps N µs between edits, as the server idles between
+//! a client's messages (a core left idle between keystrokes comes back cold).
 
 use std::time::{Duration, Instant};
 
@@ -297,8 +299,12 @@ fn typing(text: String, settings: &Settings, place: Place) {
         (false, true) => 3,
         (false, false) => 10,
     };
+    let gap = std::env::var("KL_BENCH_GAP_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
     for round in 0..rounds {
         for Edit { start, old_end, text: ch, timed } in &edits {
+            if let Some(gap) = gap {
+                std::thread::sleep(gap);
+            }
             let (start, old_end) = (*start, *old_end);
             let new_end = start + ch.len();
             let t0 = Instant::now();
