@@ -16,6 +16,7 @@
 //! prints each edit of the second round with its path, times and stubs.
 //! `KL_BENCH_GAP_US=N` sleeps N µs between edits, as the server idles between
 //! a client's messages (a core left idle between keystrokes comes back cold).
+//! `KL_BENCH_ROUNDS=N` types each pattern N times (fewer, for valgrind).
 
 use std::time::{Duration, Instant};
 
@@ -299,6 +300,8 @@ fn typing(text: String, settings: &Settings, place: Place) {
         (false, true) => 3,
         (false, false) => 10,
     };
+    // `KL_BENCH_ROUNDS=N` (at least 2: the first is not timed), for valgrind.
+    let rounds = std::env::var("KL_BENCH_ROUNDS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(rounds, |n| n.max(2));
     let gap = std::env::var("KL_BENCH_GAP_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
     for round in 0..rounds {
         for Edit { start, old_end, text: ch, timed } in &edits {
