@@ -16,29 +16,47 @@ step() { printf '\n==> %s\n' "$*"; }
 free_mib() { df -Pm . | awk 'NR == 2 { print $4 }'; }
 
 # The venv goes in the checkout's .venv. Where this disk is short for it and
-# the rest of the run (a CI machine once had 4.7 GiB free) and memory is not,
-# it goes in a folder of /dev/shm (memory: about 5.8 GiB of it while the
-# tests run) with .venv a link to it; the run ends as it would on a full disk
-# only when neither has room.
+# the rest of the run (a CI machine once had 4.7 GiB free), it goes to
+# another filesystem with room, with .venv a link to it: a disk ($TMPDIR,
+# /tmp, /var/tmp, /mnt) before memory (/dev/shm, taken only where memory
+# keeps 8 GiB beside it for the tests); the most room first. The run ends as
+# it would on a full disk only when none has room.
 VENV_MIB=5800
 REST_MIB=3500
+fs_of() { df -P "$1" | awk 'NR == 2 { print $1 " " $6 }'; }
 make_venv() {
   rm -rf .venv
-  local shm mem dir
-  if [ "$(free_mib)" -lt $((VENV_MIB + REST_MIB)) ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
-    shm=$(df -Pm /dev/shm | awk 'NR == 2 { print $4 }')
-    mem=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
-    echo "free disk is short of $((VENV_MIB + REST_MIB)) MiB; /dev/shm: $shm MiB free, memory: $mem MiB available"
-    if [ "$shm" -ge $((VENV_MIB + 500)) ] && [ "$mem" -ge $((VENV_MIB + 8192)) ]; then
-      dir=$(mktemp -d /dev/shm/kernel-lsp-venv.XXXXXX)
-      chmod 755 "$dir"
-      python3 -m venv "$dir"
-      ln -s "$dir" .venv
-      echo "the venv goes in $dir (.venv links to it)"
-      return
-    fi
-    echo "!!! neither the disk nor /dev/shm has room for the venv: it goes in .venv all the same !!!" >&2
+  if [ "$(free_mib)" -ge $((VENV_MIB + REST_MIB)) ]; then
+    python3 -m venv .venv
+    return
   fi
+  local here best="" best_score=0 d free type score mem dir
+  here=$(fs_of .)
+  mem=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+  echo "free disk is short of $((VENV_MIB + REST_MIB)) MiB; memory: $mem MiB available"
+  for d in ${TMPDIR:-} /tmp /var/tmp /mnt /dev/shm; do
+    [ -d "$d" ] && [ -w "$d" ] && [ "$(fs_of "$d")" != "$here" ] || continue
+    free=$(df -Pm "$d" | awk 'NR == 2 { print $4 }')
+    type=$(df -PT "$d" | awk 'NR == 2 { print $2 }')
+    echo "  $d ($type): $free MiB free"
+    [ "$free" -ge $((VENV_MIB + 500)) ] || continue
+    score=$free
+    if [ "$type" = tmpfs ]; then
+      [ "$mem" -ge $((VENV_MIB + 8192)) ] || continue
+    else
+      score=$((free + 1000000000))
+    fi
+    if [ "$score" -gt "$best_score" ]; then best=$d; best_score=$score; fi
+  done
+  if [ -n "$best" ]; then
+    dir=$(mktemp -d "$best/kernel-lsp-venv.XXXXXX")
+    chmod 755 "$dir"
+    python3 -m venv "$dir"
+    ln -s "$dir" .venv
+    echo "the venv goes in $dir (.venv links to it)"
+    return
+  fi
+  echo "!!! no filesystem has room for the venv: it goes in .venv all the same !!!" >&2
   python3 -m venv .venv
 }
 
