@@ -301,7 +301,8 @@ fn typing(text: String, settings: &Settings, place: Place) {
         (false, false) => 10,
     };
     // `KL_BENCH_ROUNDS=N` (at least 2: the first is not timed), for valgrind.
-    let rounds = std::env::var("KL_BENCH_ROUNDS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(rounds, |n| n.max(2));
+    let rounds =
+        std::env::var("KL_BENCH_ROUNDS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(rounds, |n| n.max(2));
     let gap = std::env::var("KL_BENCH_GAP_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
     for round in 0..rounds {
         for Edit { start, old_end, text: ch, timed } in &edits {

@@ -40,8 +40,10 @@ impl Server {
         // document was quick and no other is under way, it runs here and now:
         // a keystroke then wakes no other thread on its way to the client (on
         // a virtual machine a thread woken on another core can be late by
-        // more than the analysis takes), and a request waits at most that
-        // long. Otherwise it runs on the analysis thread, so that hovers and
+        // more than the analysis takes), and a request waits for about as
+        // long (more, once, for an edit the incremental analysis refuses and
+        // analyses afresh, such as a `*` import typed; the next edit's
+        // analysis then goes to the analysis thread). Otherwise it runs on the analysis thread, so that hovers and
         // the next edit never wait for it; there one whose version a newer
         // edit replaced before its turn is skipped. A result for an outdated
         // version is dropped either way.
@@ -83,7 +85,10 @@ impl Server {
             drop(evicted);
         };
         if here {
-            analyse();
+            // As on the analysis thread, a panic takes neither the thread nor what follows.
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(analyse)).is_err() {
+                tracing::error!("an analysis on the serving thread panicked");
+            }
         } else {
             lane.submit(analyse);
         }
