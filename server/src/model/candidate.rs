@@ -35,37 +35,72 @@ pub fn class_node<'a>(model: &FileModel<'a>, name: &str) -> Option<Node<'a>> {
 }
 
 /// Host functions `from` reaches through calls (itself included): helpers of
-/// this file, methods, and the `forward` of an autograd `Function` called as `F.apply(...)`.
+/// this file, methods, and the `forward` of an autograd `Function` called as
+/// `F.apply(...)`. In the order they are found.
 pub fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
-    let mut seen = vec![from];
+    let mut found = Vec::new();
+    reach(model, from, |f| {
+        found.push(f);
+        false
+    });
+    found
+}
+
+/// Whether a host function `from` reaches (as [`reachable`]) is one for which
+/// `pred` holds: the search stops at the first, so a `forward` whose first
+/// helper launches a kernel does not walk every helper after it.
+pub fn reaches(model: &FileModel, from: usize, pred: impl FnMut(usize) -> bool) -> bool {
+    reach(model, from, pred)
+}
+
+/// Visits the host functions `from` reaches, each once, in the order they
+/// are found, until `visit` returns true (then true).
+fn reach(model: &FileModel, from: usize, mut visit: impl FnMut(usize) -> bool) -> bool {
+    let mut seen = vec![false; model.host_fns.len()];
+    seen[from] = true;
+    if visit(from) {
+        return true;
+    }
     let mut stack = vec![from];
+    // Each callee is visited as it is resolved, before the next call is:
+    // the order is that of the calls, and a search that stops early does
+    // not resolve the rest.
+    let mut consider = |n: usize, stack: &mut Vec<usize>| {
+        if seen[n] {
+            return false;
+        }
+        seen[n] = true;
+        stack.push(n);
+        visit(n)
+    };
     while let Some(f) = stack.pop() {
-        let mut next: Vec<usize> = Vec::new();
         for call in &model.host_fns[f].calls {
-            next.extend(model.callees(f, call));
+            for n in model.callees(f, call) {
+                if consider(n, &mut stack) {
+                    return true;
+                }
+            }
         }
         // `GruFunction.apply(x, ...)` runs the class's static `forward`.
         if let Some(stub) = &model.host_fns[f].stub {
             // A stub's calls are not in the node index: it kept the classes.
-            next.extend(stub.apply_classes.iter().filter_map(|class| method(model, class, "forward")));
+            for n in stub.apply_classes.iter().filter_map(|class| method(model, class, "forward")) {
+                if consider(n, &mut stack) {
+                    return true;
+                }
+            }
         }
         for n in inside(&model.nodes().calls, model.host_fns[f].node) {
             let Some(func) = field!(n, "function") else { continue };
             let text = model.text(func);
-            if let Some(class) = text.strip_suffix(".apply") {
-                if let Some(m) = method(model, class, "forward") {
-                    next.push(m);
+            if let Some(m) = text.strip_suffix(".apply").and_then(|class| method(model, class, "forward")) {
+                if consider(m, &mut stack) {
+                    return true;
                 }
             }
         }
-        for n in next {
-            if !seen.contains(&n) {
-                seen.push(n);
-                stack.push(n);
-            }
-        }
     }
-    seen
+    false
 }
 
 /// Host code of a candidate that the hygiene rules look at: every function

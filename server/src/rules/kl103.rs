@@ -61,8 +61,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         return;
     }
     let Some(forward) = candidate::method(model, "ModelNew", "forward") else { return };
-    let reached = candidate::reachable(model, forward);
-    let launches = reached.iter().any(|&f| {
+    let launches = candidate::reaches(model, forward, |f| {
         let func = &model.host_fns[f];
         let range = range_of(func.node);
         !func.launches.is_empty()
