@@ -129,6 +129,9 @@ pub struct Imports {
     /// Local name -> its last entry in `bound` (a later import rebinds it):
     /// one lookup per name asked, however many imports the file has.
     last: std::collections::HashMap<String, usize>,
+    /// The local names an import binds to one of [`HALF`] (`mentions_half`
+    /// asks of every call's arguments).
+    half_locals: Vec<String>,
 }
 
 /// The file's imports (read once per model).
@@ -172,6 +175,8 @@ fn read_imports(model: &FileModel) -> Imports {
     for (i, (local, _)) in out.bound.iter().enumerate() {
         out.last.insert(local.clone(), i);
     }
+    out.half_locals =
+        out.bound.iter().filter(|(_, full)| HALF.contains(&full.as_str())).map(|(local, _)| local.clone()).collect();
     out
 }
 
@@ -519,6 +524,9 @@ pub fn returns<'a>(func: Node<'a>) -> Vec<(Node<'a>, Node<'a>)> {
     out
 }
 
+/// The last parts of [`HALF`], each once (test `half_last_parts_are_those_of_half`).
+const HALF_LAST: &[&str] = &["float16", "half", "bfloat16", "HalfTensor", "BFloat16Tensor"];
+
 pub(crate) const HALF: &[&str] = &[
     "torch.float16",
     "torch.half",
@@ -535,9 +543,7 @@ pub(crate) fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &st
     // local name an import binds to it: text without either mentions none
     // (the walk below is what costs).
     let text = src.get(node.byte_range()).unwrap_or_default();
-    let last = |h: &&str| h.rsplit('.').next().is_some_and(|l| text.contains(l));
-    let alias = |(local, full): &(String, String)| HALF.contains(&full.as_str()) && text.contains(local.as_str());
-    if !HALF.iter().any(last) && !imports.bound.iter().any(alias) {
+    if !HALF_LAST.iter().any(|l| text.contains(l)) && !imports.half_locals.iter().any(|local| text.contains(local)) {
         return false;
     }
     let mut found = false;
@@ -600,4 +606,19 @@ pub fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
         }
     }
     stored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HALF, HALF_LAST};
+
+    #[test]
+    fn half_last_parts_are_those_of_half() {
+        let mut parts: Vec<&str> = HALF.iter().filter_map(|h| h.rsplit('.').next()).collect();
+        parts.sort_unstable();
+        parts.dedup();
+        let mut last = HALF_LAST.to_vec();
+        last.sort_unstable();
+        assert_eq!(parts, last);
+    }
 }
