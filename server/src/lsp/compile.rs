@@ -214,9 +214,7 @@ async fn compile_document(
     }
     st.compile.insert(uri.clone(), compiled);
     st.compile_unavailable = false;
-    if !st.caps.pull_diagnostics {
-        publish_tx.publish(&st, uri);
-    }
+    publish_tx.publish(&st, uri);
     let refresh = (st.caps.inlay_hint_refresh, st.caps.pull_diagnostics && st.caps.diagnostic_refresh);
     tracing::debug!("version {version}: {configurations} kernel configurations compiled in {:?}", began.elapsed());
     let client = client.clone();
@@ -258,7 +256,7 @@ async fn compiler_failed(
 fn unavailable(state: &Arc<Mutex<State>>, publish_tx: &Publisher, uri: &Uri) {
     let st = &mut *lock(state);
     let was = std::mem::replace(&mut st.compile_unavailable, true);
-    if !was && !st.caps.pull_diagnostics {
+    if !was {
         publish_tx.publish(&st, uri);
     }
 }

@@ -187,20 +187,12 @@ impl Server {
         lock(&self.state)
     }
 
-    /// Queues the document's diagnostics for pushing, unless the client pulls them.
-    fn push(&self, st: &State, uri: &Uri) {
-        if st.caps.pull_diagnostics {
-            return;
-        }
-        self.publish_tx.publish(st, uri);
-    }
-
     /// After diagnostics changed other than through an edit: push them, or ask a pulling client to pull.
     async fn diagnostics_changed(&self, uris: &[Uri]) {
         let caps = {
             let st = self.state();
             for uri in uris {
-                self.push(&st, uri);
+                self.publish_tx.publish(&st, uri);
             }
             st.caps
         };
@@ -258,9 +250,7 @@ impl Server {
                     }
                     doc.settings = settings;
                     doc.reanalyze();
-                    if !st.caps.pull_diagnostics {
-                        tx.publish(&st, &uri);
-                    }
+                    tx.publish(&st, &uri);
                 }
                 st.caps
             };

@@ -170,11 +170,15 @@ pub enum Publisher {
 }
 
 impl Publisher {
-    /// Publishes the diagnostics of `uri` as they are in `st` (see
-    /// [`State::publish`]); false if there was nothing to publish yet or the
-    /// output has stopped. Frames are written straight from the document's
-    /// diagnostics ([`State::write_publication`]).
+    /// Pushes the diagnostics of `uri` as they are in `st` (see
+    /// [`State::publish`]), unless the client pulls them (then nothing is
+    /// pushed, so no diagnostic shows twice); false if nothing was sent.
+    /// Frames are written straight from the document's diagnostics
+    /// ([`State::write_publication`]).
     pub fn publish(&self, st: &State, uri: &Uri) -> bool {
+        if st.caps.pull_diagnostics {
+            return false;
+        }
         match self {
             Publisher::Frames(frames) => {
                 // About 400 bytes per diagnostic: one allocation for most publications.

@@ -39,23 +39,18 @@ pub fn class_node<'a>(model: &FileModel<'a>, name: &str) -> Option<Node<'a>> {
 /// `F.apply(...)`. In the order they are found.
 pub fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
     let mut found = Vec::new();
-    reach(model, from, |f| {
+    reaches(model, from, |f| {
         found.push(f);
         false
     });
     found
 }
 
-/// Whether a host function `from` reaches (as [`reachable`]) is one for which
-/// `pred` holds: the search stops at the first, so a `forward` whose first
-/// helper launches a kernel does not walk every helper after it.
-pub fn reaches(model: &FileModel, from: usize, pred: impl FnMut(usize) -> bool) -> bool {
-    reach(model, from, pred)
-}
-
-/// Visits the host functions `from` reaches, each once, in the order they
-/// are found, until `visit` returns true (then true).
-fn reach(model: &FileModel, from: usize, mut visit: impl FnMut(usize) -> bool) -> bool {
+/// Whether a host function `from` reaches (as [`reachable`], in that order)
+/// is one for which `visit` holds: the search stops at the first, so a
+/// `forward` whose first helper launches a kernel does not walk every helper
+/// after it.
+pub fn reaches(model: &FileModel, from: usize, mut visit: impl FnMut(usize) -> bool) -> bool {
     let mut seen = vec![false; model.host_fns.len()];
     seen[from] = true;
     if visit(from) {

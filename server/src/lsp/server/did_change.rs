@@ -67,7 +67,7 @@ impl Server {
                     doc.analysis_took = Some(analysed - started);
                     Some(replaced)
                 });
-                if replaced.is_some() && !st.caps.pull_diagnostics {
+                if replaced.is_some() {
                     publish_tx.publish(st, &uri);
                 }
                 replaced

@@ -20,7 +20,7 @@ impl Server {
             if let Some(b) = st.bench.get_mut(&item.uri) {
                 b.diagnostics.clear();
             }
-            self.push(&st, &item.uri);
+            self.publish_tx.publish(&st, &item.uri);
             error
         };
         drop(evicted);
