@@ -2,6 +2,7 @@
 //! large file builds the node index beside the model and runs the host rules
 //! beside the kernel rules, on two threads.
 
+use crate::model::NodeKind;
 use std::sync::Arc;
 
 use tree_sitter::Tree;
@@ -28,7 +29,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
     let nodes = top_level(tree);
     // The hygiene rules ask for the node index in a candidate (`ModelNew` at module level).
     let candidate = nodes.iter().any(|n| {
-        n.kind() == "class_definition"
+        n.kind_name() == "class_definition"
             && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == "ModelNew")
     });
     let model =

@@ -3,6 +3,7 @@
 //! sequences (the property tests), applied as a document applies them: to
 //! the text and the old tree, reparsed once per analysis.
 
+use crate::model::NodeKind;
 use std::sync::Arc;
 
 use tree_sitter::Tree;
@@ -276,8 +277,8 @@ fn a_bracket_left_open_in_a_kernel_stays_on_the_kernel_path() {
         // An assignment at module level other than the two constants.
         let root = doc.tree.root_node();
         let tree_says = root.named_children(&mut root.walk()).any(|n| {
-            n.kind() == "expression_statement"
-                && n.named_child(0).is_some_and(|a| a.kind() == "assignment")
+            n.kind_name() == "expression_statement"
+                && n.named_child(0).is_some_and(|a| a.kind_name() == "assignment")
                 && !["BLOCK =", "SCALE ="].iter().any(|c| doc.text[n.byte_range()].starts_with(c))
         });
         module_level += usize::from(tree_says);

@@ -5,6 +5,7 @@
 //! path also how its host code links to other statements (`host_links`) and
 //! what a host stub of it keeps (`host_stub_of`).
 
+use crate::model::NodeKind;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
@@ -305,7 +306,7 @@ pub(super) fn host_links(model: &FileModel, units: &mut [Fresh], unit: &impl Fn(
 /// `get_inputs` or `get_init_inputs`, which KL106 reads the calls of), with
 /// what other functions read of it.
 pub(super) fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, candidate: bool) -> Option<Arc<HostStub>> {
-    if node.kind() != "function_definition"
+    if node.kind_name() != "function_definition"
         || facts.has_error
         || !facts.kernels.is_empty()
         || !facts.classes.is_empty()

@@ -10,6 +10,7 @@
 //! carry are read here instead), or an assignment of a constant expression
 //! (literals, names, operators, `tl.constexpr(...)`; no other call).
 
+use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
@@ -38,7 +39,7 @@ pub fn extract(src: &str, tree: &Tree, functions: &HashSet<String>) -> Bundle {
     let mut hidden = Vec::new();
     let mut c = root.walk();
     for stmt in root.named_children(&mut c) {
-        match stmt.kind() {
+        match stmt.kind_name() {
             "import_statement" | "import_from_statement" => {
                 if import_is_kept(stmt, src) {
                     keep.push((stmt.start_byte(), stmt.end_byte()));
@@ -50,7 +51,7 @@ pub fn extract(src: &str, tree: &Tree, functions: &HashSet<String>) -> Bundle {
                 let def = field!(stmt, "definition");
                 let jit: Vec<Node> = decorators(stmt).into_iter().filter(|d| is_jit(*d, src)).collect();
                 match def {
-                    Some(def) if def.kind() == "function_definition" && !jit.is_empty() => {
+                    Some(def) if def.kind_name() == "function_definition" && !jit.is_empty() => {
                         let name = field!(def, "name").map(|n| &src[n.byte_range()]).unwrap_or("");
                         if !functions.contains(name) {
                             continue;
@@ -66,17 +67,17 @@ pub fn extract(src: &str, tree: &Tree, functions: &HashSet<String>) -> Bundle {
                 hidden.extend(field!(stmt, "name").map(|n| src[n.byte_range()].to_string()));
             }
             "expression_statement" => {
-                let Some(a) = stmt.named_child(0).filter(|a| a.kind() == "assignment") else { continue };
+                let Some(a) = stmt.named_child(0).filter(|a| a.kind_name() == "assignment") else { continue };
                 let Some(left) = field!(a, "left") else { continue };
-                let constant = left.kind() == "identifier" && field!(a, "right").is_some_and(|r| is_constant(r, src));
+                let constant = left.kind_name() == "identifier" && field!(a, "right").is_some_and(|r| is_constant(r, src));
                 if constant {
                     keep.push((stmt.start_byte(), stmt.end_byte()));
                 } else {
                     let mut lc = left.walk();
-                    if left.kind() == "identifier" {
+                    if left.kind_name() == "identifier" {
                         hidden.push(src[left.byte_range()].to_string());
                     }
-                    for n in left.named_children(&mut lc).filter(|n| n.kind() == "identifier") {
+                    for n in left.named_children(&mut lc).filter(|n| n.kind_name() == "identifier") {
                         hidden.push(src[n.byte_range()].to_string());
                     }
                 }
@@ -92,14 +93,14 @@ pub fn extract(src: &str, tree: &Tree, functions: &HashSet<String>) -> Bundle {
 /// The decorator expressions of a decorated definition.
 fn decorators(stmt: Node) -> Vec<Node> {
     let mut c = stmt.walk();
-    stmt.named_children(&mut c).filter(|d| d.kind() == "decorator").collect()
+    stmt.named_children(&mut c).filter(|d| d.kind_name() == "decorator").collect()
 }
 
 /// `@triton.jit`, `@jit`, `@triton.jit(...)`, `@tl.core.jit`...: the decorator
 /// (with its `@`) when its callee's last name is `jit`.
 fn is_jit(decorator: Node, src: &str) -> bool {
     let Some(mut e) = decorator.named_child(0) else { return false };
-    if e.kind() == "call" {
+    if e.kind_name() == "call" {
         match field!(e, "function") {
             Some(f) => e = f,
             None => return false,
@@ -109,14 +110,14 @@ fn is_jit(decorator: Node, src: &str) -> bool {
 }
 
 fn import_is_kept(stmt: Node, src: &str) -> bool {
-    if stmt.kind() == "import_from_statement" {
+    if stmt.kind_name() == "import_from_statement" {
         return field!(stmt, "module_name").is_some_and(|m| kept_module(&src[m.byte_range()]));
     }
     let mut c = stmt.walk();
     let names: Vec<Node> = stmt.named_children(&mut c).collect();
     !names.is_empty()
         && names.iter().all(|n| {
-            let module = if n.kind() == "aliased_import" { field!(n, "name").unwrap_or(*n) } else { *n };
+            let module = if n.kind_name() == "aliased_import" { field!(n, "name").unwrap_or(*n) } else { *n };
             kept_module(&src[module.byte_range()])
         })
 }
@@ -126,10 +127,10 @@ fn bound_by_import(stmt: Node, src: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut c = stmt.walk();
     for n in stmt.named_children(&mut c) {
-        if stmt.kind() == "import_from_statement" && field!(stmt, "module_name").is_some_and(|m| m.id() == n.id()) {
+        if stmt.kind_name() == "import_from_statement" && field!(stmt, "module_name").is_some_and(|m| m.id() == n.id()) {
             continue;
         }
-        let bound = match n.kind() {
+        let bound = match n.kind_name() {
             "aliased_import" => field!(n, "alias"),
             "dotted_name" => n.named_child(0),
             _ => None,
@@ -142,7 +143,7 @@ fn bound_by_import(stmt: Node, src: &str) -> Vec<String> {
 /// Literals, names, attributes, operators, tuples and `constexpr(...)`: an
 /// expression whose evaluation runs no code of the user's.
 fn is_constant(node: Node, src: &str) -> bool {
-    match node.kind() {
+    match node.kind_name() {
         "integer"
         | "float"
         | "string"

@@ -9,6 +9,7 @@
 //! block size of 64) and the assumption is named: a compile error that may
 //! come from one is never shown as an error.
 
+use crate::model::NodeKind;
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{json, Value};
@@ -189,17 +190,17 @@ fn reachable(model: &FileModel, k: &Kernel) -> HashSet<String> {
 fn heuristic_keys(k: &Kernel, model: &FileModel) -> Vec<String> {
     let mut keys = Vec::new();
     for d in &k.decorators {
-        let is_heuristics = d.kind() == "call"
+        let is_heuristics = d.kind_name() == "call"
             && field!(d, "function").is_some_and(|f| model.text(f).rsplit('.').next() == Some("heuristics"));
         if !is_heuristics {
             continue;
         }
         let (args, kwargs) = call_arguments(*d, model.src);
         let dict = args.first().copied().or_else(|| kwargs.iter().find(|(n, _)| n == "values").map(|(_, v)| *v));
-        let Some(dict) = dict.filter(|d| d.kind() == "dictionary") else { continue };
+        let Some(dict) = dict.filter(|d| d.kind_name() == "dictionary") else { continue };
         let mut c = dict.walk();
-        for pair in dict.named_children(&mut c).filter(|p| p.kind() == "pair") {
-            if let Some(key) = field!(pair, "key").filter(|k| k.kind() == "string") {
+        for pair in dict.named_children(&mut c).filter(|p| p.kind_name() == "pair") {
+            if let Some(key) = field!(pair, "key").filter(|k| k.kind_name() == "string") {
                 keys.push(model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string());
             }
         }
@@ -350,7 +351,7 @@ fn from_launch<'a>(
 /// The entries of `@triton.jit(NAME=[...])` (parameter names, or indices as text).
 fn jit_list(k: &Kernel, model: &FileModel, name: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for d in k.decorators.iter().filter(|d| d.kind() == "call") {
+    for d in k.decorators.iter().filter(|d| d.kind_name() == "call") {
         if !field!(d, "function").is_some_and(|f| model.text(f).rsplit('.').next() == Some("jit")) {
             continue;
         }
@@ -406,7 +407,7 @@ fn base_terms(model: &FileModel, k: &Kernel, node: Node, out: &mut Vec<String>, 
     if depth > 6 {
         return;
     }
-    match node.kind() {
+    match node.kind_name() {
         "parenthesized_expression" => {
             if let Some(inner) = node.named_child(0) {
                 base_terms(model, k, inner, out, depth + 1);
@@ -439,7 +440,7 @@ fn constexpr_value(model: &FileModel, f: usize, node: Node) -> Option<Value> {
         return Some(json!(i));
     }
     let text = model.text(node).trim();
-    match node.kind() {
+    match node.kind_name() {
         "true" => Some(json!(true)),
         "false" => Some(json!(false)),
         "none" => Some(Value::Null),
@@ -461,9 +462,9 @@ fn splat_entries<'a>(model: &FileModel<'a>, l: &Launch<'a>) -> Vec<(String, Node
     let mut out = Vec::new();
     let Some(args) = field!(l.node, "arguments") else { return out };
     let mut c = args.walk();
-    for splat in args.named_children(&mut c).filter(|a| a.kind() == "dictionary_splat") {
+    for splat in args.named_children(&mut c).filter(|a| a.kind_name() == "dictionary_splat") {
         let Some(mut value) = splat.named_child(0) else { continue };
-        if value.kind() == "identifier" {
+        if value.kind_name() == "identifier" {
             let name = model.text(value);
             let bound = [l.host_fn, 0].into_iter().find_map(|g| {
                 model.host_fns[g].assigns.iter().rfind(|a| a.target == name && !a.augmented).map(|a| a.value)
@@ -473,13 +474,13 @@ fn splat_entries<'a>(model: &FileModel<'a>, l: &Launch<'a>) -> Vec<(String, Node
                 None => continue,
             }
         }
-        if value.kind() == "call" && field!(value, "function").is_some_and(|f| model.text(f) == "dict") {
+        if value.kind_name() == "call" && field!(value, "function").is_some_and(|f| model.text(f) == "dict") {
             out.extend(call_arguments(value, model.src).1);
-        } else if value.kind() == "dictionary" {
+        } else if value.kind_name() == "dictionary" {
             let mut dc = value.walk();
-            for pair in value.named_children(&mut dc).filter(|p| p.kind() == "pair") {
+            for pair in value.named_children(&mut dc).filter(|p| p.kind_name() == "pair") {
                 if let (Some(key), Some(val)) = (field!(pair, "key"), field!(pair, "value")) {
-                    if key.kind() == "string" {
+                    if key.kind_name() == "string" {
                         out.push((model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string(), val));
                     }
                 }
@@ -559,7 +560,7 @@ fn classify(model: &FileModel, settings: &Settings, f: usize, node: Node, depth:
     }
     let text = model.text(node).trim();
     let again = |n: Node| classify(model, settings, f, n, depth + 1);
-    match node.kind() {
+    match node.kind_name() {
         "integer" => Some(Ty::Int(parse_int(text))),
         "float" => Some(Ty::Float),
         "true" | "false" => Some(Ty::Bool),
@@ -651,7 +652,7 @@ fn parameter(model: &FileModel, settings: &Settings, f: usize, name: &str, depth
         for call in caller.calls.iter().filter(|c| c.callee == h.name) {
             let (args, kwargs) = call_arguments(call.node, model.src);
             let method = h.params.first().is_some_and(|p| p == "self")
-                && field!(call.node, "function").is_some_and(|func| func.kind() == "attribute");
+                && field!(call.node, "function").is_some_and(|func| func.kind_name() == "attribute");
             let at = if method { index.checked_sub(1) } else { Some(index) };
             let passed = kwargs
                 .iter()
@@ -671,7 +672,7 @@ fn annotation(model: &FileModel, def: Node, name: &str) -> Option<String> {
     let params = field!(def, "parameters")?;
     let mut cursor = params.walk();
     let found = params.named_children(&mut cursor).find(|p| {
-        matches!(p.kind(), "typed_parameter" | "typed_default_parameter")
+        matches!(p.kind_name(), "typed_parameter" | "typed_default_parameter")
             && (field!(*p, "name").or_else(|| p.named_child(0))).is_some_and(|n| model.text(n) == name)
     })?;
     field!(found, "type").map(|t| model.text(t).trim().to_string())
@@ -683,7 +684,7 @@ fn call_type(model: &FileModel, settings: &Settings, f: usize, node: Node, depth
     let kw = |name: &str| kwargs.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
     let again = |n: Node| classify(model, settings, f, n, depth + 1);
     let explicit = kw("dtype").and_then(|d| dtype_of(model.text(d))).map(|d| Ty::Ptr(d.to_string()));
-    if func.kind() == "attribute" {
+    if func.kind_name() == "attribute" {
         let method = model.text(field!(func, "attribute")?);
         let object = field!(func, "object")?;
         let module = model.text(object);
@@ -695,7 +696,7 @@ fn call_type(model: &FileModel, settings: &Settings, f: usize, node: Node, depth
                 // The dtype follows the data: `torch.tensor(addresses)` is int64, `full(.., 0)` too.
                 "tensor" | "full" => explicit.or_else(|| {
                     let data = if method == "full" { args.get(1) } else { args.first() };
-                    match data.map(|d| d.kind()) {
+                    match data.map(|d| d.kind_name()) {
                         Some("float") => Some(Ty::Ptr("fp32".into())),
                         Some("integer") => Some(Ty::Ptr("i64".into())),
                         _ => None,

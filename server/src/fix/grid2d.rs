@@ -13,6 +13,7 @@
 //! The rewrite is offered only where every piece can be placed exactly;
 //! otherwise there is no fix (never a guessed one).
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::diagnostic::{Applicability, Edit, Fix};
@@ -212,7 +213,7 @@ fn relaunch(
             let stmt = statement_of(launch.node);
             let ind = indent_of(src, stmt.start_byte());
             let device_of = model.text(*launch.args.first()?).trim();
-            let grid_expr = if launch.grid.kind() == "identifier" {
+            let grid_expr = if launch.grid.kind_name() == "identifier" {
                 model.text(launch.grid).to_string()
             } else {
                 format!("({})", model.text(grid_node))
@@ -287,12 +288,12 @@ fn next_axis(k: &Kernel, src: &str) -> u32 {
 fn init_before<'a>(model: &FileModel<'a>, stmt: Node<'a>, var: &str) -> Option<crate::model::Assign<'a>> {
     let mut prev = stmt.prev_named_sibling();
     while let Some(p) = prev {
-        if p.kind() == "comment" {
+        if p.kind_name() == "comment" {
             prev = p.prev_named_sibling();
             continue;
         }
-        let a = if p.kind() == "expression_statement" { p.named_child(0)? } else { p };
-        if a.kind() != "assignment" {
+        let a = if p.kind_name() == "expression_statement" { p.named_child(0)? } else { p };
+        if a.kind_name() != "assignment" {
             return None;
         }
         let left = field!(a, "left")?;
@@ -314,9 +315,9 @@ fn init_before<'a>(model: &FileModel<'a>, stmt: Node<'a>, var: &str) -> Option<c
 fn increment_stmt<'a>(model: &FileModel<'a>, body: Node<'a>, var: &str) -> Option<Node<'a>> {
     let mut c = body.walk();
     let found = body.named_children(&mut c).find(|s| {
-        let a = if s.kind() == "expression_statement" { s.named_child(0) } else { Some(*s) };
+        let a = if s.kind_name() == "expression_statement" { s.named_child(0) } else { Some(*s) };
         a.is_some_and(|a| {
-            a.kind() == "augmented_assignment" && field!(a, "left").is_some_and(|l| model.text(l).trim() == var)
+            a.kind_name() == "augmented_assignment" && field!(a, "left").is_some_and(|l| model.text(l).trim() == var)
         })
     });
     found
@@ -337,7 +338,7 @@ fn indent_of(src: &str, offset: usize) -> String {
 fn statement_of(node: Node) -> Node {
     let mut n = node;
     while let Some(p) = n.parent() {
-        if p.kind() == "block" || p.kind() == "module" {
+        if p.kind_name() == "block" || p.kind_name() == "module" {
             return n;
         }
         n = p;
@@ -350,7 +351,7 @@ fn statement_of(node: Node) -> Node {
 /// name assigned a tuple or a lambda, `lambda meta: (...)`, or a
 /// `def grid(meta): return (...)` visible from the launch.
 fn grid_tuple<'a>(model: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<(Node<'a>, Option<String>)> {
-    match grid.kind() {
+    match grid.kind_name() {
         "tuple" => Some((grid, None)),
         "parenthesized_expression" => grid_tuple(model, f, grid.named_child(0)?),
         "lambda" => {
@@ -363,7 +364,7 @@ fn grid_tuple<'a>(model: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<(No
             let name = model.text(grid);
             let assigns: Vec<_> = model.host_fns[f].assigns.iter().filter(|a| a.target == name).collect();
             match assigns.as_slice() {
-                [one] if matches!(one.value.kind(), "tuple" | "lambda") => grid_tuple(model, f, one.value),
+                [one] if matches!(one.value.kind_name(), "tuple" | "lambda") => grid_tuple(model, f, one.value),
                 [] => grid_function(model, f, grid, name),
                 _ => None,
             }
@@ -380,7 +381,7 @@ fn grid_function<'a>(model: &FileModel<'a>, f: usize, at: Node<'a>, name: &str) 
     let meta = model.host_fns[g].params.first().cloned();
     let body = field!(def, "body")?;
     let mut c = body.walk();
-    let returns: Vec<Node> = body.named_children(&mut c).filter(|n| n.kind() == "return_statement").collect();
+    let returns: Vec<Node> = body.named_children(&mut c).filter(|n| n.kind_name() == "return_statement").collect();
     let [ret] = returns.as_slice() else { return None };
     let value = ret.named_child(0)?;
     let (tuple, _) = grid_tuple(model, g, value)?;

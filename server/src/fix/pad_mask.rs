@@ -12,6 +12,7 @@
 //! statement; a padded value reaching anything this cannot follow (a loop that
 //! reassigns it, an unknown call, `.shape`, an index) means no fix.
 
+use crate::model::NodeKind;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
@@ -44,7 +45,7 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
     let triton = model.triton_aliases.first()?.as_str();
     let index = k.params.iter().position(|p| p.name == param && !p.constexpr)?;
     let last = k.params.last()?;
-    if !matches!(last.node.kind(), "identifier" | "typed_parameter") {
+    if !matches!(last.node.kind_name(), "identifier" | "typed_parameter") {
         return None; // a default or a splat last: a new parameter cannot follow it
     }
     let block = format!("BLOCK_{}", param.to_uppercase());
@@ -74,7 +75,7 @@ pub fn fix<'a>(model: &FileModel<'a>, k: &Kernel<'a>, param: &str, aranges: &[&K
             return None;
         }
         let bound = model.text(end).trim();
-        let bound = if end.kind() == "identifier" || end.kind() == "integer" {
+        let bound = if end.kind_name() == "identifier" || end.kind_name() == "integer" {
             bound.to_string()
         } else {
             format!("({bound})")
@@ -373,7 +374,7 @@ fn closing_paren(call: Node) -> Option<usize> {
     let args = field!(call, "arguments")?;
     let mut c = args.walk();
     let children: Vec<Node> = args.named_children(&mut c).collect();
-    if children.iter().any(|a| matches!(a.kind(), "list_splat" | "dictionary_splat")) {
+    if children.iter().any(|a| matches!(a.kind_name(), "list_splat" | "dictionary_splat")) {
         return None;
     }
     Some(children.last().map(|l| l.end_byte()).unwrap_or(args.start_byte() + 1))
@@ -412,12 +413,12 @@ impl Eval<'_, '_> {
     }
 
     fn stmt(&mut self, s: Node) -> R<()> {
-        match s.kind() {
+        match s.kind_name() {
             "expression_statement" => {
                 let mut c = s.walk();
                 let kids: Vec<Node> = s.named_children(&mut c).collect();
                 for e in kids {
-                    match e.kind() {
+                    match e.kind_name() {
                         "assignment" => self.assign(e)?,
                         "augmented_assignment" => {
                             let target = field!(e, "left").ok_or(())?;
@@ -437,7 +438,7 @@ impl Eval<'_, '_> {
                 let mut c = s.walk();
                 let kids: Vec<Node> = s.named_children(&mut c).collect();
                 for kid in kids {
-                    match kid.kind() {
+                    match kid.kind_name() {
                         "block" => self.block(kid)?,
                         "elif_clause" | "else_clause" => self.stmt(kid)?,
                         _ => {}
@@ -474,7 +475,7 @@ impl Eval<'_, '_> {
         let left = field!(e, "left").ok_or(())?;
         let Some(right) = field!(e, "right") else { return Ok(()) }; // a bare annotation
         let v = self.expr(right)?;
-        if left.kind() != "identifier" {
+        if left.kind_name() != "identifier" {
             return if matches!(v, Pad::Clean(_)) { Ok(()) } else { Err(()) };
         }
         let name = self.model.text(left).to_string();
@@ -488,7 +489,7 @@ impl Eval<'_, '_> {
 
     fn expr(&mut self, n: Node) -> R<Pad> {
         let text = self.model.text(n);
-        Ok(match n.kind() {
+        Ok(match n.kind_name() {
             "integer" | "float" => Pad::Clean(text.replace('_', "").parse::<f64>().ok()),
             "true" | "false" | "none" | "string" | "concatenated_string" | "ellipsis" => Pad::Clean(None),
             "identifier" => {
@@ -535,7 +536,7 @@ impl Eval<'_, '_> {
                 let mut c = n.walk();
                 let only_axes = n
                     .children_by_field_name("subscript", &mut c)
-                    .all(|i| i.kind() == "none" || (i.kind() == "slice" && i.named_child_count() == 0));
+                    .all(|i| i.kind_name() == "none" || (i.kind_name() == "slice" && i.named_child_count() == 0));
                 match v {
                     Pad::Clean(_) => Pad::Clean(None),
                     v if only_axes => v,
@@ -637,7 +638,7 @@ impl Eval<'_, '_> {
             }
         }
         // `x.to(tl.float32)`: a cast keeps 0 and the infinities.
-        if function.kind() == "attribute" && field!(function, "attribute").is_some_and(|a| self.model.text(a) == "to") {
+        if function.kind_name() == "attribute" && field!(function, "attribute").is_some_and(|a| self.model.text(a) == "to") {
             let object = self.expr(field!(function, "object").ok_or(())?)?;
             for &a in &args {
                 self.clean(value_of(a))?;
@@ -648,7 +649,7 @@ impl Eval<'_, '_> {
             });
         }
         // Any other call: padded values must not reach it.
-        if function.kind() == "attribute" {
+        if function.kind_name() == "attribute" {
             self.clean(field!(function, "object").ok_or(())?)?;
         }
         for &a in &args {
@@ -660,7 +661,7 @@ impl Eval<'_, '_> {
 
 /// The value of an argument: itself, or a keyword argument's value.
 fn value_of(a: Node) -> Node {
-    if a.kind() == "keyword_argument" {
+    if a.kind_name() == "keyword_argument" {
         field!(a, "value").unwrap_or(a)
     } else {
         a

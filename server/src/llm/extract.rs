@@ -2,6 +2,7 @@
 //! the whole file or spliced into the current file by top-level name, then
 //! checked to parse.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::diagnostic::{apply_edits, Edit};
@@ -123,7 +124,7 @@ pub fn check_syntax(text: &str) -> Result<(), ExtractError> {
     let node = first_error(root).unwrap_or(root);
     let line = node.start_position().row;
     let source = text.lines().nth(line).unwrap_or_default().trim();
-    let what = if node.is_missing() { format!("missing `{}`", node.kind()) } else { "invalid syntax".to_string() };
+    let what = if node.is_missing() { format!("missing `{}`", node.kind_name()) } else { "invalid syntax".to_string() };
     Err(ExtractError::Syntax(format!("line {}: {what}: `{}`", line + 1, source)))
 }
 
@@ -151,8 +152,8 @@ fn items(text: &str) -> (Vec<Item>, bool) {
     for node in root.children(&mut cursor) {
         let range = TextRange::new(node.start_byte(), node.end_byte());
         let def =
-            if node.kind() == "decorated_definition" { node.child_by_field_name("definition") } else { Some(node) };
-        match def.map(|d| (d.kind(), d)) {
+            if node.kind_name() == "decorated_definition" { node.child_by_field_name("definition") } else { Some(node) };
+        match def.map(|d| (d.kind_name(), d)) {
             Some(("function_definition" | "class_definition", d)) => {
                 let name = d.child_by_field_name("name").map(|n| text[n.byte_range()].to_string());
                 out.push(Item { name, range, import: false });

@@ -8,6 +8,7 @@
 //! A document's tree is read through [`Source`], the one way navigation gets
 //! at a document's syntax: the tree the document keeps, else a fresh parse.
 
+use crate::model::NodeKind;
 use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
@@ -59,7 +60,7 @@ pub fn identifier_at<'t>(tree: &'t Tree, offset: usize) -> Option<Node<'t>> {
     [offset, offset.saturating_sub(1)]
         .into_iter()
         .filter_map(|o| root.descendant_for_byte_range(o, o))
-        .find(|n| n.kind() == "identifier")
+        .find(|n| n.kind_name() == "identifier")
 }
 
 fn within(outer: Node, inner: Node) -> bool {
@@ -80,7 +81,7 @@ fn kernel_named(m: &FileModel, name: &str, at: usize) -> Option<usize> {
 fn is_module_level(node: Node) -> bool {
     let mut p = node.parent();
     while let Some(n) = p {
-        if matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
+        if matches!(n.kind_name(), "function_definition" | "class_definition" | "lambda") {
             return false;
         }
         p = n.parent();
@@ -94,7 +95,7 @@ fn module_const(m: &FileModel, name: &str) -> Option<TextRange> {
         let left = a.node.child_by_field_name("left")?;
         let mut found = None;
         model::visit_nodes(left, &mut |n| {
-            if found.is_none() && n.kind() == "identifier" && m.text(n) == name {
+            if found.is_none() && n.kind_name() == "identifier" && m.text(n) == name {
                 found = Some(range_of(n));
             }
         });
@@ -104,32 +105,32 @@ fn module_const(m: &FileModel, name: &str) -> Option<TextRange> {
 
 /// The kernel launched or called by the call whose argument list holds the keyword argument `kw`.
 fn callee_of_keyword(m: &FileModel, kw: Node) -> Option<usize> {
-    let call = kw.parent()?.parent().filter(|c| c.kind() == "call")?;
+    let call = kw.parent()?.parent().filter(|c| c.kind_name() == "call")?;
     let f = call.child_by_field_name("function")?;
-    let name = match f.kind() {
+    let name = match f.kind_name() {
         "subscript" => f.child_by_field_name("value")?,
         "identifier" => f,
         _ => return None,
     };
-    (name.kind() == "identifier").then(|| kernel_named(m, m.text(name), call.start_byte())).flatten()
+    (name.kind_name() == "identifier").then(|| kernel_named(m, m.text(name), call.start_byte())).flatten()
 }
 
 /// What the identifier `node` stands for.
 pub fn resolve(m: &FileModel, node: Node) -> Option<Target> {
-    if node.kind() != "identifier" {
+    if node.kind_name() != "identifier" {
         return None;
     }
     let name = m.text(node);
     let parent = node.parent();
     // `BLOCK=...` at a launch or a helper call: the kernel's parameter.
-    if let Some(kw) = parent.filter(|p| p.kind() == "keyword_argument") {
+    if let Some(kw) = parent.filter(|p| p.kind_name() == "keyword_argument") {
         if kw.child_by_field_name("name") == Some(node) {
             let k = callee_of_keyword(m, kw)?;
             return m.kernels[k].param(name).map(|_| Target::Param { kernel: k, name: name.to_string() });
         }
     }
     // `obj.name`: only a method of a class of this file, through `self`.
-    if let Some(attr) = parent.filter(|p| p.kind() == "attribute") {
+    if let Some(attr) = parent.filter(|p| p.kind_name() == "attribute") {
         if attr.child_by_field_name("attribute") == Some(node) {
             let object = attr.child_by_field_name("object").map(|o| m.text(o));
             if object != Some("self") {
@@ -196,13 +197,13 @@ pub fn references(m: &FileModel, t: &Target, with_definition: bool) -> Vec<TextR
         if steps > 2_000_000 {
             break;
         }
-        if n.kind() == "identifier" {
+        if n.kind_name() == "identifier" {
             if m.text(n) == name && range_of(n) != def && resolve(m, n).as_ref() == Some(t) {
                 out.push(range_of(n));
             }
             continue;
         }
-        if n.kind() == "string" {
+        if n.kind_name() == "string" {
             if let Target::Param { kernel, .. } = t {
                 let k = &m.kernels[*kernel];
                 let key = m.text(n).trim_matches(|c| c == '"' || c == '\'');
@@ -233,7 +234,7 @@ pub fn is_helper(m: &FileModel, k: &Kernel) -> bool {
 /// The whole statement a definition spans: with its decorators.
 pub fn full_range(node: Node) -> TextRange {
     match node.parent() {
-        Some(p) if p.kind() == "decorated_definition" => range_of(p),
+        Some(p) if p.kind_name() == "decorated_definition" => range_of(p),
         _ => range_of(node),
     }
 }
@@ -424,8 +425,8 @@ fn push_call(out: &mut Vec<Call>, end: CallEnd, at: TextRange) {
 /// The range of a call's callee name (`helper` in `helper(x)`, `k` in `k[grid](x)`).
 fn callee_range(call: Node) -> TextRange {
     let f = call.child_by_field_name("function");
-    let f = f.map(|f| if f.kind() == "subscript" { f.child_by_field_name("value").unwrap_or(f) } else { f });
-    let f = f.map(|f| if f.kind() == "attribute" { f.child_by_field_name("attribute").unwrap_or(f) } else { f });
+    let f = f.map(|f| if f.kind_name() == "subscript" { f.child_by_field_name("value").unwrap_or(f) } else { f });
+    let f = f.map(|f| if f.kind_name() == "attribute" { f.child_by_field_name("attribute").unwrap_or(f) } else { f });
     f.map(range_of).unwrap_or_else(|| range_of(call))
 }
 

@@ -5,6 +5,7 @@
 //! kernel or a launch). On a 5,000-line file this is what keeps the first
 //! request after an edit within a frame.
 
+use crate::model::NodeKind;
 use tree_sitter::{Node, Tree};
 
 use crate::model;
@@ -18,14 +19,14 @@ pub(crate) fn build(text: &str, tree: &Tree) -> Facts {
     let (tl_aliases, triton_aliases) = model::imports(root, text);
     let mut jit = Vec::new();
     let mut c = root.walk();
-    for stmt in root.named_children(&mut c).filter(|s| s.kind() == "decorated_definition") {
-        let Some(def) = stmt.child_by_field_name("definition").filter(|d| d.kind() == "function_definition") else {
+    for stmt in root.named_children(&mut c).filter(|s| s.kind_name() == "decorated_definition") {
+        let Some(def) = stmt.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition") else {
             continue;
         };
         let mut dc = stmt.walk();
         let is_jit = stmt
             .named_children(&mut dc)
-            .filter(|d| d.kind() == "decorator")
+            .filter(|d| d.kind_name() == "decorator")
             .any(|d| is_jit_decorator(text.get(d.byte_range()).unwrap_or("")));
         if is_jit {
             jit.extend(jit_fn(text, def));
@@ -58,7 +59,7 @@ pub(super) fn jit_fn(text: &str, def: Node) -> Option<JitFn> {
     if let Some(ps) = def.child_by_field_name("parameters") {
         let mut c = ps.walk();
         for p in ps.named_children(&mut c) {
-            let (pname, ty, default) = match p.kind() {
+            let (pname, ty, default) = match p.kind_name() {
                 "identifier" => (Some(p), None, None),
                 "typed_parameter" => (p.named_child(0), p.child_by_field_name("type"), None),
                 "default_parameter" | "typed_default_parameter" => {
@@ -66,7 +67,7 @@ pub(super) fn jit_fn(text: &str, def: Node) -> Option<JitFn> {
                 }
                 _ => continue,
             };
-            let Some(pname) = pname.filter(|n| n.kind() == "identifier") else { continue };
+            let Some(pname) = pname.filter(|n| n.kind_name() == "identifier") else { continue };
             params.push(FnParam {
                 name: src(pname),
                 constexpr: ty.is_some_and(|t| src(t).contains("constexpr")),
@@ -90,11 +91,11 @@ pub(crate) fn locals(text: &str, def: Node) -> Vec<String> {
     let mut locals = Vec::new();
     if let Some(body) = def.child_by_field_name("body") {
         model::visit_nodes(body, &mut |n| {
-            let target = match n.kind() {
+            let target = match n.kind_name() {
                 "assignment" | "augmented_assignment" | "for_statement" => n.child_by_field_name("left"),
                 _ => None,
             };
-            if let Some(t) = target.filter(|t| t.kind() == "identifier") {
+            if let Some(t) = target.filter(|t| t.kind_name() == "identifier") {
                 locals.push(text.get(t.byte_range()).unwrap_or("").to_string());
             }
         });

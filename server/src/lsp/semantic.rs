@@ -16,6 +16,7 @@
 //! reads it at once. A kernel's locals are read only for the completion that
 //! asks for them (`Semantic::locals_of`).
 
+use crate::model::NodeKind;
 use std::sync::{Arc, OnceLock};
 
 use tree_sitter::{Node, Tree};
@@ -123,7 +124,7 @@ impl Semantic {
             .root_node()
             .descendant_for_byte_range(f.name_range.start, f.name_range.end)
             .and_then(|n| n.parent())
-            .filter(|d| d.kind() == "function_definition");
+            .filter(|d| d.kind_name() == "function_definition");
         def.map(|d| super::outline::locals(&self.text, d)).unwrap_or_default()
     }
 
@@ -173,9 +174,9 @@ impl Semantic {
             let f = &jit[i];
             let def = root
                 .descendant_for_byte_range(f.name_range.start, f.name_range.end)
-                .filter(|n| n.kind() == "identifier" && self.text.get(n.byte_range()) == Some(f.name.as_str()))
+                .filter(|n| n.kind_name() == "identifier" && self.text.get(n.byte_range()) == Some(f.name.as_str()))
                 .and_then(|n| n.parent())
-                .filter(|d| d.kind() == "function_definition")?;
+                .filter(|d| d.kind_name() == "function_definition")?;
             let body = def.child_by_field_name("body")?;
             let at_top = def.parent().and_then(|p| p.parent()).is_some_and(|r| r.id() == root.id());
             if !at_top
@@ -274,9 +275,9 @@ pub(crate) fn constexpr_globals(text: &str, tree: &Tree) -> Vec<String> {
     let root = tree.root_node();
     let mut c = root.walk();
     let mut out = Vec::new();
-    for stmt in root.named_children(&mut c).filter(|s| s.kind() == "expression_statement") {
-        let Some(a) = stmt.named_child(0).filter(|a| a.kind() == "assignment") else { continue };
-        let Some(left) = a.child_by_field_name("left").filter(|l| l.kind() == "identifier") else { continue };
+    for stmt in root.named_children(&mut c).filter(|s| s.kind_name() == "expression_statement") {
+        let Some(a) = stmt.named_child(0).filter(|a| a.kind_name() == "assignment") else { continue };
+        let Some(left) = a.child_by_field_name("left").filter(|l| l.kind_name() == "identifier") else { continue };
         let rest = text.get(left.end_byte()..a.end_byte()).unwrap_or("");
         if rest.contains("constexpr") {
             out.push(text[left.byte_range()].to_string());
@@ -289,7 +290,7 @@ pub(crate) fn constexpr_globals(text: &str, tree: &Tree) -> Vec<String> {
 /// an integer the model can evaluate or `cdiv` of two (`triton.cdiv(N, BLOCK)`).
 fn programs<'a>(m: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<i64> {
     let grid = grid_value(m, f, grid)?;
-    let dims: Vec<Node> = match grid.kind() {
+    let dims: Vec<Node> = match grid.kind_name() {
         "tuple" | "list" => {
             let mut c = grid.walk();
             grid.named_children(&mut c).collect()
@@ -304,7 +305,7 @@ fn programs<'a>(m: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<i64> {
 
 /// The tuple a grid name was assigned once (`grid = (triton.cdiv(N, B),)`), else the grid.
 fn grid_value<'a>(m: &FileModel<'a>, f: usize, grid: Node<'a>) -> Option<Node<'a>> {
-    if grid.kind() != "identifier" {
+    if grid.kind_name() != "identifier" {
         return Some(grid);
     }
     let name = m.text(grid);
@@ -323,7 +324,7 @@ fn dim(m: &FileModel, f: usize, node: Node, depth: usize) -> Option<i64> {
     if depth > 8 {
         return None;
     }
-    if node.kind() == "call" {
+    if node.kind_name() == "call" {
         let func = m.text(node.child_by_field_name("function")?);
         if func == "cdiv" || func.ends_with(".cdiv") {
             let args = node.child_by_field_name("arguments")?;

@@ -8,6 +8,7 @@
 //! Everything here reads the syntax tree of one file; nothing does I/O, and
 //! nothing here decides that a fact is a mistake (that is a rule's business).
 
+use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -138,7 +139,7 @@ fn read_imports(model: &FileModel) -> Imports {
     let mut out = Imports::default();
     let src = model.src;
     for &n in &model.nodes().imports {
-        match n.kind() {
+        match n.kind_name() {
             "import_statement" => {
                 let mut cursor = n.walk();
                 for name in n.children_by_field_name("name", &mut cursor) {
@@ -176,7 +177,7 @@ fn read_imports(model: &FileModel) -> Imports {
 }
 
 fn split_alias(name: Node, src: &str) -> (String, Option<String>) {
-    if name.kind() == "aliased_import" {
+    if name.kind_name() == "aliased_import" {
         let dotted = field!(name, "name").map(|d| src[d.byte_range()].to_string()).unwrap_or_default();
         let alias = field!(name, "alias").map(|a| src[a.byte_range()].to_string());
         return (dotted, alias);
@@ -193,7 +194,7 @@ impl Imports {
     /// `F.relu` -> `torch.nn.functional.relu`; a chain whose head is not
     /// imported is returned as written. `None` for anything but a dotted name.
     pub fn qualify(&self, node: Node, src: &str) -> Option<String> {
-        if !matches!(node.kind(), "identifier" | "attribute") {
+        if !matches!(node.kind_name(), "identifier" | "attribute") {
             return None;
         }
         let text: String = src.get(node.byte_range())?.split_whitespace().collect();
@@ -341,11 +342,11 @@ pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(
     let Some(class_node) = class_node(model, class) else { return out };
     let src = model.src;
     // `self.X = ...` starts with `self` (most assignments of a `forward` do not: no fields read).
-    let assigns_self = |n: &Node| n.kind() == "assignment" && src[n.start_byte()..].starts_with("self");
+    let assigns_self = |n: &Node| n.kind_name() == "assignment" && src[n.start_byte()..].starts_with("self");
     for n in inside(&model.nodes().assignments, class_node).filter(assigns_self) {
         let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { continue };
         let Some(attr) = self_attr(left, src) else { continue };
-        if right.kind() != "call" {
+        if right.kind_name() != "call" {
             continue;
         }
         let Some(q) = imports.callee(right, src) else { continue };
@@ -373,11 +374,11 @@ pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(
 
 /// `X` when `node` is `self.X`.
 pub fn self_attr<'s>(node: Node, src: &'s str) -> Option<&'s str> {
-    if node.kind() != "attribute" {
+    if node.kind_name() != "attribute" {
         return None;
     }
     let object = field!(node, "object")?;
-    if object.kind() != "identifier" || &src[object.byte_range()] != "self" {
+    if object.kind_name() != "identifier" || &src[object.byte_range()] != "self" {
         return None;
     }
     field!(node, "attribute").map(|a| &src[a.byte_range()])
@@ -407,7 +408,7 @@ fn trace<'a>(
         return;
     }
     let src = model.src;
-    match expr.kind() {
+    match expr.kind_name() {
         "parenthesized_expression" | "tuple" | "expression_list" | "list" => {
             let mut cursor = expr.walk();
             for child in expr.named_children(&mut cursor) {
@@ -433,7 +434,7 @@ fn trace<'a>(
         }
         "call" => {
             let Some(f) = field!(expr, "function") else { return };
-            if f.kind() == "attribute" {
+            if f.kind_name() == "attribute" {
                 let name = field!(f, "attribute").map(|a| &src[a.byte_range()]).unwrap_or_default();
                 let object = field!(f, "object");
                 let on_value = object.is_some_and(|o| !matches!(&src[o.byte_range()], "torch" | "F" | "self"));
@@ -464,7 +465,7 @@ fn trace<'a>(
             let name = &src[expr.byte_range()];
             let mut values = Vec::new();
             for n in inside(&model.nodes().assignments, func) {
-                if n.kind() != "assignment" || n.start_byte() >= before {
+                if n.kind_name() != "assignment" || n.start_byte() >= before {
                     continue;
                 }
                 let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { continue };
@@ -482,7 +483,7 @@ fn trace<'a>(
 
 /// Whether an assignment target binds `name` (`name`, `a, name`, `(name, b)`).
 fn binds(target: Node, name: &str, src: &str) -> bool {
-    match target.kind() {
+    match target.kind_name() {
         "identifier" => &src[target.byte_range()] == name,
         "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "expression_list" => {
             let mut cursor = target.walk();
@@ -500,17 +501,17 @@ pub fn returns<'a>(func: Node<'a>) -> Vec<(Node<'a>, Node<'a>)> {
     let mut cursor = body.walk();
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "function_definition" | "class_definition" | "lambda") {
+        if matches!(n.kind_name(), "function_definition" | "class_definition" | "lambda") {
             continue;
         }
-        if n.kind() == "return_statement" {
+        if n.kind_name() == "return_statement" {
             if let Some(v) = n.named_child(0) {
                 out.push((n, v));
             }
             continue;
         }
         // A `return` is a statement of its own: none is inside an expression statement.
-        if n.kind() == "expression_statement" {
+        if n.kind_name() == "expression_statement" {
             continue;
         }
         crate::model::for_each_child(&mut cursor, n, true, |child| stack.push(child));
@@ -543,13 +544,13 @@ pub(crate) fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &st
     }
     let mut found = false;
     visit_nodes(node, &mut |n| {
-        if matches!(n.kind(), "attribute" | "identifier")
+        if matches!(n.kind_name(), "attribute" | "identifier")
             && imports.qualify(n, src).is_some_and(|q| HALF.contains(&q.as_str()))
         {
             found = true;
         }
         // `.type("torch.cuda.HalfTensor")`
-        if n.kind() == "string"
+        if n.kind_name() == "string"
             && HALF[3..].iter().any(|h| src[n.byte_range()].trim_matches(|c| c == '"' || c == '\'') == *h)
         {
             found = true;
@@ -564,7 +565,7 @@ pub fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
         let mut half = mentions_half(f.node, imports, model.src);
         for n in inside(&model.nodes().calls, f.node) {
             if let Some(a) =
-                field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
+                field!(n, "function").filter(|f| f.kind_name() == "attribute").and_then(|f| field!(f, "attribute"))
             {
                 half |= matches!(&model.src[a.byte_range()], "half" | "bfloat16");
             }
@@ -585,7 +586,7 @@ pub fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
         for n in inside(&model.nodes().assignments, model.host_fns[f].node) {
             let Some(left) = field!(n, "left") else { continue };
             // `self.a, self.b = ...` stores into each target of the tuple.
-            let targets: Vec<Node> = if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
+            let targets: Vec<Node> = if matches!(left.kind_name(), "pattern_list" | "tuple_pattern") {
                 let mut c = left.walk();
                 let all = left.named_children(&mut c).collect();
                 all
@@ -593,7 +594,7 @@ pub fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
                 vec![left]
             };
             for left in targets {
-                let target = if left.kind() == "subscript" { field!(left, "value") } else { Some(left) };
+                let target = if left.kind_name() == "subscript" { field!(left, "value") } else { Some(left) };
                 if let Some(attr) = target.and_then(|t| self_attr(t, src)) {
                     stored.push((attr.to_string(), range_of(n)));
                 }

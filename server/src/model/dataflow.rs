@@ -3,6 +3,7 @@
 //! pseudo names `@pid<axis>` and `@nprog<axis>`), and the buffer a pointer
 //! expression addresses.
 
+use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -21,7 +22,7 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
         if depth > MAX_DEPTH * 4 {
             continue;
         }
-        match n.kind() {
+        match n.kind_name() {
             "identifier" => out.push(src[n.byte_range()].to_string()),
             "call" => {
                 let func = field!(n, "function");
@@ -39,7 +40,7 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
                     stack.push((args, depth + 1));
                 }
                 if let Some(f) = func {
-                    if f.kind() == "attribute" {
+                    if f.kind_name() == "attribute" {
                         if let Some(obj) = field!(f, "object") {
                             stack.push((obj, depth + 1));
                         }
@@ -112,7 +113,7 @@ impl<'a> Kernel<'a> {
     pub fn pointer_base(&self, ptr: Node, src: &str) -> Option<String> {
         let mut node = ptr;
         for _ in 0..16 {
-            match node.kind() {
+            match node.kind_name() {
                 "binary_operator" => node = field!(node, "left")?,
                 "parenthesized_expression" => node = node.named_child(0)?,
                 "subscript" => node = field!(node, "value")?,

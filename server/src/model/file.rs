@@ -12,6 +12,7 @@
 //! (`host_loops.rs`), launches (`launches.rs`), kernels (`kernel.rs`,
 //! `dataflow.rs`).
 
+use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -193,7 +194,7 @@ impl<'a> Launch<'a> {
     pub fn value_for(&self, name: &str, index: usize) -> Option<Node<'a>> {
         self.kwarg(name).or_else(|| {
             let positional = &self.args[..self.args.len().min(index + 1)];
-            if positional.iter().any(|a| a.kind() == "list_splat") {
+            if positional.iter().any(|a| a.kind_name() == "list_splat") {
                 return None;
             }
             self.args.get(index).copied()

@@ -2,6 +2,7 @@
 //! a tensor's shape, or its variable indexes a tensor) rather than layers or
 //! a fixed count, and a short name for what it counts.
 
+use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -59,7 +60,7 @@ impl<'a> FileModel<'a> {
         {
             return true;
         }
-        if node.kind() == "identifier" {
+        if node.kind_name() == "identifier" {
             if let Some(a) = self.host_fns[f].assigns.iter().find(|a| a.target == t) {
                 return self.rooted_in_self(f, a.value, depth + 1);
             }
@@ -98,7 +99,7 @@ impl<'a> FileModel<'a> {
 
     fn var_indexes_tensor(&self, body: Node, var: &str) -> bool {
         any_node(body, |n| {
-            if n.kind() != "subscript" {
+            if n.kind_name() != "subscript" {
                 return false;
             }
             let (Some(value), Some(index)) = (field!(n, "value"), field!(n, "subscript")) else {
@@ -119,7 +120,7 @@ impl<'a> FileModel<'a> {
         let node = if lp.reversed && lp.step.is_some() { lp.start } else { lp.stop }.or(lp.head);
         let Some(mut node) = node else { return "?".to_string() };
         // `enumerate(xs)` / `zip(xs, ...)` count as many steps as `xs`.
-        if node.kind() == "call" {
+        if node.kind_name() == "call" {
             let func = field!(node, "function").map(|f| self.text(f)).unwrap_or("");
             if matches!(func, "enumerate" | "zip") {
                 if let Some(first) = field!(node, "arguments").and_then(|a| a.named_child(0)) {
@@ -127,7 +128,7 @@ impl<'a> FileModel<'a> {
                 }
             }
         }
-        if matches!(node.kind(), "tuple" | "list") {
+        if matches!(node.kind_name(), "tuple" | "list") {
             return node.named_child_count().to_string();
         }
         let mut t = self.text(node).trim().to_string();

@@ -7,6 +7,7 @@
 //! cost more than the whole file model. A list in document order answers
 //! "the nodes of this kind inside this node" with two binary searches.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use super::nodes::{range_of, visit_nodes};
@@ -52,7 +53,7 @@ impl<'a> NodeIndex<'a> {
         }
         for import in inside(&self.imports, unit) {
             visit_nodes(import, &mut |n| {
-                if matches!(n.kind(), "dotted_name" | "aliased_import" | "relative_import") {
+                if matches!(n.kind_name(), "dotted_name" | "aliased_import" | "relative_import") {
                     out.push(n);
                 }
             });

@@ -3,6 +3,7 @@
 //! recurrences, grid-wide barriers. What makes one of these a mistake is a
 //! rule's business.
 
+use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -228,12 +229,12 @@ impl<'a> Kernel<'a> {
     pub fn holds_previous_step(&self, t: usize, name: &str, at: usize) -> bool {
         let mut later = false;
         for a in self.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name) {
-            let bound = match a.node.kind() {
+            let bound = match a.node.kind_name() {
                 "for_statement" => field!(a.node, "right").map_or(a.node.start_byte(), |r| r.end_byte()),
                 _ => a.node.end_byte(),
             };
             let mut block = a.node.parent();
-            while let Some(b) = block.filter(|b| b.kind() != "block") {
+            while let Some(b) = block.filter(|b| b.kind_name() != "block") {
                 block = b.parent();
             }
             let reaches = block.is_none_or(|b| range_of(b).contains(at));

@@ -7,6 +7,7 @@
 //! summaries read their estimates to tell a persistent kernel from one
 //! relaunched per step.
 
+use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
@@ -287,14 +288,14 @@ const VIEW_METHODS: &[&str] = &[
 fn view_base<'s>(value: Node, src: &'s str) -> Option<&'s str> {
     let mut node = value;
     for _ in 0..16 {
-        match node.kind() {
+        match node.kind_name() {
             "identifier" => return src.get(node.byte_range()),
             "subscript" => node = field!(node, "value")?,
             "attribute" => node = field!(node, "object")?,
             "parenthesized_expression" => node = node.named_child(0)?,
             "call" => {
                 let function = field!(node, "function")?;
-                if function.kind() != "attribute" {
+                if function.kind_name() != "attribute" {
                     return None;
                 }
                 let method = src.get(field!(function, "attribute")?.byte_range())?;

@@ -2,6 +2,7 @@
 //! rules) asks: a node's byte range, the value of an integer literal, the
 //! arguments of a call, a visit of every descendant without recursion.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::text::TextRange;
@@ -40,7 +41,7 @@ pub fn any_node<'t>(node: Node<'t>, mut pred: impl FnMut(Node<'t>) -> bool) -> b
 /// what only statements hold, which skips most of a function's nodes.
 pub fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
     let holds_statements = |n: Node| {
-        let k = n.kind();
+        let k = n.kind_name();
         k == "block"
             || k == "module"
             || k == "expression_statement"
@@ -121,7 +122,7 @@ pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(Str
     if let Some(list) = field!(call, "arguments") {
         let mut c = list.walk();
         for a in list.named_children(&mut c) {
-            match a.kind() {
+            match a.kind_name() {
                 "keyword_argument" => {
                     if let (Some(n), Some(v)) = (field!(a, "name"), field!(a, "value")) {
                         kwargs.push((src[n.byte_range()].to_string(), v));

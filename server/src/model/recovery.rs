@@ -560,6 +560,7 @@ pub fn mark_changed(
 
 #[cfg(test)]
 mod tests {
+    use crate::model::NodeKind;
     use super::*;
 
     fn gap_lines(text: &str) -> Vec<(usize, usize)> {
@@ -616,7 +617,7 @@ mod tests {
         let text = "import triton\n\nx = f(a * 2\n\n@triton.jit\ndef k(p):\n    q = p + 1\n";
         let tree = crate::model::parse(text, None);
         let root = tree.root_node();
-        let kinds: Vec<&str> = root.children(&mut root.walk()).map(|n| n.kind()).collect();
+        let kinds: Vec<&str> = root.children(&mut root.walk()).map(|n| n.kind_name()).collect();
         assert_eq!(kinds, ["import_statement", "ERROR", "decorated_definition"], "{}", root.to_sexp());
         let error = root.child(1).expect("the gap's error");
         assert_eq!(error.start_byte(), text.find("x = f").unwrap());

@@ -3,6 +3,7 @@
 //! imported as, and the integer a host expression stands for through the
 //! constants its scope assigns.
 
+use crate::model::NodeKind;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
@@ -114,10 +115,10 @@ impl<'a> FileModel<'a> {
         let enclosing_holds_call = |i: usize, kind: &str| {
             let mut n = self.host_fns[i].node.parent();
             while let Some(p) = n {
-                if p.kind() == kind {
+                if p.kind_name() == kind {
                     return p.start_byte() <= at && at < p.end_byte();
                 }
-                if p.kind() == "function_definition" || p.kind() == "class_definition" {
+                if p.kind_name() == "function_definition" || p.kind_name() == "class_definition" {
                     return false;
                 }
                 n = p.parent();
@@ -170,14 +171,14 @@ impl<'a> FileModel<'a> {
             for (ci, info) in self.classes.iter().enumerate() {
                 // `self.attr = ...` is a statement: expressions hold none, so they are not entered.
                 super::nodes::visit_statements(info.node, &mut |n| {
-                    if n.kind() != "assignment" {
+                    if n.kind_name() != "assignment" {
                         return;
                     }
                     let (Some(left), Some(right)) = (field!(n, "left"), field!(n, "right")) else { return };
                     let Some(attr) = self.text(left).strip_prefix("self.") else { return };
                     // The module built there, or those a container built there holds.
                     super::nodes::visit_nodes(right, &mut |c| {
-                        let Some(f) = field!(c, "function").filter(|f| c.kind() == "call" && f.kind() == "identifier")
+                        let Some(f) = field!(c, "function").filter(|f| c.kind_name() == "call" && f.kind_name() == "identifier")
                         else {
                             return;
                         };
@@ -203,7 +204,7 @@ impl<'a> FileModel<'a> {
     fn is_module_level(&self, i: usize) -> bool {
         let def = self.host_fns[i].node;
         self.top_statement(def.start_byte()).is_some_and(|top| {
-            top == def || (top.kind() == "decorated_definition" && top.child_by_field_name("definition") == Some(def))
+            top == def || (top.kind_name() == "decorated_definition" && top.child_by_field_name("definition") == Some(def))
         })
     }
 
@@ -215,7 +216,7 @@ impl<'a> FileModel<'a> {
             return None;
         }
         let t = self.text(node).trim();
-        match node.kind() {
+        match node.kind_name() {
             "integer" => parse_int(t),
             "parenthesized_expression" => node.named_child(0).and_then(|n| self.eval_int(f, n, depth + 1)),
             "identifier" => {
@@ -260,7 +261,7 @@ impl<'a> FileModel<'a> {
     /// The integer literal a host expression stands for: the literal itself,
     /// or the literal a constant was assigned once (where an edit must go).
     pub fn int_literal_node(&self, f: usize, node: Node<'a>) -> Option<Node<'a>> {
-        match node.kind() {
+        match node.kind_name() {
             "integer" => Some(node),
             "identifier" => {
                 let name = self.text(node);
@@ -268,7 +269,7 @@ impl<'a> FileModel<'a> {
                     let assigns: Vec<&Assign<'a>> =
                         self.host_fns[scope].assigns.iter().filter(|a| a.target == name).collect();
                     match assigns.as_slice() {
-                        [one] if !one.augmented && one.value.kind() == "integer" => return Some(one.value),
+                        [one] if !one.augmented && one.value.kind_name() == "integer" => return Some(one.value),
                         [] => continue,
                         _ => return None,
                     }
@@ -297,7 +298,7 @@ pub fn imports(root: Node, src: &str) -> (Vec<String>, Vec<String>) {
 fn import_statements<'t>(statements: &[Node<'t>], module_level: bool, out: &mut Vec<(Node<'t>, bool)>) {
     let mut work: Vec<(Node<'t>, bool, usize)> = statements.iter().rev().map(|&n| (n, module_level, 0)).collect();
     while let Some((n, module_level, depth)) = work.pop() {
-        let kind = n.kind();
+        let kind = n.kind_name();
         let nested = match kind {
             "import_statement" | "import_from_statement" => {
                 out.push((n, module_level));
@@ -329,11 +330,11 @@ pub fn bound_from(statements: &[Node], src: &str, name: &str) -> Option<String> 
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let mut found = Vec::new();
     import_statements(statements, true, &mut found);
-    for (stmt, _) in found.into_iter().filter(|(s, _)| s.kind() == "import_from_statement") {
+    for (stmt, _) in found.into_iter().filter(|(s, _)| s.kind_name() == "import_from_statement") {
         let module = field!(stmt, "module_name").map(text).unwrap_or("");
         let mut c = stmt.walk();
         for n in stmt.children_by_field_name("name", &mut c) {
-            let bound = match n.kind() {
+            let bound = match n.kind_name() {
                 "aliased_import" => field!(n, "alias").map(text).unwrap_or(""),
                 _ => text(n),
             };
@@ -357,12 +358,12 @@ pub fn triton_imported(statements: &[Node], src: &str) -> bool {
 fn any_imports_triton(found: &[(Node, bool)], src: &str) -> bool {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let is_triton = |m: &str| m == "triton" || m.starts_with("triton.");
-    found.iter().any(|(stmt, _)| match stmt.kind() {
+    found.iter().any(|(stmt, _)| match stmt.kind_name() {
         "import_from_statement" => field!(*stmt, "module_name").map(text).is_some_and(is_triton),
         _ => {
             let mut c = stmt.walk();
             let any = stmt.named_children(&mut c).any(|n| {
-                let name = if n.kind() == "aliased_import" { field!(n, "name").map(text) } else { Some(text(n)) };
+                let name = if n.kind_name() == "aliased_import" { field!(n, "name").map(text) } else { Some(text(n)) };
                 name.is_some_and(is_triton)
             });
             any
@@ -380,11 +381,11 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
     // A fragment that decorates a function `@triton.jit` (or `@triton.autotune`)
     // is Triton code whose import is missing; anything else is not Triton code.
     let triton_decorated = statements.iter().any(|s| {
-        s.kind() == "decorated_definition" && {
+        s.kind_name() == "decorated_definition" && {
             let mut c = s.walk();
             let any = s
                 .named_children(&mut c)
-                .filter(|d| d.kind() == "decorator")
+                .filter(|d| d.kind_name() == "decorator")
                 .any(|d| text(d).trim_start_matches('@').trim_start().starts_with("triton."));
             any
         }
@@ -396,11 +397,11 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
         if !module_level {
             continue;
         }
-        match stmt.kind() {
+        match stmt.kind_name() {
             "import_statement" => {
                 let mut c = stmt.walk();
                 for child in stmt.named_children(&mut c) {
-                    match child.kind() {
+                    match child.kind_name() {
                         "aliased_import" => {
                             let name = field!(child, "name").map(text);
                             let alias = field!(child, "alias").map(|n| text(n).to_string());
@@ -421,7 +422,7 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
                 let module = field!(stmt, "module_name").map(text).unwrap_or("");
                 let mut c = stmt.walk();
                 for name in stmt.children_by_field_name("name", &mut c) {
-                    let (orig, alias) = match name.kind() {
+                    let (orig, alias) = match name.kind_name() {
                         "aliased_import" => (
                             field!(name, "name").map(text).unwrap_or(""),
                             field!(name, "alias").map(text).unwrap_or(""),
@@ -455,9 +456,9 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
 /// decorators, parameter defaults and annotations name is read at definition
 /// time, from the module, and is always kept.
 pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
-    let func = match unit.kind() {
+    let func = match unit.kind_name() {
         "function_definition" => Some(unit),
-        "decorated_definition" => unit.child_by_field_name("definition").filter(|d| d.kind() == "function_definition"),
+        "decorated_definition" => unit.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition"),
         _ => None,
     };
     let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
@@ -468,8 +469,8 @@ pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
     match func {
         Some(f) => {
             // Decorators, defaults, annotations: the module's scope.
-            if unit.kind() == "decorated_definition" {
-                for d in unit.named_children(&mut unit.walk()).filter(|c| c.kind() == "decorator") {
+            if unit.kind_name() == "decorated_definition" {
+                for d in unit.named_children(&mut unit.walk()).filter(|c| c.kind_name() == "decorator") {
                     used_identifiers(d, src, &mut outer);
                 }
             }
@@ -519,20 +520,20 @@ fn import_bound<'s>(unit: Node, src: &'s str) -> Vec<&'s str> {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
     let mut out = Vec::new();
     crate::model::visit_nodes(unit, &mut |n| {
-        if !matches!(n.kind(), "import_statement" | "import_from_statement") {
+        if !matches!(n.kind_name(), "import_statement" | "import_from_statement") {
             return;
         }
         let mut cursor = n.walk();
         for name in n.children_by_field_name("name", &mut cursor) {
-            let bound = match name.kind() {
+            let bound = match name.kind_name() {
                 "aliased_import" => name.child_by_field_name("alias").map(text),
                 // `import a.b` binds `a`; `from m import c` binds `c`.
-                _ if n.kind() == "import_statement" => name.named_child(0).map(text),
+                _ if n.kind_name() == "import_statement" => name.named_child(0).map(text),
                 _ => Some(text(name)),
             };
             out.extend(bound);
         }
-        if n.named_children(&mut n.walk()).any(|c| c.kind() == "wildcard_import") {
+        if n.named_children(&mut n.walk()).any(|c| c.kind_name() == "wildcard_import") {
             out.push("*");
         }
     });
@@ -541,14 +542,14 @@ fn import_bound<'s>(unit: Node, src: &'s str) -> Vec<&'s str> {
 
 /// The name a parameter binds (`x`, `x: T`, `x=1`, `*args`, `**kwargs`).
 fn parameter_name(p: Node) -> Option<Node> {
-    let name = match p.kind() {
+    let name = match p.kind_name() {
         "identifier" => Some(p),
         "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
         "typed_parameter" => p.named_child(0).and_then(parameter_name),
         "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
         _ => None,
     };
-    name.filter(|n| n.kind() == "identifier")
+    name.filter(|n| n.kind_name() == "identifier")
 }
 
 /// The identifiers `node` uses, as [`module_reads`] counts them, into `out`.
@@ -625,7 +626,7 @@ impl<'s> Found<'s, '_> {
         let Found { src, used, bound, give_up } = self;
         let src: &'s str = src;
         let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
-        let kind = node.kind();
+        let kind = node.kind_name();
         match kind {
             "identifier" => {
                 used.push(text(node));
@@ -726,7 +727,7 @@ pub fn version_flags(src: &str) -> std::collections::HashSet<&str> {
 fn bind_targets<'s>(target: Node, src: &'s str, bound: &mut Vec<&'s str>) {
     let mut work = vec![target];
     while let Some(target) = work.pop() {
-        match target.kind() {
+        match target.kind_name() {
             "identifier" => bound.push(src.get(target.byte_range()).unwrap_or_default()),
             "pattern_list"
             | "tuple_pattern"

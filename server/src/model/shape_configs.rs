@@ -1,6 +1,7 @@
 //! The constexpr values a kernel is compiled with, as far as its file tells:
 //! what the block-shape interpretation (`shapes.rs`) runs under.
 
+use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 
 use super::nodes::parse_int;
@@ -34,7 +35,7 @@ pub fn constexpr_configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>) -> Vec<Const
         .flat_map(|d| {
             let mut keys = Vec::new();
             super::visit_nodes(*d, &mut |n| {
-                if n.kind() == "pair" {
+                if n.kind_name() == "pair" {
                     if let Some(key) = n.child_by_field_name("key") {
                         keys.push(model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string());
                     }
@@ -52,8 +53,8 @@ pub fn constexpr_configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>) -> Vec<Const
     let launched: Vec<ConstexprConfig> = model
         .launches_of_kernel(k)
         .map(|l| {
-            let splat = l.args.iter().any(|a| a.kind() == "list_splat")
-                || super::nodes::any_node(l.node, |n| n.kind() == "dictionary_splat");
+            let splat = l.args.iter().any(|a| a.kind_name() == "list_splat")
+                || super::nodes::any_node(l.node, |n| n.kind_name() == "dictionary_splat");
             let mut values = if splat { HashMap::new() } else { defaults.clone() };
             for &(i, name) in &constexprs {
                 let given = if splat { l.kwarg(name) } else { l.value_for(name, i) };

@@ -2,6 +2,7 @@
 //! `tl.*` functions and of tensor methods, with the shapes Triton gives their
 //! results and the operand shapes it refuses.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use super::nodes::call_arguments;
@@ -11,7 +12,7 @@ impl<'a> Interp<'_, 'a> {
     pub(super) fn call(&mut self, n: Node<'a>) -> V {
         let Some(function) = n.child_by_field_name("function") else { return V::Unknown };
         let (args, kwargs) = call_arguments(n, self.model.src);
-        if function.kind() == "identifier" {
+        if function.kind_name() == "identifier" {
             let vals: Vec<V> = args.iter().map(|a| self.eval(*a)).collect();
             for (_, v) in &kwargs {
                 self.eval(*v);
@@ -25,7 +26,7 @@ impl<'a> Interp<'_, 'a> {
                 _ => V::Unknown,
             };
         }
-        if function.kind() != "attribute" {
+        if function.kind_name() != "attribute" {
             return V::Unknown;
         }
         let (Some(object), Some(attr)) =

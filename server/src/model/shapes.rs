@@ -9,6 +9,7 @@
 //! changes the element count). Whether a conflict is a mistake is KL011's
 //! business.
 
+use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
@@ -186,12 +187,12 @@ impl<'a> Interp<'_, 'a> {
 
     fn statement(&mut self, s: Node<'a>) {
         self.budget = self.budget.saturating_sub(1);
-        match s.kind() {
+        match s.kind_name() {
             "expression_statement" => {
                 let mut c = s.walk();
                 let kids: Vec<Node> = s.named_children(&mut c).collect();
                 for e in kids {
-                    match e.kind() {
+                    match e.kind_name() {
                         "assignment" => {
                             self.assignment(e);
                         }
@@ -223,7 +224,7 @@ impl<'a> Interp<'_, 'a> {
     /// `a = b = value`: binds every target, returns the value.
     fn assignment(&mut self, e: Node<'a>) -> V {
         let Some(right) = e.child_by_field_name("right") else { return V::Unknown };
-        let v = if right.kind() == "assignment" { self.assignment(right) } else { self.eval(right) };
+        let v = if right.kind_name() == "assignment" { self.assignment(right) } else { self.eval(right) };
         if let Some(left) = e.child_by_field_name("left") {
             self.bind(left, v.clone());
         }
@@ -231,7 +232,7 @@ impl<'a> Interp<'_, 'a> {
     }
 
     fn bind(&mut self, target: Node, v: V) {
-        match target.kind() {
+        match target.kind_name() {
             "identifier" => {
                 self.env.insert(self.text(target).to_string(), v);
             }
@@ -253,7 +254,7 @@ impl<'a> Interp<'_, 'a> {
     fn augmented(&mut self, e: Node<'a>) {
         let (Some(left), Some(right)) = (e.child_by_field_name("left"), e.child_by_field_name("right")) else { return };
         let r = self.eval(right);
-        if left.kind() != "identifier" {
+        if left.kind_name() != "identifier" {
             return;
         }
         let l = self.env.get(self.text(left)).cloned().unwrap_or(V::Unknown);
@@ -316,7 +317,7 @@ impl<'a> Interp<'_, 'a> {
         }
         if let (Some(left), Some(right)) = (s.child_by_field_name("left"), s.child_by_field_name("right")) {
             self.eval(right);
-            let counts = right.kind() == "call"
+            let counts = right.kind_name() == "call"
                 && right.child_by_field_name("function").is_some_and(|f| {
                     let t = self.text(f);
                     t == "range" || t.ends_with(".range") || t.ends_with(".static_range")
@@ -344,7 +345,7 @@ impl<'a> Interp<'_, 'a> {
         }
         self.budget -= 1;
         let t = self.text(n);
-        match n.kind() {
+        match n.kind_name() {
             "integer" => parse_int(t.trim()).map(V::Int).unwrap_or(V::Unknown),
             "float" => V::Block(Vec::new()),
             "true" => V::Int(1),
@@ -511,7 +512,7 @@ impl<'a> Interp<'_, 'a> {
                 let mut dims = shape.iter();
                 let mut out = Vec::new();
                 for i in index {
-                    match i.kind() {
+                    match i.kind_name() {
                         "none" => out.push(1),
                         "slice" if i.named_child_count() == 0 => match dims.next() {
                             Some(&d) => out.push(d),

@@ -6,6 +6,7 @@
 //! against Triton 3.6 (`scripts/smem_calibration.md`). KL006 compares the
 //! estimate with the GPU's limit; `fix::shrink` finds a tile that fits.
 
+use crate::model::NodeKind;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
@@ -214,19 +215,19 @@ pub fn configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>, names: &[&str]) -> Vec
         .filter_map(|p| Some((p.name.to_string(), (parse_int(model.text(p.default?).trim())?, p.default))))
         .collect();
     for d in &k.decorators {
-        if d.kind() != "call" || !model.text(field!(d, "function").unwrap_or(*d)).ends_with("autotune") {
+        if d.kind_name() != "call" || !model.text(field!(d, "function").unwrap_or(*d)).ends_with("autotune") {
             continue;
         }
         let (_, kwargs) = call_arguments(*d, model.src);
         let Some((_, list)) = kwargs.iter().find(|(n, _)| n == "configs") else { continue };
         let list = resolve_module_list(model, *list);
         let mut c = list.walk();
-        for entry in list.named_children(&mut c).filter(|e| e.kind() == "call") {
+        for entry in list.named_children(&mut c).filter(|e| e.kind_name() == "call") {
             let (args, kw) = call_arguments(entry, model.src);
             let mut values = defaults.clone();
-            if let Some(dict) = args.first().filter(|d| d.kind() == "dictionary") {
+            if let Some(dict) = args.first().filter(|d| d.kind_name() == "dictionary") {
                 let mut dc = dict.walk();
-                for pair in dict.named_children(&mut dc).filter(|p| p.kind() == "pair") {
+                for pair in dict.named_children(&mut dc).filter(|p| p.kind_name() == "pair") {
                     let (Some(key), Some(val)) = (field!(pair, "key"), field!(pair, "value")) else { continue };
                     let key = model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string();
                     if let Some(v) = parse_int(model.text(val).trim()) {
@@ -295,9 +296,9 @@ fn splat_entries<'a>(model: &FileModel<'a>, f: usize, call: Node<'a>) -> Vec<(St
     let mut out = Vec::new();
     let Some(args) = field!(call, "arguments") else { return out };
     let mut c = args.walk();
-    for splat in args.named_children(&mut c).filter(|a| a.kind() == "dictionary_splat") {
+    for splat in args.named_children(&mut c).filter(|a| a.kind_name() == "dictionary_splat") {
         let Some(mut value) = splat.named_child(0) else { continue };
-        if value.kind() == "identifier" {
+        if value.kind_name() == "identifier" {
             let name = model.text(value);
             let bound = [f, 0].into_iter().find_map(|g| {
                 model.host_fns[g].assigns.iter().rfind(|a| a.target == name && !a.augmented).map(|a| a.value)
@@ -307,15 +308,15 @@ fn splat_entries<'a>(model: &FileModel<'a>, f: usize, call: Node<'a>) -> Vec<(St
                 None => continue,
             }
         }
-        match value.kind() {
+        match value.kind_name() {
             "call" if field!(value, "function").is_some_and(|func| model.text(func) == "dict") => {
                 out.extend(call_arguments(value, model.src).1);
             }
             "dictionary" => {
                 let mut dc = value.walk();
-                for pair in value.named_children(&mut dc).filter(|p| p.kind() == "pair") {
+                for pair in value.named_children(&mut dc).filter(|p| p.kind_name() == "pair") {
                     let (Some(key), Some(val)) = (field!(pair, "key"), field!(pair, "value")) else { continue };
-                    if key.kind() == "string" {
+                    if key.kind_name() == "string" {
                         out.push((model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string(), val));
                     }
                 }
@@ -327,7 +328,7 @@ fn splat_entries<'a>(model: &FileModel<'a>, f: usize, call: Node<'a>) -> Vec<(St
 }
 
 fn resolve_module_list<'a>(model: &FileModel<'a>, node: Node<'a>) -> Node<'a> {
-    if node.kind() == "identifier" {
+    if node.kind_name() == "identifier" {
         let name = model.text(node);
         if let Some(a) = model.host_fns[0].assigns.iter().find(|a| a.target == name) {
             return a.value;

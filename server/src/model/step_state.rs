@@ -5,6 +5,7 @@
 //! sequence through a small step kernel (KL001's mistake) rather than
 //! panels of a factorization or chunks of a long axis.
 
+use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -47,18 +48,18 @@ impl<'a> FileModel<'a> {
             out.insert(var.clone());
             let mut uses: Vec<(String, bool)> = Vec::new();
             super::visit_nodes(lp.body, &mut |n| {
-                if n.kind() != "identifier" {
+                if n.kind_name() != "identifier" {
                     return;
                 }
                 let own_slice = n.parent().is_some_and(|p| {
-                    (p.kind() == "subscript"
+                    (p.kind_name() == "subscript"
                         && field!(p, "value") == Some(n)
                         && field!(p, "subscript").is_some_and(|i| self.text(i).trim() == var)
                         && p.named_child_count() == 2)
                         // a test of the list itself (`xs[i] if xs else y`, `len(xs)`) reads no memory
-                        || matches!(p.kind(), "not_operator" | "boolean_operator")
-                        || (p.kind() == "conditional_expression" && p.named_child(1) == Some(n))
-                        || (p.kind() == "argument_list"
+                        || matches!(p.kind_name(), "not_operator" | "boolean_operator")
+                        || (p.kind_name() == "conditional_expression" && p.named_child(1) == Some(n))
+                        || (p.kind_name() == "argument_list"
                             && p.parent().and_then(|c| field!(c, "function")).is_some_and(|f| self.text(f) == "len"))
                 });
                 uses.push((self.text(n).to_string(), own_slice));
@@ -96,11 +97,11 @@ impl<'a> FileModel<'a> {
         let find = |body: Node| -> Option<String> {
             let mut hit = None;
             any_node(body, |n| {
-                if n.kind() != "call" {
+                if n.kind_name() != "call" {
                     return false;
                 }
                 let Some(attr) =
-                    field!(n, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "attribute"))
+                    field!(n, "function").filter(|f| f.kind_name() == "attribute").and_then(|f| field!(f, "attribute"))
                 else {
                     return false;
                 };
@@ -139,17 +140,17 @@ impl<'a> FileModel<'a> {
         if let Some(var) = &lp.var {
             let mut found: Option<Node> = None;
             any_node(lp.body, |n| {
-                if n.kind() != "subscript" || found.is_some() {
+                if n.kind_name() != "subscript" || found.is_some() {
                     return false;
                 }
                 let Some(value) = field!(n, "value") else { return false };
-                if self.text(value).starts_with("self.") || value.kind() != "identifier" {
+                if self.text(value).starts_with("self.") || value.kind_name() != "identifier" {
                     return false;
                 }
                 // Read, not written: `ws[i].copy_(...)` and `out[t] = ...` are outputs.
                 let written = n.parent().is_some_and(|p| {
-                    (p.kind() == "attribute" && field!(p, "object") == Some(n))
-                        || (matches!(p.kind(), "assignment" | "augmented_assignment") && field!(p, "left") == Some(n))
+                    (p.kind_name() == "attribute" && field!(p, "object") == Some(n))
+                        || (matches!(p.kind_name(), "assignment" | "augmented_assignment") && field!(p, "left") == Some(n))
                 });
                 let mut c = n.walk();
                 let element =
@@ -215,13 +216,13 @@ const WHOLE_TENSOR_OPS: &[&str] =
 /// or it plus or minus a literal (`t`, `t - 1`); a chunk's (`i // C`) or an
 /// offset's (`base + i`) is not one.
 fn step_index(model: &FileModel, i: Node, var: &str) -> bool {
-    match i.kind() {
+    match i.kind_name() {
         "identifier" => model.text(i) == var,
         "binary_operator" => {
             let op = field!(i, "operator").map(|o| model.text(o)).unwrap_or("");
             matches!(op, "+" | "-")
-                && field!(i, "left").is_some_and(|l| l.kind() == "identifier" && model.text(l) == var)
-                && field!(i, "right").is_some_and(|r| r.kind() == "integer")
+                && field!(i, "left").is_some_and(|l| l.kind_name() == "identifier" && model.text(l) == var)
+                && field!(i, "right").is_some_and(|r| r.kind_name() == "integer")
         }
         "parenthesized_expression" => i.named_child(0).is_some_and(|c| step_index(model, c, var)),
         _ => false,
@@ -247,7 +248,7 @@ fn names_steps(bound: &str) -> bool {
 /// directly or through a name the function binds to one.
 fn fixed_small_grid(model: &FileModel, f: usize, grid: Node) -> bool {
     let mut g = grid;
-    if g.kind() == "identifier" {
+    if g.kind_name() == "identifier" {
         let name = model.text(g);
         let mut binds = model.host_fns[f].assigns.iter().filter(|a| a.target == name);
         match (binds.next(), binds.next()) {
@@ -255,7 +256,7 @@ fn fixed_small_grid(model: &FileModel, f: usize, grid: Node) -> bool {
             _ => return false,
         }
     }
-    if !matches!(g.kind(), "tuple" | "list") || g.named_child_count() == 0 {
+    if !matches!(g.kind_name(), "tuple" | "list") || g.named_child_count() == 0 {
         return false;
     }
     let mut c = g.walk();

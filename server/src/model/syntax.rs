@@ -19,6 +19,7 @@
 //! operand itself stays) is that gap, not a mistake in the file. The parser still drops the code it could not place from the tree,
 //! so the rules do not see it.
 
+use crate::model::NodeKind;
 use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
@@ -94,9 +95,9 @@ fn diagnostic(start: usize, end: usize, message: String) -> Diagnostic {
 
 fn missing_message(node: Node) -> String {
     if node.is_named() {
-        format!("syntax error: missing {}", node.kind().replace('_', " "))
+        format!("syntax error: missing {}", node.kind_name().replace('_', " "))
     } else {
-        format!("syntax error: missing `{}`", node.kind())
+        format!("syntax error: missing `{}`", node.kind_name())
     }
 }
 
@@ -120,7 +121,7 @@ fn error_diagnostic(text: &str, node: Node) -> Diagnostic {
     let leaves = leaves(node);
     let mut open: Vec<Node> = Vec::new();
     for leaf in &leaves {
-        match leaf.kind() {
+        match leaf.kind_name() {
             "(" | "[" | "{" => open.push(*leaf),
             ")" | "]" | "}" => {
                 open.pop();
@@ -129,7 +130,7 @@ fn error_diagnostic(text: &str, node: Node) -> Diagnostic {
         }
     }
     if let Some(bracket) = open.last() {
-        let message = format!("syntax error: `{}` is never closed", bracket.kind());
+        let message = format!("syntax error: `{}` is never closed", bracket.kind_name());
         return diagnostic(bracket.start_byte(), bracket.end_byte(), message);
     }
     let first = leaves.first().copied().unwrap_or(node);

@@ -4,6 +4,7 @@
 //! `tl.*` attributes and `# kernel-lsp:` comments. One tree cursor, numeric
 //! kind ids, and a depth limit: the walk is linear and never overflows the stack.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use super::nodes::{call_arguments, range_of, MAX_DEPTH};
@@ -162,7 +163,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         class: Option<&str>,
         depth: usize,
     ) -> bool {
-        match node.kind() {
+        match node.kind_name() {
             "comment" => {
                 self.comment(node);
             }
@@ -173,13 +174,13 @@ impl<'m, 'a> Walker<'m, 'a> {
                     let mut c = node.walk();
                     let decorators: Vec<Node<'a>> = node
                         .named_children(&mut c)
-                        .filter(|n| n.kind() == "decorator")
+                        .filter(|n| n.kind_name() == "decorator")
                         .filter_map(|d| d.named_child(0))
                         .collect();
                     for d in &decorators {
                         self.visit(*d, scope, loops, class, depth + 1);
                     }
-                    if def.kind() == "function_definition" {
+                    if def.kind_name() == "function_definition" {
                         self.function(def, decorators, class, depth);
                     } else {
                         self.visit(def, scope, loops, class, depth + 1);
@@ -231,12 +232,12 @@ impl<'m, 'a> Walker<'m, 'a> {
                 if let (Some(obj), Some(attr)) = (field!(node, "object"), field!(node, "attribute")) {
                     let obj_text = self.text(obj);
                     let is_tl = |o: Node, text: &str| {
-                        (o.kind() == "identifier" && self.m.is_tl_alias(text)) || text == "triton.language"
+                        (o.kind_name() == "identifier" && self.m.is_tl_alias(text)) || text == "triton.language"
                     };
                     if is_tl(obj, obj_text) {
                         let name = self.text(attr).to_string();
                         self.m.tl_attrs.push((name, node));
-                    } else if obj.kind() == "attribute"
+                    } else if obj.kind_name() == "attribute"
                         && field!(obj, "attribute").is_some_and(|m| self.text(m) == "math")
                         && field!(obj, "object").is_some_and(|o| is_tl(o, self.text(o)))
                     {
@@ -259,7 +260,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                     let mut c = node.walk();
                     let names: Vec<Node<'a>> = node.children_by_field_name("name", &mut c).collect();
                     for n in names {
-                        let name = if n.kind() == "aliased_import" { field!(n, "name") } else { Some(n) };
+                        let name = if n.kind_name() == "aliased_import" { field!(n, "name") } else { Some(n) };
                         if let Some(name) = name {
                             self.m.tl_attrs.push((format!("{prefix}{}", self.text(name)), name));
                         }
@@ -294,7 +295,7 @@ impl<'m, 'a> Walker<'m, 'a> {
     }
 
     fn is_kernel_decorator(&self, d: Node) -> bool {
-        let target = if d.kind() == "call" { field!(d, "function").unwrap_or(d) } else { d };
+        let target = if d.kind_name() == "call" { field!(d, "function").unwrap_or(d) } else { d };
         let t = self.text(target);
         // A file that never imports Triton has no Triton kernels.
         if self.m.triton_aliases.is_empty() && self.m.tl_aliases.is_empty() {
@@ -363,8 +364,8 @@ impl<'m, 'a> Walker<'m, 'a> {
     /// default), and it has no decorators; the kernel rules never read a stub.
     /// `false` if the statement is not a single kernel definition (it is then walked as one).
     pub(super) fn kernel_stub(&mut self, unit: Node<'a>, view: &std::sync::Arc<super::KernelHostView>) -> bool {
-        let def = if unit.kind() == "decorated_definition" { field!(unit, "definition") } else { Some(unit) };
-        let Some(def) = def.filter(|d| d.kind() == "function_definition") else { return false };
+        let def = if unit.kind_name() == "decorated_definition" { field!(unit, "definition") } else { Some(unit) };
+        let Some(def) = def.filter(|d| d.kind_name() == "function_definition") else { return false };
         let Some(h) = view.header.as_deref() else { return false };
         let start = def.start_byte();
         let at = |lo: u32, hi: u32| TextRange::new(start + lo as usize, start + hi as usize);
@@ -390,7 +391,7 @@ impl<'m, 'a> Walker<'m, 'a> {
     /// found again by their byte ranges (without their loops). `false` if a
     /// call is not where the stub says (the statement is not the one described).
     pub(super) fn host_stub(&mut self, def: Node<'a>, stub: &std::sync::Arc<super::HostStub>) -> bool {
-        if def.kind() != "function_definition" {
+        if def.kind_name() != "function_definition" {
             return false;
         }
         // The statement reads as it did: its header is the one kept.
@@ -406,7 +407,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         for (lo, hi, callee) in stub.calls.iter() {
             let (lo, hi) = (start + *lo as usize, start + *hi as usize);
             match def.descendant_for_byte_range(lo, hi) {
-                Some(node) if node.kind() == "call" && node.start_byte() == lo && node.end_byte() == hi => {
+                Some(node) if node.kind_name() == "call" && node.start_byte() == lo && node.end_byte() == hi => {
                     calls.push(HCall { node, callee: callee.clone(), loops: Vec::new() })
                 }
                 _ => return false,
@@ -446,7 +447,7 @@ impl<'m, 'a> Walker<'m, 'a> {
             .filter_map(|p| {
                 let name = param_name(p, self.m.src)?;
                 // Field lookups cost a scan of the children: ask only the kinds that have the field.
-                let kind = p.kind();
+                let kind = p.kind_name();
                 let typed = matches!(kind, "typed_parameter" | "typed_default_parameter");
                 let defaulted = matches!(kind, "default_parameter" | "typed_default_parameter");
                 let ty = if typed { field!(p, "type").map(|t| self.text(t)).unwrap_or("") } else { "" };
@@ -476,7 +477,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         let entered = [Some(body), field!(node, "right"), field!(node, "condition"), field!(node, "alternative")];
         self.index_children_but(node, &entered);
         let header_end = self.header_end(node, body);
-        let kind = if node.kind() == "for_statement" { LoopKind::For } else { LoopKind::While };
+        let kind = if node.kind_name() == "for_statement" { LoopKind::For } else { LoopKind::While };
         let mut lp = Loop {
             kind,
             node,
@@ -493,7 +494,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         match kind {
             LoopKind::For => {
                 let left = field!(node, "left");
-                lp.var = left.filter(|l| l.kind() == "identifier").map(|l| self.text(l).to_string());
+                lp.var = left.filter(|l| l.kind_name() == "identifier").map(|l| self.text(l).to_string());
                 lp.head = field!(node, "right");
                 if let Some(right) = lp.head {
                     self.range_parts(right, &mut lp);
@@ -501,10 +502,10 @@ impl<'m, 'a> Walker<'m, 'a> {
             }
             LoopKind::While => {
                 lp.head = field!(node, "condition");
-                if let Some(cond) = lp.head.filter(|c| c.kind() == "comparison_operator") {
+                if let Some(cond) = lp.head.filter(|c| c.kind_name() == "comparison_operator") {
                     let left = cond.named_child(0);
                     let right = cond.named_child(1);
-                    if let Some(l) = left.filter(|l| l.kind() == "identifier") {
+                    if let Some(l) = left.filter(|l| l.kind_name() == "identifier") {
                         let var = self.text(l).to_string();
                         lp.step = direct_augmented_step(body, &var, self.m.src);
                         lp.var = Some(var);
@@ -518,7 +519,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         // Header expressions belong to the enclosing loops, but for a `while` in
         // host code: its condition runs every iteration (`while flag.item():` waits
         // for the GPU each time round), so it belongs to the loop itself.
-        let condition_each_step = matches!(scope, Scope::Host(_)) && node.kind() == "while_statement";
+        let condition_each_step = matches!(scope, Scope::Host(_)) && node.kind_name() == "while_statement";
         let condition = field!(node, "condition");
         let before = if condition_each_step { None } else { condition };
         for part in [field!(node, "right"), before].into_iter().flatten() {
@@ -562,7 +563,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         let mut end = body.start_byte();
         let mut c = node.walk();
         for child in node.children(&mut c) {
-            if child.kind() == ":" {
+            if child.kind_name() == ":" {
                 end = child.end_byte();
                 break;
             }
@@ -573,14 +574,14 @@ impl<'m, 'a> Walker<'m, 'a> {
     fn range_parts(&self, iter: Node<'a>, lp: &mut Loop<'a>) {
         let mut call = iter;
         let func_text = |n: Node| field!(n, "function").map(|f| self.text(f)).unwrap_or("");
-        if call.kind() == "call" && func_text(call) == "reversed" {
+        if call.kind_name() == "call" && func_text(call) == "reversed" {
             lp.reversed = true;
             match field!(call, "arguments").and_then(|a| a.named_child(0)) {
                 Some(inner) => call = inner,
                 None => return,
             }
         }
-        if call.kind() != "call" {
+        if call.kind_name() != "call" {
             return;
         }
         let f = func_text(call);
@@ -591,7 +592,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         let Some(args) = field!(call, "arguments") else { return };
         let mut c = args.walk();
         let positional: Vec<Node<'a>> =
-            args.named_children(&mut c).filter(|a| a.kind() != "keyword_argument" && a.kind() != "comment").collect();
+            args.named_children(&mut c).filter(|a| a.kind_name() != "keyword_argument" && a.kind_name() != "comment").collect();
         match positional.len() {
             1 => lp.stop = Some(positional[0]),
             2 => {
@@ -616,7 +617,7 @@ impl<'m, 'a> Walker<'m, 'a> {
         match scope {
             Scope::Kernel(k) => {
                 let (args, kwargs) = call_arguments(node, self.m.src);
-                let tl_name = match func.kind() {
+                let tl_name = match func.kind_name() {
                     "attribute" => {
                         let obj = field!(func, "object").map(|o| self.text(o)).unwrap_or("");
                         let attr = field!(func, "attribute").map(|a| self.text(a)).unwrap_or("");
@@ -629,11 +630,11 @@ impl<'m, 'a> Walker<'m, 'a> {
                 self.m.kernels[k].calls.push(KCall { node, tl_name, callee, args, kwargs, loops: loops.to_vec() });
             }
             Scope::Host(f) => {
-                if func.kind() == "subscript" {
+                if func.kind_name() == "subscript" {
                     let value = field!(func, "value");
                     let grid = field!(func, "subscript");
                     if let (Some(value), Some(grid)) = (value, grid) {
-                        if value.kind() == "identifier" {
+                        if value.kind_name() == "identifier" {
                             let (args, kwargs) = call_arguments(node, self.m.src);
                             self.m.launch_candidates.push(range_of(node));
                             self.pending_launches.push(Launch {
@@ -681,7 +682,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                 if let Some(what) = sync {
                     self.m.host_fns[f].syncs.push(HostSync { node, what: what.to_string(), loops: loops.to_vec() });
                 }
-                let callee = match func.kind() {
+                let callee = match func.kind_name() {
                     "identifier" => Some(ftext.to_string()),
                     "attribute" => {
                         let object = field!(func, "object");
@@ -692,7 +693,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                         } else if obj.starts_with("self.") {
                             // A method of an object the instance holds (`self.cell.step(...)`): `.step`.
                             Some(format!(".{attr}"))
-                        } else if attr == "apply" && object.is_some_and(|o| o.kind() == "identifier") {
+                        } else if attr == "apply" && object.is_some_and(|o| o.kind_name() == "identifier") {
                             // `StepFunction.apply(...)` runs the autograd `Function`'s static `forward`.
                             Some(format!("{obj}.apply"))
                         } else {
@@ -701,7 +702,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                     }
                     // `Block()(x)`: a module of this file built and called in one expression.
                     "call" => field!(func, "function")
-                        .filter(|c| c.kind() == "identifier")
+                        .filter(|c| c.kind_name() == "identifier")
                         .map(|c| format!("{}()", self.text(c))),
                     _ => None,
                 };
@@ -713,24 +714,24 @@ impl<'m, 'a> Walker<'m, 'a> {
     }
 
     fn assignment(&mut self, node: Node<'a>, scope: Scope, loops: &[usize]) {
-        let augmented = node.kind() == "augmented_assignment";
+        let augmented = node.kind_name() == "augmented_assignment";
         let (Some(left), Some(value)) = (field!(node, "left"), field!(node, "right")) else {
             return;
         };
         let mut targets: Vec<(String, Node<'a>)> = Vec::new();
-        match left.kind() {
+        match left.kind_name() {
             "identifier" => targets.push((self.text(left).to_string(), value)),
             "pattern_list" | "tuple_pattern" | "list_pattern" => {
                 let mut c = left.walk();
                 let names: Vec<Node<'a>> = left.named_children(&mut c).collect();
                 // `a, b = 1, 2` pairs up element-wise; `a, b = x.shape` gives each the whole value.
                 let mut vc = value.walk();
-                let values: Vec<Node<'a>> = match value.kind() {
+                let values: Vec<Node<'a>> = match value.kind_name() {
                     "expression_list" | "tuple" | "list" => value.named_children(&mut vc).collect(),
                     _ => Vec::new(),
                 };
                 for (i, t) in names.iter().enumerate() {
-                    if t.kind() != "identifier" {
+                    if t.kind_name() != "identifier" {
                         continue;
                     }
                     let v = if values.len() == names.len() { values[i] } else { value };
@@ -759,13 +760,13 @@ pub fn host_param_ranges(def: Node) -> Vec<TextRange> {
 
 /// A parameter's name, for the kinds of parameter that have one.
 fn param_name_node(p: Node) -> Option<Node> {
-    let n = match p.kind() {
+    let n = match p.kind_name() {
         "identifier" => p,
         "typed_parameter" => p.named_child(0)?,
         "default_parameter" | "typed_default_parameter" => field!(p, "name")?,
         _ => return None,
     };
-    (n.kind() == "identifier").then_some(n)
+    (n.kind_name() == "identifier").then_some(n)
 }
 
 fn param_name<'a>(p: Node, src: &'a str) -> Option<&'a str> {
@@ -776,8 +777,8 @@ fn param_name<'a>(p: Node, src: &'a str) -> Option<&'a str> {
 fn direct_augmented_step<'a>(body: Node<'a>, var: &str, src: &str) -> Option<Node<'a>> {
     let mut c = body.walk();
     for stmt in body.named_children(&mut c) {
-        let inner = if stmt.kind() == "expression_statement" { stmt.named_child(0) } else { Some(stmt) };
-        let Some(a) = inner.filter(|a| a.kind() == "augmented_assignment") else { continue };
+        let inner = if stmt.kind_name() == "expression_statement" { stmt.named_child(0) } else { Some(stmt) };
+        let Some(a) = inner.filter(|a| a.kind_name() == "augmented_assignment") else { continue };
         let left = field!(a, "left").map(|l| &src[l.byte_range()]);
         let op = field!(a, "operator").map(|o| &src[o.byte_range()]);
         if left == Some(var) && matches!(op, Some("+=") | Some("-=")) {

@@ -1,5 +1,6 @@
 //! KL002 serialized-tile-loop.
 
+use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, loop_within, FileModel, Kernel};
@@ -123,7 +124,7 @@ fn accumulates_in_memory(model: &FileModel, k: &Kernel, l: usize) -> bool {
 fn reads_before(model: &FileModel, body: tree_sitter::Node, name: &str, at: usize) -> bool {
     let mut found = false;
     crate::model::visit_nodes(body, &mut |n| {
-        if !found && n.kind() == "identifier" && n.start_byte() < at && model.text(n) == name {
+        if !found && n.kind_name() == "identifier" && n.start_byte() < at && model.text(n) == name {
             found = true;
         }
     });
@@ -135,7 +136,7 @@ fn reads_before(model: &FileModel, body: tree_sitter::Node, name: &str, at: usiz
 /// (`b_base = B_ptr + ...`).
 fn base_pointer<'a>(model: &FileModel, k: &Kernel<'a>, mut n: tree_sitter::Node<'a>) -> Option<String> {
     for _ in 0..8 {
-        match n.kind() {
+        match n.kind_name() {
             "binary_operator" => n = crate::model::field!(n, "left")?,
             "parenthesized_expression" => n = n.named_child(0)?,
             "identifier" => {

@@ -1,5 +1,6 @@
 //! KL004 arange-non-constexpr.
 
+use crate::model::NodeKind;
 use crate::model::field;
 use tree_sitter::Node;
 
@@ -90,7 +91,7 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
         return Bound::Unknown;
     }
     let text = model.text(node).trim();
-    match node.kind() {
+    match node.kind_name() {
         "integer" => parse_int(text).map(Bound::Const).unwrap_or(Bound::Unknown),
         "parenthesized_expression" => {
             node.named_child(0).map(|n| classify(k, model, n, depth + 1)).unwrap_or(Bound::Unknown)
@@ -162,7 +163,7 @@ fn constexpr_function(model: &FileModel, name: &str) -> bool {
     let root = model.tree.root_node();
     let mut c = root.walk();
     let found = root.named_children(&mut c).any(|n| {
-        n.kind() == "decorated_definition"
+        n.kind_name() == "decorated_definition"
             && field!(n, "definition").and_then(|d| field!(d, "name")).is_some_and(|d| model.text(d) == name)
             && model.text(n).split("def ").next().is_some_and(|head| head.contains("constexpr_function"))
     });
@@ -193,7 +194,7 @@ fn evaluate(
         return None;
     }
     let text = model.text(node).trim();
-    match node.kind() {
+    match node.kind_name() {
         "integer" => parse_int(text),
         "parenthesized_expression" => evaluate(k, model, node.named_child(0)?, param, depth + 1),
         "identifier" => {
@@ -281,7 +282,7 @@ fn picks_work(k: &Kernel) -> bool {
 
 /// A module-level name bound once to an integer constant or `tl.constexpr(...)`.
 fn module_constant(model: &FileModel, node: Node) -> bool {
-    if node.kind() != "identifier" {
+    if node.kind_name() != "identifier" {
         return false;
     }
     if model.eval_int(0, node, 0).is_some() {
@@ -290,7 +291,7 @@ fn module_constant(model: &FileModel, node: Node) -> bool {
     let name = model.text(node);
     let assigns: Vec<_> = model.host_fns[0].assigns.iter().filter(|a| a.target == name).collect();
     matches!(assigns.as_slice(), [one] if !one.augmented
-        && one.value.kind() == "call"
+        && one.value.kind_name() == "call"
         && field!(one.value, "function").is_some_and(|f| model.text(f).ends_with("constexpr")))
 }
 
@@ -302,7 +303,7 @@ fn is_pow2(v: i64) -> bool {
 fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
     let p = k.param(name)?;
     let tl = model.tl_aliases.first().map(String::as_str).unwrap_or("tl");
-    let edit = match p.node.kind() {
+    let edit = match p.node.kind_name() {
         "identifier" => Edit { range: TextRange::new(p.range.end, p.range.end), new_text: format!(": {tl}.constexpr") },
         // `n=4` becomes `n: tl.constexpr = 4` (PEP 8 spacing once annotated).
         "default_parameter" => {

@@ -1,5 +1,6 @@
 //! KL005 unknown-triton-function.
 
+use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::model::field;
@@ -109,10 +110,10 @@ fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'
     };
     // An import that a failed import falls back on, or that is tried: the
     // file imports what the installed Triton has (`ImportError`).
-    let import = matches!(attr.parent().map(|p| p.kind()), Some("import_from_statement" | "aliased_import"));
+    let import = matches!(attr.parent().map(|p| p.kind_name()), Some("import_from_statement" | "aliased_import"));
     let mut node = attr;
     while let Some(parent) = node.parent() {
-        match parent.kind() {
+        match parent.kind_name() {
             "if_statement" | "elif_clause" => {
                 let cond = field!(parent, "condition");
                 if on_version(cond) && !within(attr, cond) {
@@ -124,11 +125,11 @@ fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'
             }
             "else_clause" => {
                 // `else` of a version test: the `if` and its `elif`s hold the conditions.
-                if let Some(chain) = parent.parent().filter(|p| p.kind() == "if_statement") {
+                if let Some(chain) = parent.parent().filter(|p| p.kind_name() == "if_statement") {
                     let mut c = chain.walk();
                     let mut conds = vec![field!(chain, "condition")];
                     conds.extend(
-                        chain.children(&mut c).filter(|n| n.kind() == "elif_clause").map(|n| field!(n, "condition")),
+                        chain.children(&mut c).filter(|n| n.kind_name() == "elif_clause").map(|n| field!(n, "condition")),
                     );
                     if conds.into_iter().any(on_version) {
                         return true;
@@ -144,7 +145,7 @@ fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'
                 if within(attr, field!(parent, "body")) {
                     let mut c = parent.walk();
                     let catches = parent.children(&mut c).any(|h| {
-                        h.kind() == "except_clause" && {
+                        h.kind_name() == "except_clause" && {
                             let t = text(h);
                             let head = t.split(':').next().unwrap_or("").trim();
                             head == "except"
@@ -184,7 +185,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
         }
         // `tl.insert_slice = insert_slice` defines the name (a shim for a back
         // end or another Triton version): an assignment, not a use.
-        if attr.parent().is_some_and(|p| p.kind() == "assignment" && field!(p, "left") == Some(*attr)) {
+        if attr.parent().is_some_and(|p| p.kind_name() == "assignment" && field!(p, "left") == Some(*attr)) {
             continue;
         }
         if guarded(*attr, name, model.src, &flags) {
@@ -197,7 +198,7 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
         };
         let tl = object.map(|o| model.text(o)).unwrap_or("tl");
         let fix =
-            attr.parent().filter(|p| p.kind() == "call" && field!(p, "function") == Some(*attr)).and_then(|call| {
+            attr.parent().filter(|p| p.kind_name() == "call" && field!(p, "function") == Some(*attr)).and_then(|call| {
                 let (args, kwargs) = call_arguments(call, model.src);
                 if !kwargs.is_empty() {
                     return None;

@@ -1,5 +1,6 @@
 //! KL007 tensor-indexed-by-tensor.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -52,7 +53,7 @@ fn unrolled_var(model: &FileModel, k: &Kernel, name: &str) -> bool {
     k.loops.iter().any(|lp| {
         lp.var.as_deref() == Some(name)
             && lp.head.is_some_and(|h| {
-                let f = if h.kind() == "call" { field!(h, "function").unwrap_or(h) } else { h };
+                let f = if h.kind_name() == "call" { field!(h, "function").unwrap_or(h) } else { h };
                 model.text(f).ends_with("static_range")
             })
     })
@@ -102,14 +103,14 @@ fn made_by_tl(model: &FileModel, k: &Kernel, name: &str, depth: usize) -> bool {
 }
 
 fn block_value(model: &FileModel, k: &Kernel, v: Node, depth: usize) -> bool {
-    match v.kind() {
+    match v.kind_name() {
         "call" => {
             k.calls.iter().any(|c| c.node == v && c.tl_name.as_deref().is_some_and(|n| BLOCK_MAKERS.contains(&n)))
         }
         "binary_operator" => {
             let sides = [field!(v, "left"), field!(v, "right")];
             sides.iter().flatten().any(|s| block_value(model, k, *s, depth))
-                && sides.iter().flatten().all(|s| s.kind() != "tuple")
+                && sides.iter().flatten().all(|s| s.kind_name() != "tuple")
         }
         "parenthesized_expression" => v.named_child(0).is_some_and(|i| block_value(model, k, i, depth)),
         "identifier" => made_by_tl(model, k, model.text(v), depth + 1),
@@ -130,22 +131,22 @@ fn extension_object(model: &FileModel, k: &Kernel, at: Node, name: &str) -> bool
     let Some(body) = field!(k.node, "body") else { return false };
     let mut uses = Vec::new();
     crate::model::visit_nodes(body, &mut |n| {
-        if n.kind() == "identifier" && model.text(n) == name {
+        if n.kind_name() == "identifier" && model.text(n) == name {
             uses.push(n);
         }
     });
     let handed_to_extension = |u: &Node| {
-        let Some(sub) = u.parent().filter(|p| p.kind() == "subscript" && field!(p, "value") == Some(*u)) else {
+        let Some(sub) = u.parent().filter(|p| p.kind_name() == "subscript" && field!(p, "value") == Some(*u)) else {
             return false;
         };
         let mut arg = sub;
-        if arg.parent().is_some_and(|p| p.kind() == "keyword_argument") {
+        if arg.parent().is_some_and(|p| p.kind_name() == "keyword_argument") {
             arg = arg.parent().unwrap_or(arg);
         }
-        let Some(call) = arg.parent().filter(|p| p.kind() == "argument_list").and_then(|a| a.parent()) else {
+        let Some(call) = arg.parent().filter(|p| p.kind_name() == "argument_list").and_then(|a| a.parent()) else {
             return false;
         };
-        let Some(func) = field!(call, "function").filter(|f| f.kind() == "attribute") else { return false };
+        let Some(func) = field!(call, "function").filter(|f| f.kind_name() == "attribute") else { return false };
         let mut root = func;
         while let Some(o) = field!(root, "object") {
             root = o;
@@ -162,7 +163,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
     for k in model.checked_kernels() {
         for (sub, _) in &k.subscripts {
             let Some(value) = field!(sub, "value") else { continue };
-            if value.kind() != "identifier" {
+            if value.kind_name() != "identifier" {
                 continue;
             }
             let name = model.text(value);
@@ -172,12 +173,12 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
             let mut c = sub.walk();
             let offending = sub.children_by_field_name("subscript", &mut c).find(|idx| {
-                if matches!(idx.kind(), "none" | "slice" | "ellipsis") {
+                if matches!(idx.kind_name(), "none" | "slice" | "ellipsis") {
                     return false;
                 }
                 // `row[0]`: a constant picks one element, which a block made by
                 // `tl.load`, `tl.zeros`... does not allow either (a tuple does).
-                if idx.kind() == "integer" {
+                if idx.kind_name() == "integer" {
                     return made_by_tl(model, k, name, 0);
                 }
                 let mut ids = Vec::new();
@@ -187,7 +188,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                     || (!ids.is_empty() && made_by_tl(model, k, name, 0))
             });
             let Some(idx) = offending else { continue };
-            let constant = idx.kind() == "integer" || {
+            let constant = idx.kind_name() == "integer" || {
                 let mut ids = Vec::new();
                 collect_identifiers(idx, model.src, &mut ids);
                 ids.iter().all(|i| k.is_constexpr(i) || unrolled_var(model, k, i))

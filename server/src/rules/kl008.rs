@@ -1,5 +1,6 @@
 //! KL008 scalar-loop-no-dot.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -206,8 +207,8 @@ fn find_product(node: Node) -> Option<Node> {
     let mut found = None;
     crate::model::visit_nodes(node, &mut |n| {
         if found.is_none()
-            && n.kind() == "binary_operator"
-            && n.child_by_field_name("operator").is_some_and(|o| o.kind() == "*")
+            && n.kind_name() == "binary_operator"
+            && n.child_by_field_name("operator").is_some_and(|o| o.kind_name() == "*")
         {
             found = Some(n);
         }

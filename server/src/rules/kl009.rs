@@ -1,5 +1,6 @@
 //! KL009 input-projection-in-time-loop.
 
+use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use crate::config::Settings;
@@ -137,10 +138,10 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                 } else {
                     // `tl.sum(a * b)`: the factors of the product.
                     let mut o = operands.first().copied();
-                    while let Some(p) = o.filter(|p| p.kind() == "parenthesized_expression") {
+                    while let Some(p) = o.filter(|p| p.kind_name() == "parenthesized_expression") {
                         o = p.named_child(0);
                     }
-                    o.filter(|p| p.kind() == "binary_operator")
+                    o.filter(|p| p.kind_name() == "binary_operator")
                         .and_then(|p| Some(vec![p.child_by_field_name("left")?, p.child_by_field_name("right")?]))
                         .unwrap_or_default()
                 };

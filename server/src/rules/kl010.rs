@@ -1,5 +1,6 @@
 //! KL010 host-sync-in-loop.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -193,12 +194,12 @@ fn queues_work(model: &FileModel, f: usize, l: usize) -> bool {
     if !model.launches_in_loop(f, l).is_empty() || helper_call {
         return true;
     }
-    crate::model::any_node(func.loops[l].body, |n| match n.kind() {
+    crate::model::any_node(func.loops[l].body, |n| match n.kind_name() {
         "call" => field!(n, "function").is_some_and(|fun| {
             let t = model.text(fun);
-            t.starts_with("torch.") || t.starts_with("F.") || (t.ends_with('_') && fun.kind() == "attribute")
+            t.starts_with("torch.") || t.starts_with("F.") || (t.ends_with('_') && fun.kind_name() == "attribute")
         }),
-        "assignment" | "augmented_assignment" => field!(n, "left").is_some_and(|l| l.kind() == "subscript"),
+        "assignment" | "augmented_assignment" => field!(n, "left").is_some_and(|l| l.kind_name() == "subscript"),
         _ => false,
     })
 }
@@ -291,12 +292,12 @@ fn tensor_valued(model: &FileModel, tensors: &std::collections::HashSet<String>,
         return false;
     }
     let rec = |n: Node| tensor_valued(model, tensors, n, depth + 1);
-    match e.kind() {
+    match e.kind_name() {
         "identifier" => tensors.contains(model.text(e)),
         "subscript" => field!(e, "value").is_some_and(rec),
         "parenthesized_expression" => e.named_child(0).is_some_and(rec),
         "call" => {
-            let Some(function) = field!(e, "function").filter(|f| f.kind() == "attribute") else { return false };
+            let Some(function) = field!(e, "function").filter(|f| f.kind_name() == "attribute") else { return false };
             let (Some(object), Some(attr)) = (field!(function, "object"), field!(function, "attribute")) else {
                 return false;
             };
@@ -315,7 +316,7 @@ fn tensor_valued(model: &FileModel, tensors: &std::collections::HashSet<String>,
             let mut c = e.walk();
             let identity = e
                 .children(&mut c)
-                .any(|op| !op.is_named() && matches!(op.kind(), "is" | "in" | "not" | "is not" | "not in"));
+                .any(|op| !op.is_named() && matches!(op.kind_name(), "is" | "in" | "not" | "is not" | "not in"));
             let mut c = e.walk();
             let any = !identity && e.named_children(&mut c).any(rec);
             any
@@ -336,7 +337,7 @@ fn may_wait_implicitly(model: &FileModel, func: &HostFn) -> bool {
     func.loops.iter().any(|lp| {
         (lp.kind == LoopKind::While && lp.head.is_some())
             || (lp.parent.is_none()
-                && crate::model::any_node(lp.body, |n| match n.kind() {
+                && crate::model::any_node(lp.body, |n| match n.kind_name() {
                     "if_statement" | "elif_clause" | "while_statement" | "assert_statement" | "interpolation" => true,
                     "call" => field!(n, "function")
                         .is_some_and(|f| matches!(model.text(f), "float" | "int" | "bool" | "print" | "str")),
@@ -358,7 +359,7 @@ fn implicit_syncs<'a>(
     let mut cursor = body.walk();
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        match n.kind() {
+        match n.kind_name() {
             "function_definition" | "class_definition" | "lambda" => continue,
             "if_statement" | "elif_clause" | "while_statement" => {
                 if let Some(cond) = field!(n, "condition").filter(|c| tensor_valued(model, tensors, *c, 0)) {
@@ -372,7 +373,7 @@ fn implicit_syncs<'a>(
             }
             "call" => {
                 let conversion = field!(n, "function")
-                    .filter(|f| f.kind() == "identifier")
+                    .filter(|f| f.kind_name() == "identifier")
                     .map(|f| model.text(f))
                     .filter(|f| matches!(*f, "float" | "int" | "bool" | "print" | "str"));
                 if let Some(conv) = conversion {
@@ -425,7 +426,7 @@ fn is_test_or_benchmark(func: &HostFn) -> bool {
 fn under_main_guard(model: &FileModel, node: Node) -> bool {
     let mut at = node.parent();
     while let Some(n) = at {
-        if n.kind() == "if_statement" {
+        if n.kind_name() == "if_statement" {
             let cond: String = field!(n, "condition")
                 .map(|c| model.text(c).chars().filter(|ch| !ch.is_whitespace()).collect())
                 .unwrap_or_default();
@@ -491,7 +492,7 @@ const SAME_DEVICE: &[&str] = &[
 /// `sync` (a `.item()`, `.tolist()`, `.numpy()` or `.cpu()` call) reads a value
 /// that is on the CPU already, so it waits for nothing.
 fn on_cpu_already(model: &FileModel, func: &HostFn, sync: Node) -> bool {
-    let Some(receiver) = field!(sync, "function").filter(|f| f.kind() == "attribute").and_then(|f| field!(f, "object"))
+    let Some(receiver) = field!(sync, "function").filter(|f| f.kind_name() == "attribute").and_then(|f| field!(f, "object"))
     else {
         return false;
     };
@@ -502,7 +503,7 @@ fn on_cpu(model: &FileModel, func: &HostFn, value: Node, depth: usize) -> bool {
     if depth > 8 {
         return false;
     }
-    match value.kind() {
+    match value.kind_name() {
         "parenthesized_expression" => value.named_child(0).is_some_and(|v| on_cpu(model, func, v, depth + 1)),
         // An element or slice of host data is host data.
         "subscript" => field!(value, "value").is_some_and(|v| on_cpu(model, func, v, depth + 1)),
@@ -518,12 +519,12 @@ fn on_cpu(model: &FileModel, func: &HostFn, value: Node, depth: usize) -> bool {
             let has_device = args.is_some_and(|a| {
                 let mut c = a.walk();
                 let found = a.named_children(&mut c).any(|k| {
-                    k.kind() == "keyword_argument" && field!(k, "name").is_some_and(|n| model.text(n) == "device")
+                    k.kind_name() == "keyword_argument" && field!(k, "name").is_some_and(|n| model.text(n) == "device")
                 });
                 found
             });
-            let first_arg = args.and_then(|a| a.named_child(0)).filter(|a| a.kind() != "keyword_argument");
-            match function.kind() {
+            let first_arg = args.and_then(|a| a.named_child(0)).filter(|a| a.kind_name() != "keyword_argument");
+            match function.kind_name() {
                 "attribute" => {
                     let (Some(object), Some(attr)) = (field!(function, "object"), field!(function, "attribute")) else {
                         return false;

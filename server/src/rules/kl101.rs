@@ -1,5 +1,6 @@
 //! KL101 pytorch-fallback.
 
+use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -72,7 +73,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             let Some(body) = field!(n, "body") else { continue };
             let Some(launch) = launch_in(model, range_of(body)) else { continue };
             let mut cursor = n.walk();
-            for handler in n.named_children(&mut cursor).filter(|c| c.kind() == "except_clause") {
+            for handler in n.named_children(&mut cursor).filter(|c| c.kind_name() == "except_clause") {
                 let in_handler = torch_compute(handler, &imports, &modules, src);
                 let after = || fallback_after(n, handler, &imports, &modules, src);
                 let Some(torch) = in_handler.or_else(after) else { continue };
@@ -112,7 +113,7 @@ fn fallback_after<'a>(
     src: &str,
 ) -> Option<tree_sitter::Node<'a>> {
     let mut leaves = false;
-    visit_nodes(handler, &mut |n| leaves |= matches!(n.kind(), "raise_statement" | "return_statement"));
+    visit_nodes(handler, &mut |n| leaves |= matches!(n.kind_name(), "raise_statement" | "return_statement"));
     if leaves {
         return None;
     }
@@ -127,11 +128,11 @@ fn fallback_after<'a>(
         }
         let block = at.parent()?;
         let owner = block.parent()?;
-        if matches!(owner.kind(), "function_definition" | "class_definition" | "module") {
+        if matches!(owner.kind_name(), "function_definition" | "class_definition" | "module") {
             return None;
         }
         // Out of the `if`/`with`/`else` that holds it, to what follows that.
-        at = if owner.kind() == "else_clause" || owner.kind() == "elif_clause" { owner.parent()? } else { owner };
+        at = if owner.kind_name() == "else_clause" || owner.kind_name() == "elif_clause" { owner.parent()? } else { owner };
     }
 }
 
@@ -162,9 +163,9 @@ fn torch_compute<'a>(
 ) -> Option<tree_sitter::Node<'a>> {
     let mut found = None;
     let mut raises = false;
-    visit_nodes(node, &mut |n| match n.kind() {
+    visit_nodes(node, &mut |n| match n.kind_name() {
         "raise_statement" => raises = true,
-        "binary_operator" if found.is_none() && field!(n, "operator").is_some_and(|o| o.kind() == "@") => {
+        "binary_operator" if found.is_none() && field!(n, "operator").is_some_and(|o| o.kind_name() == "@") => {
             found = Some(n)
         }
         "call" if found.is_none() && is_torch_compute_call(n, imports, modules, src) => found = Some(n),
@@ -193,7 +194,7 @@ pub(super) fn is_torch_compute_call(
             return !candidate::is_torch_scaffolding(&q);
         }
     }
-    if func.kind() == "attribute" {
+    if func.kind_name() == "attribute" {
         let name = field!(func, "attribute").map(|a| &src[a.byte_range()]).unwrap_or_default();
         return matches!(
             name,

@@ -1,5 +1,6 @@
 //! KL102 torch-computes-the-task.
 
+use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -155,7 +156,7 @@ pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>)
     let func = model.host_fns[forward].node;
     for (ret, value) in candidate::returns(func) {
         for origin in candidate::origins(model, func, value, ret.start_byte()) {
-            if origin.kind() != "call" {
+            if origin.kind_name() != "call" {
                 continue;
             }
             let Some(op) = op_key(origin, &imports, &modules, src) else { continue };

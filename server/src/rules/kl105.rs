@@ -1,5 +1,6 @@
 //! KL105 side-stream-or-thread.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -74,13 +75,13 @@ const THREADS: &[&str] = &[
 /// `self.s = ...`) and then `with s:` (`with self.s:`) in the same function.
 fn entered_by_with(model: &FileModel, scope: Node, stream_call: Node) -> bool {
     let bound: Option<&str> = stream_call.parent().and_then(|p| {
-        (p.kind() == "assignment" && field!(p, "right") == Some(stream_call))
+        (p.kind_name() == "assignment" && field!(p, "right") == Some(stream_call))
             .then(|| field!(p, "left").map(|l| model.text(l)))
             .flatten()
     });
     let mut found = false;
     crate::model::visit_nodes(scope, &mut |n| {
-        if found || n.kind() != "with_item" {
+        if found || n.kind_name() != "with_item" {
             return;
         }
         let Some(value) = field!(n, "value") else { return };
@@ -101,7 +102,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             if matches!(callee.as_str(), "torch.cuda.stream" | "torch.cuda.set_stream" | "torch.cuda.StreamContext") {
                 let arg = field!(n, "arguments").and_then(|a| a.named_child(0));
                 let current = arg.is_some_and(|a| {
-                    a.kind() == "call"
+                    a.kind_name() == "call"
                         && imports.callee(a, src).is_some_and(|c| {
                             matches!(c.as_str(), "torch.cuda.current_stream" | "torch.cuda.default_stream")
                         })

@@ -1,5 +1,6 @@
 //! KL106 precision-downgrade.
 
+use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -69,7 +70,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             let Some(func) = field!(n, "function") else { continue };
             let args = field!(n, "arguments");
             let half_arg = args.is_some_and(|a| candidate::mentions_half(a, &imports, src));
-            let method = (func.kind() == "attribute")
+            let method = (func.kind_name() == "attribute")
                 .then(|| field!(func, "attribute").map(|a| &src[a.byte_range()]))
                 .flatten()
                 .unwrap_or_default();
@@ -77,7 +78,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             // `autocast`: most calls have none, and qualifying the callee builds a string.
             let func_text = &src[func.byte_range()];
             let may_autocast = func_text.ends_with("autocast")
-                || (func.kind() == "identifier"
+                || (func.kind_name() == "identifier"
                     && imports.full_name(func_text).is_some_and(|f| f.ends_with("autocast")));
             if !half_arg && !matches!(method, "half" | "bfloat16") && !may_autocast {
                 continue;
@@ -108,7 +109,7 @@ fn has_dtype_kwarg(call: tree_sitter::Node, imports: &Imports, src: &str) -> boo
     let Some(args) = field!(call, "arguments") else { return false };
     let mut cursor = args.walk();
     let kwargs: Vec<tree_sitter::Node> =
-        args.named_children(&mut cursor).filter(|c| c.kind() == "keyword_argument").collect();
+        args.named_children(&mut cursor).filter(|c| c.kind_name() == "keyword_argument").collect();
     kwargs.into_iter().any(|k| {
         field!(k, "name").is_some_and(|n| &src[n.byte_range()] == "dtype")
             && field!(k, "value").is_some_and(|v| candidate::mentions_half(v, imports, src))

@@ -1,5 +1,6 @@
 //! KL107 timer-patch.
 
+use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -105,17 +106,17 @@ fn patches_among<'a>(
 ) -> Vec<(crate::text::TextRange, String)> {
     let mut out = Vec::new();
     for n in candidates {
-        match n.kind() {
+        match n.kind_name() {
             "assignment" | "augmented_assignment" => {
                 let Some(left) = field!(n, "left") else { continue };
                 let mut targets = vec![left];
-                if matches!(left.kind(), "pattern_list" | "tuple_pattern") {
+                if matches!(left.kind_name(), "pattern_list" | "tuple_pattern") {
                     let mut cursor = left.walk();
                     targets = left.named_children(&mut cursor).collect();
                 }
                 for t in targets {
-                    let t = if t.kind() == "subscript" { field!(t, "value").unwrap_or(t) } else { t };
-                    if t.kind() != "attribute" {
+                    let t = if t.kind_name() == "subscript" { field!(t, "value").unwrap_or(t) } else { t };
+                    if t.kind_name() != "attribute" {
                         continue;
                     }
                     let head = src[t.byte_range()].split('.').next().unwrap_or_default().trim();

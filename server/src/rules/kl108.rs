@@ -1,5 +1,6 @@
 //! KL108 untrusted-side-effect.
 
+use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -252,7 +253,7 @@ fn per_node(src: &str, imports: &candidate::Imports, nodes: &[tree_sitter::Node]
     // text may give).
     let import_nodes: Vec<(usize, usize)> = nodes
         .iter()
-        .filter(|n| matches!(n.kind(), "dotted_name" | "aliased_import" | "relative_import"))
+        .filter(|n| matches!(n.kind_name(), "dotted_name" | "aliased_import" | "relative_import"))
         .map(|n| (n.start_byte(), n.end_byte()))
         .collect();
     let mut found = module_findings(imports, false, |r| import_nodes.contains(&(r.start, r.end)));
@@ -272,14 +273,14 @@ fn node_findings<'a>(
 ) -> Vec<(TextRange, String)> {
     let mut out = Vec::new();
     for n in candidates {
-        match n.kind() {
+        match n.kind_name() {
             "identifier" if src.get(n.byte_range()) == Some("__builtins__") => {
                 out.push((range_of(n), "reaches `__builtins__`".to_string()));
             }
             "call" => {
                 let Some(func) = field!(n, "function") else { continue };
                 let callee = imports.qualify(func, src).unwrap_or_default();
-                let bare = func.kind() == "identifier";
+                let bare = func.kind_name() == "identifier";
                 if bare
                     && matches!(callee.as_str(), "exec" | "eval" | "compile" | "__import__" | "globals" | "breakpoint")
                 {
@@ -287,7 +288,7 @@ fn node_findings<'a>(
                 } else if bare && callee == "open" && opens_for_writing(n, src) {
                     out.push((range_of(n), "opens a file for writing".to_string()));
                 } else if FILE_WRITERS.contains(&callee.as_str())
-                    || (func.kind() == "attribute"
+                    || (func.kind_name() == "attribute"
                         && field!(func, "attribute")
                             .is_some_and(|a| matches!(&src[a.byte_range()], "write_text" | "write_bytes")))
                 {
@@ -305,7 +306,7 @@ fn node_findings<'a>(
                     continue;
                 }
                 // The outermost `os.x.y` chain only (asked last: finding a parent walks down from the root).
-                if n.parent().is_some_and(|p| p.kind() == "attribute" && field!(p, "object") == Some(n)) {
+                if n.parent().is_some_and(|p| p.kind_name() == "attribute" && field!(p, "object") == Some(n)) {
                     continue;
                 }
                 if let Some(why) = os_use(n, &q, src) {
@@ -339,12 +340,12 @@ const FILE_WRITERS: &[&str] = &[
 fn os_use(node: tree_sitter::Node, q: &str, src: &str) -> Option<String> {
     let parent = node.parent();
     let env_name = |n: Option<tree_sitter::Node>| {
-        n.filter(|a| a.kind() == "string")
+        n.filter(|a| a.kind_name() == "string")
             .map(|a| src[a.byte_range()].trim_matches(|c| c == '"' || c == '\'').to_string())
     };
     match q {
         "os.environ.get" | "os.getenv" => {
-            let call = parent.filter(|p| p.kind() == "call")?;
+            let call = parent.filter(|p| p.kind_name() == "call")?;
             let name = env_name(field!(call, "arguments").and_then(|a| a.named_child(0)));
             match name {
                 Some(name) if readable_env(&name) => None,
@@ -354,10 +355,10 @@ fn os_use(node: tree_sitter::Node, q: &str, src: &str) -> Option<String> {
         }
         "os.environ" => {
             let p = parent?;
-            if p.kind() == "subscript" {
+            if p.kind_name() == "subscript" {
                 let assigned = p.parent().is_some_and(|g| {
-                    matches!(g.kind(), "assignment" | "augmented_assignment") && field!(g, "left") == Some(p)
-                }) || p.parent().is_some_and(|g| g.kind() == "delete_statement");
+                    matches!(g.kind_name(), "assignment" | "augmented_assignment") && field!(g, "left") == Some(p)
+                }) || p.parent().is_some_and(|g| g.kind_name() == "delete_statement");
                 let name = env_name(field!(p, "subscript"));
                 return match name {
                     Some(name) if readable_env(&name) && !assigned => None,
@@ -383,14 +384,14 @@ fn opens_for_writing(call: tree_sitter::Node, src: &str) -> bool {
     let mut cursor = args.walk();
     let children: Vec<tree_sitter::Node> = args.named_children(&mut cursor).collect();
     let mode = children.iter().find_map(|c| {
-        if c.kind() == "keyword_argument" {
+        if c.kind_name() == "keyword_argument" {
             return field!(c, "name").filter(|n| &src[n.byte_range()] == "mode").and_then(|_| field!(c, "value"));
         }
         None
     });
-    let mode = mode.or_else(|| children.get(1).copied().filter(|c| c.kind() != "keyword_argument"));
+    let mode = mode.or_else(|| children.get(1).copied().filter(|c| c.kind_name() != "keyword_argument"));
     match mode {
-        Some(m) if m.kind() == "string" => src[m.byte_range()].chars().any(|c| matches!(c, 'w' | 'a' | 'x' | '+')),
+        Some(m) if m.kind_name() == "string" => src[m.byte_range()].chars().any(|c| matches!(c, 'w' | 'a' | 'x' | '+')),
         Some(_) => true,
         None => false,
     }

@@ -1,5 +1,6 @@
 //! KL109 local-import.
 
+use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -93,12 +94,12 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
         return;
     }
     for &node in &model.nodes().imports {
-        match node.kind() {
+        match node.kind_name() {
             "import_statement" => {
                 let mut c = node.walk();
                 for name in node.children_by_field_name("name", &mut c) {
                     let dotted =
-                        if name.kind() == "aliased_import" { name.child_by_field_name("name") } else { Some(name) };
+                        if name.kind_name() == "aliased_import" { name.child_by_field_name("name") } else { Some(name) };
                     if let Some(d) = dotted {
                         report(model, d, &model.src[d.byte_range()], false, out);
                     }
@@ -106,7 +107,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             }
             _ => {
                 if let Some(m) = node.child_by_field_name("module_name") {
-                    let relative = m.kind() == "relative_import";
+                    let relative = m.kind_name() == "relative_import";
                     report(model, m, &model.src[m.byte_range()], relative, out);
                 }
             }
