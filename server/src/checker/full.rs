@@ -2,7 +2,6 @@
 //! large file builds the node index beside the model and runs the host rules
 //! beside the kernel rules, on two threads.
 
-use crate::model::NodeKind;
 use std::sync::Arc;
 
 use tree_sitter::Tree;
@@ -13,6 +12,7 @@ use super::snapshot::*;
 use super::units::*;
 use crate::config::Settings;
 use crate::model::candidate;
+use crate::model::NodeKind;
 use crate::model::{launch_estimates, range_of, FileModel};
 use crate::text::TextRange;
 

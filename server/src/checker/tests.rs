@@ -3,7 +3,6 @@
 //! sequences (the property tests), applied as a document applies them: to
 //! the text and the old tree, reparsed once per analysis.
 
-use crate::model::NodeKind;
 use std::sync::Arc;
 
 use tree_sitter::Tree;
@@ -13,6 +12,7 @@ use super::matching::has_import_keyword;
 use super::{analyze, check, CheckResult, Path, Snapshot};
 use crate::config::Settings;
 use crate::model::parse;
+use crate::model::NodeKind;
 use crate::text::{changed_span, LineIndex};
 use crate::xorshift::Rng;
 

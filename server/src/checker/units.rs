@@ -5,7 +5,6 @@
 //! path also how its host code links to other statements (`host_links`) and
 //! what a host stub of it keeps (`host_stub_of`).
 
-use crate::model::NodeKind;
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
@@ -17,6 +16,7 @@ use super::ClassSummary;
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 use crate::model::candidate;
+use crate::model::NodeKind;
 use crate::model::{kernel_host_view, range_of, FileModel, HostStub};
 use crate::rules::{self, Reach};
 use crate::text::TextRange;

@@ -10,12 +10,12 @@
 //! carry are read here instead), or an assignment of a constant expression
 //! (literals, names, operators, `tl.constexpr(...)`; no other call).
 
-use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::{Node, Tree};
 
 use crate::model::field;
+use crate::model::NodeKind;
 
 /// The text the worker runs, and the names the file binds in code it does not
 /// show (a compile error about one of those is a consequence of the
@@ -69,7 +69,8 @@ pub fn extract(src: &str, tree: &Tree, functions: &HashSet<String>) -> Bundle {
             "expression_statement" => {
                 let Some(a) = stmt.named_child(0).filter(|a| a.kind_name() == "assignment") else { continue };
                 let Some(left) = field!(a, "left") else { continue };
-                let constant = left.kind_name() == "identifier" && field!(a, "right").is_some_and(|r| is_constant(r, src));
+                let constant =
+                    left.kind_name() == "identifier" && field!(a, "right").is_some_and(|r| is_constant(r, src));
                 if constant {
                     keep.push((stmt.start_byte(), stmt.end_byte()));
                 } else {
@@ -127,7 +128,8 @@ fn bound_by_import(stmt: Node, src: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut c = stmt.walk();
     for n in stmt.named_children(&mut c) {
-        if stmt.kind_name() == "import_from_statement" && field!(stmt, "module_name").is_some_and(|m| m.id() == n.id()) {
+        if stmt.kind_name() == "import_from_statement" && field!(stmt, "module_name").is_some_and(|m| m.id() == n.id())
+        {
             continue;
         }
         let bound = match n.kind_name() {

@@ -9,13 +9,13 @@
 //! block size of 64) and the assumption is named: a compile error that may
 //! come from one is never shown as an error.
 
-use crate::model::NodeKind;
 use std::collections::{BTreeMap, HashSet};
 
 use serde_json::{json, Value};
 use tree_sitter::Node;
 
 use crate::config::{Precision, Settings};
+use crate::model::NodeKind;
 use crate::model::{call_arguments, field, parse_int, smem, FileModel, Kernel, Launch};
 use crate::text::TextRange;
 

@@ -13,11 +13,11 @@
 //! The rewrite is offered only where every piece can be placed exactly;
 //! otherwise there is no fix (never a guessed one).
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::diagnostic::{Applicability, Edit, Fix};
 use crate::model::field;
+use crate::model::NodeKind;
 use crate::model::{loop_within, range_of, FileModel, Kernel, LoopKind};
 use crate::text::TextRange;
 

@@ -12,7 +12,6 @@
 //! statement; a padded value reaching anything this cannot follow (a loop that
 //! reassigns it, an unknown call, `.shape`, an index) means no fix.
 
-use crate::model::NodeKind;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
@@ -20,6 +19,7 @@ use tree_sitter::Node;
 use crate::diagnostic::{apply_edits, Applicability, Edit, Fix};
 use crate::model;
 use crate::model::field;
+use crate::model::NodeKind;
 use crate::model::{range_of, FileModel, KCall, Kernel};
 use crate::text::TextRange;
 
@@ -638,7 +638,9 @@ impl Eval<'_, '_> {
             }
         }
         // `x.to(tl.float32)`: a cast keeps 0 and the infinities.
-        if function.kind_name() == "attribute" && field!(function, "attribute").is_some_and(|a| self.model.text(a) == "to") {
+        if function.kind_name() == "attribute"
+            && field!(function, "attribute").is_some_and(|a| self.model.text(a) == "to")
+        {
             let object = self.expr(field!(function, "object").ok_or(())?)?;
             for &a in &args {
                 self.clean(value_of(a))?;

@@ -2,10 +2,10 @@
 //! the whole file or spliced into the current file by top-level name, then
 //! checked to parse.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::diagnostic::{apply_edits, Edit};
+use crate::model::NodeKind;
 use crate::text::{LineIndex, TextRange};
 
 /// Why an answer did not yield a file.
@@ -151,8 +151,11 @@ fn items(text: &str) -> (Vec<Item>, bool) {
     let mut cursor = root.walk();
     for node in root.children(&mut cursor) {
         let range = TextRange::new(node.start_byte(), node.end_byte());
-        let def =
-            if node.kind_name() == "decorated_definition" { node.child_by_field_name("definition") } else { Some(node) };
+        let def = if node.kind_name() == "decorated_definition" {
+            node.child_by_field_name("definition")
+        } else {
+            Some(node)
+        };
         match def.map(|d| (d.kind_name(), d)) {
             Some(("function_definition" | "class_definition", d)) => {
                 let name = d.child_by_field_name("name").map(|n| text[n.byte_range()].to_string());

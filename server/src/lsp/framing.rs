@@ -488,7 +488,9 @@ mod tests {
             return Err(json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": true}}));
         };
         match value.as_object() {
-            Some(o) => verdict(o.get("jsonrpc"), o.get("id"), o.get("method"), o.get("error"), o.contains_key("result")),
+            Some(o) => {
+                verdict(o.get("jsonrpc"), o.get("id"), o.get("method"), o.get("error"), o.contains_key("result"))
+            }
             None => Err(json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": false}})),
         }
     }

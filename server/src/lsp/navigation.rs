@@ -8,11 +8,11 @@
 //! A document's tree is read through [`Source`], the one way navigation gets
 //! at a document's syntax: the tree the document keeps, else a fresh parse.
 
-use crate::model::NodeKind;
 use std::sync::Arc;
 
 use tree_sitter::{Node, Tree};
 
+use crate::model::NodeKind;
 use crate::model::{self, range_of, FileModel, Kernel};
 use crate::text::{LineIndex, TextRange};
 

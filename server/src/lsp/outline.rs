@@ -5,13 +5,13 @@
 //! kernel or a launch). On a 5,000-line file this is what keeps the first
 //! request after an edit within a frame.
 
-use crate::model::NodeKind;
 use tree_sitter::{Node, Tree};
 
 use crate::model;
 use crate::text::TextRange;
 
 use super::semantic::{Facts, FnParam, JitFn};
+use crate::model::NodeKind;
 
 /// The outline as `Facts` without launches, launch sites or call sites.
 pub(crate) fn build(text: &str, tree: &Tree) -> Facts {
@@ -20,7 +20,8 @@ pub(crate) fn build(text: &str, tree: &Tree) -> Facts {
     let mut jit = Vec::new();
     let mut c = root.walk();
     for stmt in root.named_children(&mut c).filter(|s| s.kind_name() == "decorated_definition") {
-        let Some(def) = stmt.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition") else {
+        let Some(def) = stmt.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition")
+        else {
             continue;
         };
         let mut dc = stmt.walk();

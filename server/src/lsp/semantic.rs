@@ -16,7 +16,6 @@
 //! reads it at once. A kernel's locals are read only for the completion that
 //! asks for them (`Semantic::locals_of`).
 
-use crate::model::NodeKind;
 use std::sync::{Arc, OnceLock};
 
 use tree_sitter::{Node, Tree};
@@ -25,6 +24,7 @@ use crate::model::{self, FileModel};
 use crate::text::TextRange;
 
 use super::document::Moved;
+use crate::model::NodeKind;
 
 pub(crate) struct Semantic {
     pub(crate) version: i32,

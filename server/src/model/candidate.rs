@@ -8,11 +8,11 @@
 //! Everything here reads the syntax tree of one file; nothing does I/O, and
 //! nothing here decides that a fact is a mistake (that is a rule's business).
 
-use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
 
+use crate::model::NodeKind;
 use crate::model::{inside, range_of, visit_nodes, FileModel};
 use crate::text::TextRange;
 

@@ -3,13 +3,13 @@
 //! pseudo names `@pid<axis>` and `@nprog<axis>`), and the buffer a pointer
 //! expression addresses.
 
-use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
 
 use super::nodes::{for_each_child, MAX_DEPTH};
 use super::{Assign, Kernel};
+use crate::model::NodeKind;
 
 /// Identifiers an expression reads. `tl.program_id(a)` reads the pseudo
 /// identifier `@pid<a>` and `tl.num_programs(a)` reads `@nprog<a>`, so that

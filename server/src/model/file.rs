@@ -12,7 +12,6 @@
 //! (`host_loops.rs`), launches (`launches.rs`), kernels (`kernel.rs`,
 //! `dataflow.rs`).
 
-use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -23,6 +22,7 @@ use super::index::NodeIndex;
 use super::nodes::range_of;
 use super::walk::{Scope, Walker};
 use super::{imports, Kernel, KernelHostView};
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 /// The statements of `units` that are walked, not stubs.

@@ -2,7 +2,6 @@
 //! a tensor's shape, or its variable indexes a tensor) rather than layers or
 //! a fixed count, and a short name for what it counts.
 
-use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
@@ -10,6 +9,7 @@ use tree_sitter::Node;
 use super::dataflow::collect_identifiers;
 use super::nodes::any_node;
 use super::{FileModel, LoopKind};
+use crate::model::NodeKind;
 
 impl<'a> FileModel<'a> {
     /// Whether a host loop walks time steps (a sequence dimension) rather than

@@ -7,10 +7,10 @@
 //! cost more than the whole file model. A list in document order answers
 //! "the nodes of this kind inside this node" with two binary searches.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use super::nodes::{range_of, visit_nodes};
+use crate::model::NodeKind;
 
 /// Nodes by kind, each list in document order (a pre-order walk: start bytes never decrease).
 #[derive(Debug, Default, PartialEq)]

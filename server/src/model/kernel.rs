@@ -3,13 +3,13 @@
 //! recurrences, grid-wide barriers. What makes one of these a mistake is a
 //! rule's business.
 
-use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
 
 use super::dataflow::collect_identifiers;
 use super::{loop_within, range_of, Assign, FileModel, Loop, LoopKind};
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 #[derive(Debug, Clone)]

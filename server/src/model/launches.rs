@@ -7,13 +7,13 @@
 //! summaries read their estimates to tell a persistent kernel from one
 //! relaunched per step.
 
-use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 use tree_sitter::Node;
 
 use super::{call_arguments, collect_identifiers, loop_within, FileModel, HostFn, Kernel};
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 /// A kernel as the editor and pipelines see it.

@@ -2,9 +2,9 @@
 //! rules) asks: a node's byte range, the value of an integer literal, the
 //! arguments of a call, a visit of every descendant without recursion.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 /// Deeper syntax than this is not descended into: it only occurs in generated

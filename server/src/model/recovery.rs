@@ -560,8 +560,8 @@ pub fn mark_changed(
 
 #[cfg(test)]
 mod tests {
-    use crate::model::NodeKind;
     use super::*;
+    use crate::model::NodeKind;
 
     fn gap_lines(text: &str) -> Vec<(usize, usize)> {
         let row = |b: usize| text[..b].matches('\n').count();

@@ -3,13 +3,13 @@
 //! imported as, and the integer a host expression stands for through the
 //! constants its scope assigns.
 
-use crate::model::NodeKind;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
 
 use super::nodes::parse_int;
 use super::{Assign, FileModel, HCall};
+use crate::model::NodeKind;
 
 /// Host functions by name (`FileModel::callees`): indexes into `host_fns`
 /// sorted by name, then document order; all of them, and those at module
@@ -178,7 +178,8 @@ impl<'a> FileModel<'a> {
                     let Some(attr) = self.text(left).strip_prefix("self.") else { return };
                     // The module built there, or those a container built there holds.
                     super::nodes::visit_nodes(right, &mut |c| {
-                        let Some(f) = field!(c, "function").filter(|f| c.kind_name() == "call" && f.kind_name() == "identifier")
+                        let Some(f) =
+                            field!(c, "function").filter(|f| c.kind_name() == "call" && f.kind_name() == "identifier")
                         else {
                             return;
                         };
@@ -204,7 +205,8 @@ impl<'a> FileModel<'a> {
     fn is_module_level(&self, i: usize) -> bool {
         let def = self.host_fns[i].node;
         self.top_statement(def.start_byte()).is_some_and(|top| {
-            top == def || (top.kind_name() == "decorated_definition" && top.child_by_field_name("definition") == Some(def))
+            top == def
+                || (top.kind_name() == "decorated_definition" && top.child_by_field_name("definition") == Some(def))
         })
     }
 
@@ -458,7 +460,9 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
 pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
     let func = match unit.kind_name() {
         "function_definition" => Some(unit),
-        "decorated_definition" => unit.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition"),
+        "decorated_definition" => {
+            unit.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition")
+        }
         _ => None,
     };
     let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();

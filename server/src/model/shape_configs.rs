@@ -1,11 +1,11 @@
 //! The constexpr values a kernel is compiled with, as far as its file tells:
 //! what the block-shape interpretation (`shapes.rs`) runs under.
 
-use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 
 use super::nodes::parse_int;
 use super::{FileModel, Kernel};
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 /// One set of constexpr values a kernel is compiled with, and where it is written.

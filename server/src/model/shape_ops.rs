@@ -2,11 +2,11 @@
 //! `tl.*` functions and of tensor methods, with the shapes Triton gives their
 //! results and the operand shapes it refuses.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use super::nodes::call_arguments;
 use super::shapes::{broadcast, fmt, Interp, ELEMENTWISE, REDUCTIONS, V};
+use crate::model::NodeKind;
 
 impl<'a> Interp<'_, 'a> {
     pub(super) fn call(&mut self, n: Node<'a>) -> V {

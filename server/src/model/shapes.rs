@@ -9,13 +9,13 @@
 //! changes the element count). Whether a conflict is a mistake is KL011's
 //! business.
 
-use crate::model::NodeKind;
 use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
 
 use super::nodes::parse_int;
 use super::{range_of, FileModel, Kernel};
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 /// What an expression is known to be.

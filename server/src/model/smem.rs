@@ -6,12 +6,12 @@
 //! against Triton 3.6 (`scripts/smem_calibration.md`). KL006 compares the
 //! estimate with the GPU's limit; `fix::shrink` finds a tile that fits.
 
-use crate::model::NodeKind;
 use std::collections::HashMap;
 
 use tree_sitter::Node;
 
 use super::{call_arguments, parse_int, range_of, FileModel, Kernel};
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 /// Triton's default `num_stages` on NVIDIA GPUs.

@@ -5,13 +5,13 @@
 //! sequence through a small step kernel (KL001's mistake) rather than
 //! panels of a factorization or chunks of a long axis.
 
-use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use tree_sitter::Node;
 
 use super::nodes::any_node;
 use super::FileModel;
+use crate::model::NodeKind;
 
 /// Calls that allocate a new tensor.
 const ALLOCATIONS: &[&str] = &[
@@ -150,7 +150,8 @@ impl<'a> FileModel<'a> {
                 // Read, not written: `ws[i].copy_(...)` and `out[t] = ...` are outputs.
                 let written = n.parent().is_some_and(|p| {
                     (p.kind_name() == "attribute" && field!(p, "object") == Some(n))
-                        || (matches!(p.kind_name(), "assignment" | "augmented_assignment") && field!(p, "left") == Some(n))
+                        || (matches!(p.kind_name(), "assignment" | "augmented_assignment")
+                            && field!(p, "left") == Some(n))
                 });
                 let mut c = n.walk();
                 let element =

@@ -19,10 +19,10 @@
 //! operand itself stays) is that gap, not a mistake in the file. The parser still drops the code it could not place from the tree,
 //! so the rules do not see it.
 
-use crate::model::NodeKind;
 use tree_sitter::{Node, Tree};
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 pub const CODE: &str = "KL900";

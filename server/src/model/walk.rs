@@ -4,7 +4,6 @@
 //! `tl.*` attributes and `# kernel-lsp:` comments. One tree cursor, numeric
 //! kind ids, and a depth limit: the walk is linear and never overflows the stack.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use super::nodes::{call_arguments, range_of, MAX_DEPTH};
@@ -12,6 +11,7 @@ use super::{
     Assign, ClassInfo, Directive, FileModel, HCall, HostFn, HostSync, KCall, Kernel, Launch, Loop, LoopKind, Param,
     Suppression,
 };
+use crate::model::NodeKind;
 use crate::text::TextRange;
 
 /// Numeric ids of the node kinds the walk acts on.
@@ -591,8 +591,10 @@ impl<'m, 'a> Walker<'m, 'a> {
         }
         let Some(args) = field!(call, "arguments") else { return };
         let mut c = args.walk();
-        let positional: Vec<Node<'a>> =
-            args.named_children(&mut c).filter(|a| a.kind_name() != "keyword_argument" && a.kind_name() != "comment").collect();
+        let positional: Vec<Node<'a>> = args
+            .named_children(&mut c)
+            .filter(|a| a.kind_name() != "keyword_argument" && a.kind_name() != "comment")
+            .collect();
         match positional.len() {
             1 => lp.stop = Some(positional[0]),
             2 => {

@@ -1,11 +1,11 @@
 //! KL002 serialized-tile-loop.
 
-use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, loop_within, FileModel, Kernel};
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL002",

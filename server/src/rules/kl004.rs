@@ -1,6 +1,5 @@
 //! KL004 arange-non-constexpr.
 
-use crate::model::NodeKind;
 use crate::model::field;
 use tree_sitter::Node;
 
@@ -12,6 +11,7 @@ use crate::model::{collect_identifiers, parse_int, range_of, FileModel, KCall, K
 use crate::text::TextRange;
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL004",

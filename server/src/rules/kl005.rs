@@ -1,6 +1,5 @@
 //! KL005 unknown-triton-function.
 
-use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::model::field;
@@ -11,6 +10,7 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL005",
@@ -129,7 +129,10 @@ fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'
                     let mut c = chain.walk();
                     let mut conds = vec![field!(chain, "condition")];
                     conds.extend(
-                        chain.children(&mut c).filter(|n| n.kind_name() == "elif_clause").map(|n| field!(n, "condition")),
+                        chain
+                            .children(&mut c)
+                            .filter(|n| n.kind_name() == "elif_clause")
+                            .map(|n| field!(n, "condition")),
                     );
                     if conds.into_iter().any(on_version) {
                         return true;
@@ -197,8 +200,8 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
             None => (name.as_str(), field!(attr, "object")),
         };
         let tl = object.map(|o| model.text(o)).unwrap_or("tl");
-        let fix =
-            attr.parent().filter(|p| p.kind_name() == "call" && field!(p, "function") == Some(*attr)).and_then(|call| {
+        let fix = attr.parent().filter(|p| p.kind_name() == "call" && field!(p, "function") == Some(*attr)).and_then(
+            |call| {
                 let (args, kwargs) = call_arguments(call, model.src);
                 if !kwargs.is_empty() {
                     return None;
@@ -214,7 +217,8 @@ fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
                     },
                     edits: vec![Edit { range: range_of(call), new_text }],
                 })
-            });
+            },
+        );
         let hint = match base {
             "tanh" => " Use `2 * tl.sigmoid(2 * x) - 1` or `libdevice.tanh`.",
             "relu" => " Use `tl.maximum(x, 0.0)`.",

@@ -1,6 +1,5 @@
 //! KL007 tensor-indexed-by-tensor.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -9,6 +8,7 @@ use crate::model::field;
 use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL007",

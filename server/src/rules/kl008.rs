@@ -1,6 +1,5 @@
 //! KL008 scalar-loop-no-dot.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -8,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL008",

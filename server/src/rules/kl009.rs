@@ -1,6 +1,5 @@
 //! KL009 input-projection-in-time-loop.
 
-use crate::model::NodeKind;
 use std::collections::HashSet;
 
 use crate::config::Settings;
@@ -8,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL009",

@@ -1,6 +1,5 @@
 //! KL010 host-sync-in-loop.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -8,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{field, gpu_tensor_names, range_of, FileModel, HCall, HostFn, LoopKind};
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL010",
@@ -492,7 +492,8 @@ const SAME_DEVICE: &[&str] = &[
 /// `sync` (a `.item()`, `.tolist()`, `.numpy()` or `.cpu()` call) reads a value
 /// that is on the CPU already, so it waits for nothing.
 fn on_cpu_already(model: &FileModel, func: &HostFn, sync: Node) -> bool {
-    let Some(receiver) = field!(sync, "function").filter(|f| f.kind_name() == "attribute").and_then(|f| field!(f, "object"))
+    let Some(receiver) =
+        field!(sync, "function").filter(|f| f.kind_name() == "attribute").and_then(|f| field!(f, "object"))
     else {
         return false;
     };

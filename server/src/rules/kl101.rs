@@ -1,6 +1,5 @@
 //! KL101 pytorch-fallback.
 
-use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -9,6 +8,7 @@ use crate::text::TextRange;
 
 use super::{Reach, Rule};
 use crate::model::candidate::{self, Imports};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL101",
@@ -132,7 +132,11 @@ fn fallback_after<'a>(
             return None;
         }
         // Out of the `if`/`with`/`else` that holds it, to what follows that.
-        at = if owner.kind_name() == "else_clause" || owner.kind_name() == "elif_clause" { owner.parent()? } else { owner };
+        at = if owner.kind_name() == "else_clause" || owner.kind_name() == "elif_clause" {
+            owner.parent()?
+        } else {
+            owner
+        };
     }
 }
 

@@ -1,6 +1,5 @@
 //! KL105 side-stream-or-thread.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -10,6 +9,7 @@ use crate::model::{inside, range_of, FileModel};
 
 use super::{Reach, Rule};
 use crate::model::candidate;
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL105",

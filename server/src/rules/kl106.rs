@@ -1,6 +1,5 @@
 //! KL106 precision-downgrade.
 
-use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -8,6 +7,7 @@ use crate::model::{inside, range_of, FileModel};
 
 use super::{Reach, Rule};
 use crate::model::candidate::{self, Imports};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL106",

@@ -1,6 +1,5 @@
 //! KL108 untrusted-side-effect.
 
-use crate::model::NodeKind;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
@@ -9,6 +8,7 @@ use crate::text::TextRange;
 
 use super::{Reach, Rule};
 use crate::model::candidate;
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL108",

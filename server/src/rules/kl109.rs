@@ -1,6 +1,5 @@
 //! KL109 local-import.
 
-use crate::model::NodeKind;
 use tree_sitter::Node;
 
 use crate::config::Settings;
@@ -8,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
 use super::{Reach, Rule};
+use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL109",
@@ -98,8 +98,11 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             "import_statement" => {
                 let mut c = node.walk();
                 for name in node.children_by_field_name("name", &mut c) {
-                    let dotted =
-                        if name.kind_name() == "aliased_import" { name.child_by_field_name("name") } else { Some(name) };
+                    let dotted = if name.kind_name() == "aliased_import" {
+                        name.child_by_field_name("name")
+                    } else {
+                        Some(name)
+                    };
                     if let Some(d) = dotted {
                         report(model, d, &model.src[d.byte_range()], false, out);
                     }
