@@ -12,6 +12,7 @@ use super::snapshot::*;
 use super::units::*;
 use crate::config::Settings;
 use crate::model::candidate;
+use crate::model::field;
 use crate::model::NodeKind;
 use crate::model::{launch_estimates, range_of, FileModel};
 use crate::text::TextRange;
@@ -29,8 +30,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
     let nodes = top_level(tree);
     // The hygiene rules ask for the node index in a candidate (`ModelNew` at module level).
     let candidate = nodes.iter().any(|n| {
-        n.kind_name() == "class_definition"
-            && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == "ModelNew")
+        n.kind_name() == "class_definition" && field!(n, "name").is_some_and(|m| &text[m.byte_range()] == "ModelNew")
     });
     let model =
         if candidate && two_threads { FileModel::build_with_index(text, tree) } else { FileModel::build(text, tree) };

@@ -16,6 +16,7 @@ use super::ClassSummary;
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 use crate::model::candidate;
+use crate::model::field;
 use crate::model::NodeKind;
 use crate::model::{kernel_host_view, range_of, FileModel, HostStub};
 use crate::rules::{self, Reach};
@@ -340,7 +341,7 @@ pub(super) fn host_stub_of(model: &FileModel, node: Node, facts: &UnitFacts, can
     // `candidate::reachable` reads the `X.apply` calls of a candidate's functions from the node index.
     let apply_classes = if candidate {
         crate::model::inside(&model.nodes().calls, node)
-            .filter_map(|n| n.child_by_field_name("function"))
+            .filter_map(|n| field!(n, "function"))
             .filter_map(|callee| model.text(callee).strip_suffix(".apply").map(str::to_string))
             .collect()
     } else {

@@ -205,8 +205,7 @@ impl<'a> FileModel<'a> {
     fn is_module_level(&self, i: usize) -> bool {
         let def = self.host_fns[i].node;
         self.top_statement(def.start_byte()).is_some_and(|top| {
-            top == def
-                || (top.kind_name() == "decorated_definition" && top.child_by_field_name("definition") == Some(def))
+            top == def || (top.kind_name() == "decorated_definition" && field!(top, "definition") == Some(def))
         })
     }
 
@@ -460,9 +459,7 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
 pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
     let func = match unit.kind_name() {
         "function_definition" => Some(unit),
-        "decorated_definition" => {
-            unit.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition")
-        }
+        "decorated_definition" => field!(unit, "definition").filter(|d| d.kind_name() == "function_definition"),
         _ => None,
     };
     let text = |n: Node| src.get(n.byte_range()).unwrap_or_default();
@@ -478,10 +475,10 @@ pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
                     used_identifiers(d, src, &mut outer);
                 }
             }
-            if let Some(t) = f.child_by_field_name("return_type") {
+            if let Some(t) = field!(f, "return_type") {
                 used_identifiers(t, src, &mut outer);
             }
-            if let Some(params) = f.child_by_field_name("parameters") {
+            if let Some(params) = field!(f, "parameters") {
                 for p in params.named_children(&mut params.walk()) {
                     for field in ["value", "type"] {
                         if let Some(v) = p.child_by_field_name(field) {
@@ -493,7 +490,7 @@ pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
                     }
                 }
             }
-            if let Some(body) = f.child_by_field_name("body") {
+            if let Some(body) = field!(f, "body") {
                 scope_walk(body, src, false, &mut inner, &mut bound, &mut give_up);
             }
         }
@@ -530,7 +527,7 @@ fn import_bound<'s>(unit: Node, src: &'s str) -> Vec<&'s str> {
         let mut cursor = n.walk();
         for name in n.children_by_field_name("name", &mut cursor) {
             let bound = match name.kind_name() {
-                "aliased_import" => name.child_by_field_name("alias").map(text),
+                "aliased_import" => field!(name, "alias").map(text),
                 // `import a.b` binds `a`; `from m import c` binds `c`.
                 _ if n.kind_name() == "import_statement" => name.named_child(0).map(text),
                 _ => Some(text(name)),
@@ -548,7 +545,7 @@ fn import_bound<'s>(unit: Node, src: &'s str) -> Vec<&'s str> {
 fn parameter_name(p: Node) -> Option<Node> {
     let name = match p.kind_name() {
         "identifier" => Some(p),
-        "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
+        "default_parameter" | "typed_default_parameter" => field!(p, "name"),
         "typed_parameter" => p.named_child(0).and_then(parameter_name),
         "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
         _ => None,
@@ -643,17 +640,17 @@ impl<'s> Found<'s, '_> {
         if !nested {
             match kind {
                 "assignment" | "augmented_assignment" | "for_statement" => {
-                    if let Some(left) = node.child_by_field_name("left") {
+                    if let Some(left) = field!(node, "left") {
                         bind_targets(left, src, bound);
                     }
                 }
                 "named_expression" => {
-                    if let Some(name) = node.child_by_field_name("name") {
+                    if let Some(name) = field!(node, "name") {
                         bind_targets(name, src, bound);
                     }
                 }
                 "as_pattern" => {
-                    if let Some(alias) = node.child_by_field_name("alias") {
+                    if let Some(alias) = field!(node, "alias") {
                         bind_targets(alias, src, bound);
                     }
                 }
@@ -669,7 +666,7 @@ impl<'s> Found<'s, '_> {
                     bound.extend(names);
                 }
                 "function_definition" | "class_definition" => {
-                    if let Some(name) = node.child_by_field_name("name") {
+                    if let Some(name) = field!(node, "name") {
                         bound.push(text(name));
                     }
                     inner = true;

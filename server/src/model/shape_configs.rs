@@ -36,7 +36,7 @@ pub fn constexpr_configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>) -> Vec<Const
             let mut keys = Vec::new();
             super::visit_nodes(*d, &mut |n| {
                 if n.kind_name() == "pair" {
-                    if let Some(key) = n.child_by_field_name("key") {
+                    if let Some(key) = field!(n, "key") {
                         keys.push(model.text(key).trim_matches(|c| c == '"' || c == '\'').to_string());
                     }
                 }

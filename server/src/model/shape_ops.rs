@@ -10,7 +10,7 @@ use crate::model::NodeKind;
 
 impl<'a> Interp<'_, 'a> {
     pub(super) fn call(&mut self, n: Node<'a>) -> V {
-        let Some(function) = n.child_by_field_name("function") else { return V::Unknown };
+        let Some(function) = field!(n, "function") else { return V::Unknown };
         let (args, kwargs) = call_arguments(n, self.model.src);
         if function.kind_name() == "identifier" {
             let vals: Vec<V> = args.iter().map(|a| self.eval(*a)).collect();
@@ -29,9 +29,7 @@ impl<'a> Interp<'_, 'a> {
         if function.kind_name() != "attribute" {
             return V::Unknown;
         }
-        let (Some(object), Some(attr)) =
-            (function.child_by_field_name("object"), function.child_by_field_name("attribute"))
-        else {
+        let (Some(object), Some(attr)) = (field!(function, "object"), field!(function, "attribute")) else {
             return V::Unknown;
         };
         let name = self.text(attr);

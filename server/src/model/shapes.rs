@@ -9,7 +9,8 @@
 //! changes the element count). Whether a conflict is a mistake is KL011's
 //! business.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::HashMap;
 
 use tree_sitter::Node;
 
@@ -81,7 +82,7 @@ pub fn shape_conflicts<'a>(
     values: &HashMap<String, i64>,
     params_are_scalars: bool,
 ) -> Vec<ShapeConflict> {
-    let mut env = HashMap::new();
+    let mut env = FxHashMap::default();
     for p in &k.params {
         let v = match values.get(p.name) {
             Some(&v) if p.constexpr => V::Int(v),
@@ -90,8 +91,8 @@ pub fn shape_conflicts<'a>(
         };
         env.insert(p.name.to_string(), v);
     }
-    let mut it = Interp { model, env, out: Some(Vec::new()), seen: HashSet::new(), budget: BUDGET };
-    if let Some(body) = k.node.child_by_field_name("body") {
+    let mut it = Interp { model, env, out: Some(Vec::new()), seen: FxHashSet::default(), budget: BUDGET };
+    if let Some(body) = field!(k.node, "body") {
         it.block(body);
     }
     it.out.unwrap_or_default()
@@ -99,16 +100,16 @@ pub fn shape_conflicts<'a>(
 
 pub(super) struct Interp<'m, 'a> {
     pub(super) model: &'m FileModel<'a>,
-    env: HashMap<String, V>,
+    env: FxHashMap<String, V>,
     /// `None` in a silent pass (a loop body's first pass, which only learns what the loop changes).
     out: Option<Vec<ShapeConflict>>,
-    seen: HashSet<(usize, usize)>,
+    seen: FxHashSet<(usize, usize)>,
     budget: usize,
 }
 
-fn merge(envs: Vec<HashMap<String, V>>) -> HashMap<String, V> {
+fn merge(envs: Vec<FxHashMap<String, V>>) -> FxHashMap<String, V> {
     let mut it = envs.into_iter();
-    let Some(mut first) = it.next() else { return HashMap::new() };
+    let Some(mut first) = it.next() else { return FxHashMap::default() };
     for other in it {
         for (name, v) in first.iter_mut() {
             if other.get(name) != Some(v) {
@@ -206,7 +207,7 @@ impl<'a> Interp<'_, 'a> {
             "if_statement" => self.if_statement(s),
             "for_statement" | "while_statement" => self.looping(s),
             "with_statement" => {
-                if let Some(b) = s.child_by_field_name("body") {
+                if let Some(b) = field!(s, "body") {
                     self.block(b);
                 }
             }
@@ -223,9 +224,9 @@ impl<'a> Interp<'_, 'a> {
 
     /// `a = b = value`: binds every target, returns the value.
     fn assignment(&mut self, e: Node<'a>) -> V {
-        let Some(right) = e.child_by_field_name("right") else { return V::Unknown };
+        let Some(right) = field!(e, "right") else { return V::Unknown };
         let v = if right.kind_name() == "assignment" { self.assignment(right) } else { self.eval(right) };
-        if let Some(left) = e.child_by_field_name("left") {
+        if let Some(left) = field!(e, "left") {
             self.bind(left, v.clone());
         }
         v
@@ -252,13 +253,13 @@ impl<'a> Interp<'_, 'a> {
     }
 
     fn augmented(&mut self, e: Node<'a>) {
-        let (Some(left), Some(right)) = (e.child_by_field_name("left"), e.child_by_field_name("right")) else { return };
+        let (Some(left), Some(right)) = (field!(e, "left"), field!(e, "right")) else { return };
         let r = self.eval(right);
         if left.kind_name() != "identifier" {
             return;
         }
         let l = self.env.get(self.text(left)).cloned().unwrap_or(V::Unknown);
-        let op = e.child_by_field_name("operator").map(|o| self.text(o).trim_end_matches('=')).unwrap_or("");
+        let op = field!(e, "operator").map(|o| self.text(o).trim_end_matches('=')).unwrap_or("");
         let v = self.binary(e, op, &l, &r);
         self.bind(left, v);
     }
@@ -273,13 +274,13 @@ impl<'a> Interp<'_, 'a> {
 
     fn if_statement(&mut self, s: Node<'a>) {
         let mut branches: Vec<(Option<Node>, Node)> = Vec::new();
-        if let Some(body) = s.child_by_field_name("consequence") {
-            branches.push((s.child_by_field_name("condition"), body));
+        if let Some(body) = field!(s, "consequence") {
+            branches.push((field!(s, "condition"), body));
         }
         let mut c = s.walk();
         for alt in s.children_by_field_name("alternative", &mut c) {
-            if let Some(body) = alt.child_by_field_name("body").or_else(|| alt.child_by_field_name("consequence")) {
-                branches.push((alt.child_by_field_name("condition"), body));
+            if let Some(body) = field!(alt, "body").or_else(|| field!(alt, "consequence")) {
+                branches.push((field!(alt, "condition"), body));
             }
         }
         let base = self.env.clone();
@@ -311,14 +312,14 @@ impl<'a> Interp<'_, 'a> {
     /// unknown at the top of an iteration unless the body keeps their
     /// value), then a pass that reports.
     fn looping(&mut self, s: Node<'a>) {
-        let Some(body) = s.child_by_field_name("body") else { return };
-        if let Some(cond) = s.child_by_field_name("condition") {
+        let Some(body) = field!(s, "body") else { return };
+        if let Some(cond) = field!(s, "condition") {
             self.eval(cond);
         }
-        if let (Some(left), Some(right)) = (s.child_by_field_name("left"), s.child_by_field_name("right")) {
+        if let (Some(left), Some(right)) = (field!(s, "left"), field!(s, "right")) {
             self.eval(right);
             let counts = right.kind_name() == "call"
-                && right.child_by_field_name("function").is_some_and(|f| {
+                && field!(right, "function").is_some_and(|f| {
                     let t = self.text(f);
                     t == "range" || t.ends_with(".range") || t.ends_with(".static_range")
                 });
@@ -334,7 +335,7 @@ impl<'a> Interp<'_, 'a> {
         self.block(body);
         let after = std::mem::take(&mut self.env);
         self.env = merge(vec![top, after]);
-        if let Some(alt) = s.child_by_field_name("alternative").and_then(|a| a.child_by_field_name("body")) {
+        if let Some(alt) = field!(s, "alternative").and_then(|a| field!(a, "body")) {
             self.block(alt);
         }
     }
@@ -361,17 +362,17 @@ impl<'a> Interp<'_, 'a> {
                 V::Tuple(kids.into_iter().map(|k| self.eval(k)).collect())
             }
             "binary_operator" => {
-                let (Some(l), Some(r)) = (n.child_by_field_name("left"), n.child_by_field_name("right")) else {
+                let (Some(l), Some(r)) = (field!(n, "left"), field!(n, "right")) else {
                     return V::Unknown;
                 };
                 let (lv, rv) = (self.eval(l), self.eval(r));
-                let op = n.child_by_field_name("operator").map(|o| self.text(o)).unwrap_or("");
+                let op = field!(n, "operator").map(|o| self.text(o)).unwrap_or("");
                 self.binary(n, op, &lv, &rv)
             }
             "comparison_operator" => self.comparison(n),
             "unary_operator" => {
-                let v = n.child_by_field_name("argument").map(|a| self.eval(a)).unwrap_or(V::Unknown);
-                let op = n.child_by_field_name("operator").map(|o| self.text(o)).unwrap_or("");
+                let v = field!(n, "argument").map(|a| self.eval(a)).unwrap_or(V::Unknown);
+                let op = field!(n, "operator").map(|o| self.text(o)).unwrap_or("");
                 match (v, op) {
                     (V::Int(i), "-") => i.checked_neg().map(V::Int).unwrap_or(V::Unknown),
                     (V::Int(i), "+") => V::Int(i),
@@ -380,16 +381,16 @@ impl<'a> Interp<'_, 'a> {
                     _ => V::Unknown,
                 }
             }
-            "not_operator" => match n.child_by_field_name("argument").map(|a| self.eval(a)) {
+            "not_operator" => match field!(n, "argument").map(|a| self.eval(a)) {
                 Some(V::Int(i)) => V::Int((i == 0) as i64),
                 _ => V::Unknown,
             },
             "boolean_operator" => {
-                let (Some(l), Some(r)) = (n.child_by_field_name("left"), n.child_by_field_name("right")) else {
+                let (Some(l), Some(r)) = (field!(n, "left"), field!(n, "right")) else {
                     return V::Unknown;
                 };
                 let (lv, rv) = (self.eval(l), self.eval(r));
-                let op = n.child_by_field_name("operator").map(|o| self.text(o)).unwrap_or("");
+                let op = field!(n, "operator").map(|o| self.text(o)).unwrap_or("");
                 match (lv, rv, op) {
                     (V::Int(a), V::Int(b), "and") => V::Int(if a == 0 { a } else { b }),
                     (V::Int(a), V::Int(b), "or") => V::Int(if a != 0 { a } else { b }),
@@ -493,7 +494,7 @@ impl<'a> Interp<'_, 'a> {
     }
 
     fn subscript(&mut self, n: Node<'a>) -> V {
-        let Some(value) = n.child_by_field_name("value") else { return V::Unknown };
+        let Some(value) = field!(n, "value") else { return V::Unknown };
         let v = self.eval(value);
         let mut c = n.walk();
         let index: Vec<Node> = n.children_by_field_name("subscript", &mut c).collect();
@@ -529,7 +530,7 @@ impl<'a> Interp<'_, 'a> {
     }
 
     fn attribute(&mut self, n: Node<'a>) -> V {
-        let (Some(object), Some(attr)) = (n.child_by_field_name("object"), n.child_by_field_name("attribute")) else {
+        let (Some(object), Some(attr)) = (field!(n, "object"), field!(n, "attribute")) else {
             return V::Unknown;
         };
         if self.is_tl(object) {

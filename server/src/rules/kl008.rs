@@ -7,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
 use super::{Reach, Rule};
+use crate::model::field;
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -62,7 +63,7 @@ convolution as an implicit GEMM: gather an input tile of shape
 fn is_window_times_weights<'a>(model: &FileModel<'a>, k: &Kernel<'a>, value: Node<'a>, loops: &[usize]) -> bool {
     let src = model.src;
     let Some(product) = find_product(value) else { return false };
-    let (Some(left), Some(right)) = (product.child_by_field_name("left"), product.child_by_field_name("right")) else {
+    let (Some(left), Some(right)) = (field!(product, "left"), field!(product, "right")) else {
         return false;
     };
     let loop_vars: Vec<&str> =
@@ -208,7 +209,7 @@ fn find_product(node: Node) -> Option<Node> {
     crate::model::visit_nodes(node, &mut |n| {
         if found.is_none()
             && n.kind_name() == "binary_operator"
-            && n.child_by_field_name("operator").is_some_and(|o| o.kind_name() == "*")
+            && field!(n, "operator").is_some_and(|o| o.kind_name() == "*")
         {
             found = Some(n);
         }

@@ -7,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
 use super::{Reach, Rule};
+use crate::model::field;
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -142,7 +143,7 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
                         o = p.named_child(0);
                     }
                     o.filter(|p| p.kind_name() == "binary_operator")
-                        .and_then(|p| Some(vec![p.child_by_field_name("left")?, p.child_by_field_name("right")?]))
+                        .and_then(|p| Some(vec![field!(p, "left")?, field!(p, "right")?]))
                         .unwrap_or_default()
                 };
                 let deps: Vec<_> = factors.iter().map(|f| k.deps_before(*f, src, at)).collect();

@@ -7,6 +7,7 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
 use super::{Reach, Rule};
+use crate::model::field;
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -98,18 +99,14 @@ fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
             "import_statement" => {
                 let mut c = node.walk();
                 for name in node.children_by_field_name("name", &mut c) {
-                    let dotted = if name.kind_name() == "aliased_import" {
-                        name.child_by_field_name("name")
-                    } else {
-                        Some(name)
-                    };
+                    let dotted = if name.kind_name() == "aliased_import" { field!(name, "name") } else { Some(name) };
                     if let Some(d) = dotted {
                         report(model, d, &model.src[d.byte_range()], false, out);
                     }
                 }
             }
             _ => {
-                if let Some(m) = node.child_by_field_name("module_name") {
+                if let Some(m) = field!(node, "module_name") {
                     let relative = m.kind_name() == "relative_import";
                     report(model, m, &model.src[m.byte_range()], relative, out);
                 }
