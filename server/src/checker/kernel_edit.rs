@@ -45,14 +45,6 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
     if !loose.is_empty() {
         return Err("a diagnostic outside every statement");
     }
-    if let Some(imports) = &prev.candidate {
-        // KL107 and KL108 report on single nodes, given the file's imports.
-        for i in (0..m.nodes.len()).filter(|&i| m.matched[i].is_none()) {
-            if !node_local_findings(text, imports, m.nodes[i], None).is_empty() {
-                return Err("a changed statement has a hygiene finding");
-            }
-        }
-    }
     check_new_callees(prev, m, &set.recheck, &fresh)?;
     assemble(text, tree, prev, m, &set.recheck, fresh)
 }
@@ -213,6 +205,16 @@ fn reread(
             .cloned()
             .collect();
         if missing.is_empty() {
+            if let Some(imports) = &prev.candidate {
+                // KL107 and KL108 report on single nodes, given the file's
+                // imports: read from the node index of this model, which walked
+                // the changed statements.
+                for i in (0..nodes.len()).filter(|&i| matched[i].is_none()) {
+                    if !node_local_findings(text, imports, nodes[i], Some(model.nodes())).is_empty() {
+                        return Err("a changed statement has a hygiene finding");
+                    }
+                }
+            }
             return Ok((fresh, loose));
         }
         // A kernel now calls a name it did not call before: read again with those helpers.
