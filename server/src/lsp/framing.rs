@@ -11,7 +11,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
@@ -193,90 +193,36 @@ fn valid_id(id: &Value) -> bool {
 }
 
 /// Ok (with whether it is `exit`) when tower-lsp-server can decode `body`;
-/// otherwise the request to send in its place. One parse per message: an
-/// object is read as its members ([`Envelope`], `params` and `result` checked
-/// as JSON and dropped); anything else, or an object that does not read so
-/// (a member twice), as a whole value.
+/// otherwise the request to send in its place. One parse per message.
 fn check(body: &[u8]) -> Result<bool, Value> {
-    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-        if let Ok(e) = serde_json::from_slice::<Envelope>(body) {
-            let Envelope { jsonrpc, id, method, error, result } = &e;
-            return verdict(jsonrpc.0.as_ref(), id.0.as_ref(), method.0.as_ref(), error.0.as_ref(), result.0);
-        }
-    }
     let Ok(value) = serde_json::from_slice::<Value>(body) else {
         return Err(json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": true}}));
     };
+    let id = value.get("id").filter(|id| valid_id(id)).cloned().unwrap_or(Value::Null);
+    let invalid = json!({"jsonrpc": "2.0", "id": id, "method": INVALID_MESSAGE, "params": {"parse": false}});
     let Some(obj) = value.as_object() else {
-        let id = value.get("id").filter(|id| valid_id(id)).cloned().unwrap_or(Value::Null);
-        return Err(json!({"jsonrpc": "2.0", "id": id, "method": INVALID_MESSAGE, "params": {"parse": false}}));
+        return Err(invalid);
     };
-    verdict(obj.get("jsonrpc"), obj.get("id"), obj.get("method"), obj.get("error"), obj.contains_key("result"))
-}
-
-/// The members of a message object that decide whether tower-lsp-server can
-/// decode it. `params` is not among them: a full-text didChange carries the
-/// whole document there, read here only to check that it is JSON.
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    jsonrpc: Member,
-    #[serde(default)]
-    id: Member,
-    #[serde(default)]
-    method: Member,
-    #[serde(default)]
-    error: Member,
-    #[serde(default)]
-    result: Seen,
-}
-
-/// A member's value where the message has it (`null` included).
-#[derive(Default)]
-struct Member(Option<Value>);
-
-impl<'de> serde::Deserialize<'de> for Member {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Value::deserialize(d).map(|v| Member(Some(v)))
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return Err(invalid);
     }
-}
-
-/// Whether the message has a member, whose value is read and dropped.
-#[derive(Default)]
-struct Seen(bool);
-
-impl<'de> serde::Deserialize<'de> for Seen {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(d).map(|_| Seen(true))
+    if let Some(id) = obj.get("id") {
+        if !valid_id(id) {
+            return Err(invalid);
+        }
     }
-}
-
-/// Whether a message object with these members is one tower-lsp-server
-/// decodes (and whether it is `exit`), or the request to send in its place.
-fn verdict(
-    jsonrpc: Option<&Value>,
-    id: Option<&Value>,
-    method: Option<&Value>,
-    error: Option<&Value>,
-    has_result: bool,
-) -> Result<bool, Value> {
-    let reply_id = id.filter(|id| valid_id(id)).cloned().unwrap_or(Value::Null);
-    let invalid = || json!({"jsonrpc": "2.0", "id": reply_id, "method": INVALID_MESSAGE, "params": {"parse": false}});
-    if jsonrpc.and_then(Value::as_str) != Some("2.0") || id.is_some_and(|id| !valid_id(id)) {
-        return Err(invalid());
-    }
-    match method {
+    match obj.get("method") {
         Some(Value::String(m)) => Ok(m == "exit"),
-        Some(_) => Err(invalid()),
+        Some(_) => Err(invalid),
         None => {
             // A response to one of our requests.
-            let error_ok = error.is_none_or(|e| {
+            let error_ok = obj.get("error").is_none_or(|e| {
                 e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string)
             });
-            if id.is_some() && (has_result || error.is_some()) && error_ok {
+            if obj.contains_key("id") && (obj.contains_key("result") || obj.contains_key("error")) && error_ok {
                 Ok(false)
             } else {
-                Err(invalid())
+                Err(invalid)
             }
         }
     }
@@ -480,51 +426,6 @@ mod tests {
         assert_eq!(check(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err()["id"], Value::Null);
         assert!(check(br#"[1,2]"#).is_err());
         assert!(check(br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#).is_err());
-    }
-
-    /// The verdict of the whole value, as `check` gave it before it read members.
-    fn whole(body: &[u8]) -> Result<bool, Value> {
-        let Ok(value) = serde_json::from_slice::<Value>(body) else {
-            return Err(json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": true}}));
-        };
-        match value.as_object() {
-            Some(o) => {
-                verdict(o.get("jsonrpc"), o.get("id"), o.get("method"), o.get("error"), o.contains_key("result"))
-            }
-            None => Err(json!({"jsonrpc": "2.0", "id": null, "method": INVALID_MESSAGE, "params": {"parse": false}})),
-        }
-    }
-
-    #[test]
-    fn reading_members_decides_as_reading_the_whole_value() {
-        let text = "x = 1\n\"quoted\" \\u00e9\t".repeat(1000);
-        let change = json!({"jsonrpc": "2.0", "method": "textDocument/didChange",
-            "params": {"textDocument": {"uri": "file:///a.py", "version": 2}, "contentChanges": [{"text": text}]}});
-        let change = serde_json::to_vec(&change).unwrap();
-        assert_eq!(check(&change), Ok(false));
-        let bodies: [&[u8]; 16] = [
-            &change,
-            br#" {"jsonrpc":"2.0","id":null,"method":"x"}"#,
-            br#"{"jsonrpc":"2.0","id":null,"result":1}"#,
-            br#"{"jsonrpc":"2.0","id":3,"error":null}"#,
-            br#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}"#,
-            br#"{"jsonrpc":"2.0","id":3,"error":{"code":1.5,"message":"m"}}"#,
-            br#"{"jsonrpc":"2.0","id":3}"#,
-            br#"{"jsonrpc":"2.0","method":"x","method":3}"#,
-            br#"{"jsonrpc":"2.0","method":3,"method":"exit"}"#,
-            br#"{"jsonrpc":"1.0","id":"a","method":"x"}"#,
-            br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#,
-            br#"{"jsonrpc":"2.0","id":-4,"method":"x","params":[1,{"a":null}]}"#,
-            br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"x"}"#,
-            br#"{"jsonrpc":"2.0","method":"x","params":{"a":}}"#,
-            br#"{"jsonrpc":"2.0","method":"exit"} x"#,
-            br#"["jsonrpc","2.0"]"#,
-        ];
-        for body in bodies {
-            assert_eq!(check(body), whole(body), "{}", String::from_utf8_lossy(&body[..body.len().min(80)]));
-        }
-        // A member given twice: the last one counts, as in the whole value.
-        assert_eq!(check(br#"{"jsonrpc":"2.0","method":3,"method":"exit"}"#), Ok(true));
     }
 
     #[test]

@@ -51,6 +51,8 @@ static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
 /// runtime's threads, the analysis thread and the output thread each holding
 /// freed trees and models, that cost ~5 MB of peak RSS with 20 open files. The server's threads
 /// hardly allocate concurrently, so one arena costs no measurable time.
+/// Where the binary links jemalloc (`main.rs`, one arena there for the same
+/// reason), glibc's malloc serves only tree-sitter's C allocations.
 /// Called before the runtime starts its threads.
 fn one_malloc_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
