@@ -129,6 +129,13 @@ fn patches_among<'a>(
                 }
             }
             "call" => {
+                // Only a bare name can qualify to `setattr`: most calls are
+                // told apart without building their qualified callee.
+                let Some(func) = field!(n, "function").filter(|f| f.kind_name() == "identifier") else { continue };
+                let name = &src[func.byte_range()];
+                if imports.full_name(name).unwrap_or(name) != "setattr" {
+                    continue;
+                }
                 if imports.callee(n, src).as_deref() != Some("setattr") {
                     continue;
                 }
