@@ -132,7 +132,7 @@ impl Ids {
     fn get() -> &'static Ids {
         static IDS: std::sync::OnceLock<Ids> = std::sync::OnceLock::new();
         IDS.get_or_init(|| {
-            let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+            let language = super::language();
             let id = |name: &str| language.id_for_node_kind(name, true);
             Ids {
                 call: id("call"),

@@ -20,9 +20,14 @@ macro_rules! field {
 }
 pub(crate) use field;
 
+/// The Python grammar, made once: field ids, kind ids and the parser read it.
+pub(crate) fn language() -> &'static tree_sitter::Language {
+    static LANGUAGE: std::sync::OnceLock<tree_sitter::Language> = std::sync::OnceLock::new();
+    LANGUAGE.get_or_init(|| tree_sitter_python::LANGUAGE.into())
+}
+
 pub(crate) fn field_id(name: &str) -> Option<u16> {
-    let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
-    language.field_id_for_name(name).map(u16::from)
+    language().field_id_for_name(name).map(u16::from)
 }
 
 /// A node's kind, read from a table made once per kind id: `Node::kind`
@@ -36,9 +41,8 @@ pub(crate) trait NodeKind {
 impl NodeKind for tree_sitter::Node<'_> {
     #[inline]
     fn kind_name(&self) -> &'static str {
-        static LANGUAGE: std::sync::OnceLock<tree_sitter::Language> = std::sync::OnceLock::new();
         static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-        let language = LANGUAGE.get_or_init(|| tree_sitter_python::LANGUAGE.into());
+        let language = language();
         let names = NAMES.get_or_init(|| {
             (0..language.node_kind_count()).map(|id| language.node_kind_for_id(id as u16).unwrap_or("")).collect()
         });
@@ -111,7 +115,7 @@ pub fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> T
 fn python_parser() -> Parser {
     let mut parser = Parser::new();
     parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .set_language(language())
         .expect("the bundled tree-sitter-python grammar matches the linked tree-sitter");
     parser
 }

@@ -698,7 +698,7 @@ fn plain_kind(id: u16) -> bool {
         dictionary_comprehension generator_expression attribute keyword_argument";
     static PLAIN: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
     let plain = PLAIN.get_or_init(|| {
-        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let language = super::language();
         (0..language.node_kind_count())
             .map(|id| {
                 let name = language.node_kind_for_id(id as u16).unwrap_or("");

@@ -22,7 +22,7 @@ struct Kinds {
 fn kinds() -> &'static Kinds {
     static KINDS: std::sync::OnceLock<Kinds> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
-        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let language = super::language();
         let names = [
             "comment",
             "decorated_definition",
