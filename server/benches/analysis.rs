@@ -304,6 +304,8 @@ fn typing(text: String, settings: &Settings, place: Place) {
     let rounds =
         std::env::var("KL_BENCH_ROUNDS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(rounds, |n| n.max(2));
     let gap = std::env::var("KL_BENCH_GAP_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
+    // The tree without a syntax error the document keeps while the text has one.
+    let mut clean: Option<kernel_lsp::model::Clean> = None;
     for round in 0..rounds {
         for Edit { start, old_end, text: ch, timed } in &edits {
             if let Some(gap) = gap {
@@ -322,18 +324,22 @@ fn typing(text: String, settings: &Settings, place: Place) {
             };
             let mut new_index = index.clone();
             new_index.edit(start, old_end, ch);
-            tree.edit(&tree_sitter::InputEdit {
+            let edit = tree_sitter::InputEdit {
                 start_byte: start,
                 old_end_byte: old_end,
                 new_end_byte: new_end,
                 start_position: point(&index, start),
                 old_end_position: point(&index, old_end),
                 new_end_position: point(&new_index, new_end),
-            });
+            };
+            tree.edit(&edit);
+            if let Some(clean) = &mut clean {
+                clean.edit(&edit);
+            }
             text = std::sync::Arc::from(s);
             index = new_index;
-            (tree, scanned, _) =
-                kernel_lsp::model::reparse(&text, &mut tree, &scanned, &[(start, old_end, new_end)], &index);
+            let edits = [(start, old_end, new_end)];
+            (tree, scanned, _) = kernel_lsp::model::reparse(&text, &mut tree, &scanned, &edits, &index, &mut clean);
             let t1 = Instant::now();
             let (result, next) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, Some(&snapshot));
             let t2 = Instant::now();

@@ -144,7 +144,8 @@ fn edit_from(
     });
     let scanned = crate::model::recovery::scanned(text);
     *text = Arc::from(edited.as_str());
-    *tree = crate::model::reparse(text, tree, &scanned, &[(start, start + old.len(), start + new.len())], &new_index).0;
+    let edits = [(start, start + old.len(), start + new.len())];
+    *tree = crate::model::reparse(text, tree, &scanned, &edits, &new_index, &mut None).0;
     let settings = Settings::default();
     let (result, next) = analyze(text, tree, &settings, &new_index, Some(snapshot));
     assert_eq!(result, check(text, tree, &settings), "{new}");
@@ -410,6 +411,8 @@ struct Doc {
     /// The gaps `tree` was parsed around, and the edits since (`model::reparse`).
     scanned: crate::model::recovery::Scanned,
     edits: Vec<(usize, usize, usize)>,
+    /// The last tree without a syntax error, while `tree` has one (`model::Clean`).
+    clean: Option<crate::model::Clean>,
     snapshot: Option<Snapshot>,
     result: CheckResult,
 }
@@ -420,7 +423,7 @@ impl Doc {
         let tree = parse(&text, None);
         let (result, snapshot) = analyze(&text, &tree, &Settings::default(), &LineIndex::new(&text), None);
         let scanned = crate::model::recovery::scanned(&text);
-        Doc { text, tree, scanned, edits: Vec::new(), snapshot: Some(snapshot), result }
+        Doc { text, tree, scanned, edits: Vec::new(), clean: None, snapshot: Some(snapshot), result }
     }
 
     /// Replaces the bytes `a..b` with `insert` in the text and the tree (not reparsed yet).
@@ -433,14 +436,18 @@ impl Doc {
             let row = index.line_of(at);
             tree_sitter::Point::new(row, at - index.line_start(row))
         };
-        self.tree.edit(&tree_sitter::InputEdit {
+        let edit = tree_sitter::InputEdit {
             start_byte: a,
             old_end_byte: b,
             new_end_byte: a + insert.len(),
             start_position: point(&index, a),
             old_end_position: point(&index, b),
             new_end_position: point(&new_index, a + insert.len()),
-        });
+        };
+        self.tree.edit(&edit);
+        if let Some(clean) = &mut self.clean {
+            clean.edit(&edit);
+        }
         self.edits.push((a, b, a + insert.len()));
         self.text = Arc::from(edited.as_str());
     }
@@ -461,7 +468,7 @@ impl Doc {
     fn analyze(&mut self) -> &Snapshot {
         let index = LineIndex::new(&self.text);
         let edits = std::mem::take(&mut self.edits);
-        (self.tree, self.scanned, _) = crate::model::reparse(&self.text, &mut self.tree, &self.scanned, &edits, &index);
+        (self.tree, self.scanned, _) = crate::model::reparse(&self.text, &mut self.tree, &self.scanned, &edits, &index, &mut self.clean);
         let (result, snapshot) = analyze(&self.text, &self.tree, &Settings::default(), &index, self.snapshot.as_ref());
         self.result = result;
         self.snapshot.insert(snapshot)

@@ -37,6 +37,9 @@ pub struct Document {
     /// was parsed (`model::recovery`): the next reparse reads again the
     /// lines whose masking changes.
     scanned: model::recovery::Scanned,
+    /// While `tree` has a syntax error: the last tree without one, edited
+    /// since, which the next reparse starts from ([`model::Clean`]).
+    clean: Option<model::Clean>,
     pub settings: Arc<Settings>,
     /// The analysis of version `analyzed`; after an edit it lags until the
     /// background analysis of the new version lands.
@@ -123,6 +126,7 @@ pub struct AnalysisJob {
 /// A tree and snapshot taken from a document, freed when this is dropped.
 pub struct Evicted {
     _tree: Option<Tree>,
+    _clean: Option<model::Clean>,
     _snapshot: Option<Arc<Snapshot>>,
     _semantic: Option<Arc<Semantic>>,
 }
@@ -196,6 +200,7 @@ impl Document {
             line_index: Arc::new(line_index),
             tree: Some(tree),
             scanned,
+            clean: None,
             settings,
             result,
             analyzed: version,
@@ -253,16 +258,17 @@ impl Document {
                     text = change.text.clone();
                     *index = LineIndex::new(&text);
                     full_reparse = true;
+                    self.clean = None;
                 }
                 None => {
                     let (start, old_end, new_end) = changed_span(&text, &change.text);
-                    let moved =
-                        apply_bytes(&mut text, index, self.tree.as_mut(), start, old_end, &change.text[start..new_end]);
+                    let trees = self.tree.as_mut().map(|t| (t, &mut self.clean));
+                    let moved = apply_bytes(&mut text, index, trees, start, old_end, &change.text[start..new_end]);
                     self.moved.push(moved);
                 }
                 Some(range) => {
-                    let (moved, warning) =
-                        apply_ranged(&mut text, index, self.tree.as_mut(), range, &change.text, encoding);
+                    let trees = self.tree.as_mut().map(|t| (t, &mut self.clean));
+                    let (moved, warning) = apply_ranged(&mut text, index, trees, range, &change.text, encoding);
                     self.moved.push(moved);
                     warnings.extend(warning);
                 }
@@ -275,7 +281,7 @@ impl Document {
         let old = if full_reparse { None } else { self.tree.as_mut() };
         self.reparsed_incrementally = old.is_some();
         let (tree, scanned, masking_changed) = match old {
-            Some(old) => model::reparse(&self.text, old, &self.scanned, &edits, &self.line_index),
+            Some(old) => model::reparse(&self.text, old, &self.scanned, &edits, &self.line_index, &mut self.clean),
             None => {
                 let scanned = model::recovery::scanned(&self.text);
                 (model::parse_around(&self.text, &scanned.gaps, None), scanned, true)
@@ -385,7 +391,7 @@ impl Document {
     /// the tree of a 5,000-line file takes ~15 ms).
     pub fn take_tree(&mut self) -> Evicted {
         let semantic = std::mem::take(&mut self.semantic).into_inner();
-        Evicted { _tree: self.tree.take(), _snapshot: self.snapshot.take(), _semantic: semantic }
+        Evicted { _tree: self.tree.take(), _clean: self.clean.take(), _snapshot: self.snapshot.take(), _semantic: semantic }
     }
 
     /// The semantic snapshot of the current version (text, tree, facts), for
@@ -472,11 +478,14 @@ impl Document {
     }
 }
 
-/// Applies one ranged change to `text`, its line index and (when kept) the tree.
+/// The tree kept for a document, and the tree without a syntax error kept with it.
+type Trees<'d> = Option<(&'d mut Tree, &'d mut Option<model::Clean>)>;
+
+/// Applies one ranged change to `text`, its line index and (when kept) the trees.
 fn apply_ranged(
     text: &mut String,
     index: &mut LineIndex,
-    tree: Option<&mut Tree>,
+    tree: Trees,
     range: Range,
     new_text: &str,
     encoding: Encoding,
@@ -492,11 +501,11 @@ fn apply_ranged(
 }
 
 /// Replaces the bytes `start..end` of `text` with `new_text`, keeping the line
-/// index and (when kept) the tree in step.
+/// index and (when kept) the trees in step.
 fn apply_bytes(
     text: &mut String,
     index: &mut LineIndex,
-    tree: Option<&mut Tree>,
+    trees: Trees,
     start: usize,
     end: usize,
     new_text: &str,
@@ -508,15 +517,19 @@ fn apply_bytes(
     index.edit(start, end, new_text);
     let new_end = start + new_text.len();
     let new_end_position = point_of(index, new_end);
-    if let Some(tree) = tree {
-        tree.edit(&InputEdit {
+    if let Some((tree, clean)) = trees {
+        let edit = InputEdit {
             start_byte: start,
             old_end_byte: end,
             new_end_byte: new_end,
             start_position,
             old_end_position,
             new_end_position,
-        });
+        };
+        tree.edit(&edit);
+        if let Some(clean) = clean {
+            clean.edit(&edit);
+        }
     }
     moved
 }
