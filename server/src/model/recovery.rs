@@ -34,13 +34,29 @@ use tree_sitter::{InputEdit, Point, Tree};
 use crate::text::LineIndex;
 
 /// Whole lines, `start..end` (bytes, both at line starts), that hold a
-/// statement whose bracket at `opener` is left open (the innermost, which
-/// Python names).
+/// statement cut off as `why` says, at `opener`: where Python reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gap {
     pub start: usize,
     pub end: usize,
     pub opener: usize,
+    pub why: Cut,
+}
+
+/// Why a statement is a gap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// A bracket left open (`opener`: the innermost, which Python names).
+    Bracket,
+    /// A one-line string left open at the end of its line, outside brackets
+    /// (`opener`: its opening quote). tree-sitter-python reads on to a later
+    /// quote, and every keystroke in the string paid that (24 ms at the top
+    /// of the 5,000-line benchmark file).
+    String,
+    /// A compound statement's header without its `:` (`for i in rang`,
+    /// `with tor`; `opener`: the end of the header), with its block: the
+    /// parser's recovery over what follows cost 25-40 ms a keystroke there.
+    Colon,
 }
 
 /// Keywords that start a statement and never continue an expression.
@@ -92,28 +108,74 @@ fn is_space(c: u8) -> bool {
 }
 
 /// The end of the string whose opening quote is at `i` (after its closing
-/// quote), or the line break that ends an unterminated one-line string.
-fn string_end(b: &[u8], mut i: usize) -> usize {
+/// quote), or the line break that ends an unterminated one-line string (or
+/// the end of the text); and whether it was closed.
+fn string_end(b: &[u8], mut i: usize) -> (usize, bool) {
     let q = b[i];
     let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
     i += if triple { 3 } else { 1 };
     while i < b.len() {
         match b[i] {
             b'\\' => i += 2,
-            b'\n' if !triple => return i,
+            b'\n' if !triple => return (i, false),
             c if c == q => {
                 if !triple {
-                    return i + 1;
+                    return (i + 1, true);
                 }
                 if b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q) {
-                    return i + 3;
+                    return (i + 3, true);
                 }
                 i += 1;
             }
             _ => i += 1,
         }
     }
-    b.len()
+    (b.len(), false)
+}
+
+/// Whether the line at `from` starts with a compound statement's keyword
+/// (`match` and `case`, which are also names, are left to the parser);
+/// returns where the keyword ends.
+fn header_keyword(b: &[u8], from: usize) -> Option<usize> {
+    let start = from + indent_of(b, from);
+    let word_end = |at: usize| b[at..].iter().position(|&c| !is_word_byte(c)).map_or(b.len(), |k| at + k);
+    let end = word_end(start);
+    if listed("if elif else while for try except finally with def class", &b[start..end]) {
+        return Some(end);
+    }
+    let next = end + b[end..].iter().take_while(|&&c| is_space(c)).count();
+    (&b[start..end] == b"async" && listed("def for with", &b[next..word_end(next)])).then(|| word_end(next))
+}
+
+/// Whether the logical line `b[from..to]` (outside brackets at `from`) is a
+/// compound statement's header without a `:` outside brackets and strings,
+/// which Python cannot end there; returns where its code ends (where Python
+/// reports the `:` missing).
+fn header_without_colon(b: &[u8], from: usize, to: usize) -> Option<usize> {
+    let keyword_end = header_keyword(b, from)?;
+    let (mut i, mut depth, mut code_end) = (keyword_end, 0usize, keyword_end);
+    while i < to {
+        match b[i] {
+            b'#' => i = b[i..to].iter().position(|&c| c == b'\n').map_or(to, |k| i + k),
+            b'\'' | b'"' => {
+                i = string_end(b, i).0;
+                code_end = i;
+            }
+            b':' if depth == 0 => return None,
+            c => {
+                match c {
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                i += 1;
+                if !is_space(c) && c != b'\n' && c != b'\\' {
+                    code_end = i;
+                }
+            }
+        }
+    }
+    Some(code_end.min(to))
 }
 
 /// The last token of `b[line_start..end]` (code only: `end` is the line
@@ -228,6 +290,25 @@ fn indent_of(b: &[u8], i: usize) -> usize {
     b[i..].iter().take_while(|c| matches!(c, b' ' | b'\t')).count()
 }
 
+/// The lines a cut statement at `logical` takes, its own ending at `end`:
+/// a `header`'s decorators and its block go too (a block after an error
+/// at its level would not parse).
+fn cut_extent(b: &[u8], logical: usize, end: usize, above: &[usize], header: bool) -> (usize, usize) {
+    if !header {
+        return (logical, end);
+    }
+    let at = indent_of(b, logical);
+    let start = above
+        .iter()
+        .rev()
+        .take_while(|&&d| indent_of(b, d) == at)
+        .last()
+        .copied()
+        .filter(|_| is_definition(&b[logical + at..]))
+        .unwrap_or(logical);
+    (start, block_end(b, end, at))
+}
+
 /// Where a scan stops before the end of the text.
 enum Stop<'o> {
     /// Never.
@@ -271,6 +352,8 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
     let mut logical = from;
     let mut line_start = from;
     let mut comment: Option<usize> = None;
+    // The opening quote of a one-line string this logical line left open.
+    let mut open_string: Option<usize> = None;
     // The run of decorator lines just read inside brackets (start, indentation):
     // a gap that ends at a definition ends before its decorators.
     let mut decorators: Vec<(usize, usize)> = Vec::new();
@@ -292,7 +375,14 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
                 comment = Some(i);
                 i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k);
             }
-            b'\'' | b'"' => i = string_end(b, i),
+            b'\'' | b'"' => {
+                let (end, closed) = string_end(b, i);
+                // Left open at the end of its line (not of the text), outside brackets.
+                if !closed && end < b.len() && stack.is_empty() && open_string.is_none() {
+                    open_string = Some(i);
+                }
+                i = end;
+            }
             b'(' | b'[' | b'{' => {
                 stack.push((c, i));
                 i += 1;
@@ -322,9 +412,32 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
                 // A line break.
                 let last = last_token(b, line_start, comment.unwrap_or(i));
                 comment = None;
+                let line_break = i;
                 i += 1;
                 line_start = i;
                 if stack.is_empty() {
+                    // A string left open, or a header without its `:`: the
+                    // logical line is cut (with a header's block and decorators).
+                    let cut = match open_string.take() {
+                        Some(quote) => Some((quote, Cut::String)),
+                        None => header_without_colon(b, logical, line_break).map(|at| (at, Cut::Colon)),
+                    };
+                    if let Some((opener, why)) = cut {
+                        let (start, end) = cut_extent(b, logical, i, &above, header_keyword(b, logical).is_some());
+                        out.push(Gap { start, end, opener, why });
+                        if first_only {
+                            return (out, checkpoints, end);
+                        }
+                        // As after a bracket's cut: no checkpoint at its end
+                        // (where it ends depended on the lines after it).
+                        i = end;
+                        line_start = i;
+                        looked_at = looked_at.max(end);
+                        decorators.clear();
+                        above.clear();
+                        logical = i;
+                        continue;
+                    }
                     // Decorators directly above the next statement go with it if it is cut.
                     let decorator = b.get(logical + indent_of(b, logical)) == Some(&b'@');
                     if decorator {
@@ -369,23 +482,8 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
                             };
                             let opener = stack[stack.len() - 1].1;
                             let at = indent_of(b, logical);
-                            let (start, end) = match compound(&b[logical + at..]) {
-                                // A header cut off: its decorators and its block go too
-                                // (a block after an error at its level would not parse).
-                                true => {
-                                    let start = above
-                                        .iter()
-                                        .rev()
-                                        .take_while(|&&d| indent_of(b, d) == at)
-                                        .last()
-                                        .copied()
-                                        .filter(|_| is_definition(&b[logical + at..]))
-                                        .unwrap_or(logical);
-                                    (start, block_end(b, end, at))
-                                }
-                                false => (logical, end),
-                            };
-                            out.push(Gap { start, end, opener });
+                            let (start, end) = cut_extent(b, logical, end, &above, compound(&b[logical + at..]));
+                            out.push(Gap { start, end, opener, why: Cut::Bracket });
                             if first_only {
                                 return (out, checkpoints, end);
                             }
@@ -447,7 +545,7 @@ pub fn rescan(text: &str, old: &Scanned, edits: &[(usize, usize, usize)]) -> Sca
     out.gaps.extend(fresh);
     if stop < text.len() {
         let after = old.gaps.iter().filter(|g| g.start >= old_stop);
-        out.gaps.extend(after.map(|g| Gap { start: shift(g.start), end: shift(g.end), opener: shift(g.opener) }));
+        out.gaps.extend(after.map(|g| Gap { start: shift(g.start), end: shift(g.end), opener: shift(g.opener), why: g.why }));
     }
     out.checkpoints.extend(old.checkpoints.iter().filter(|&&c| c < from));
     out.checkpoints.extend(checkpoints);
@@ -587,6 +685,18 @@ mod tests {
             "x = (\n    # def\n    a)\n",
             "x = (\n    ...\n)\n",
             "x = (lambda\n     a: a)\n",
+            "if a: b = 1\nelse: b = 2\n",
+            "for k in {1: 2}:\n    pass\n",
+            "def f(a,\n      b) -> int:\n    return a\n",
+            "if x == ':':\n    pass\n",
+            "while (lambda: 1)():\n    break\n",
+            "try:\n    pass\nexcept (A, B) as e:  # no :\n    pass\nfinally:\n    pass\n",
+            "async def f():\n    async with a as b, c:\n        pass\n",
+            "class A(B, metaclass=M): pass\n",
+            "with a, \\\n     b:\n    pass\n",
+            "s = 'it\\'s' + r'\\d' + f'{d[\"k\"]}' + \"'\" + '\"'\n",
+            "s = 'a\\\nb'\n",
+            "iffy = 1\nelse_ = 2\nmatch = 3\n",
         ];
         for text in valid {
             assert_eq!(gaps(text), Vec::new(), "{text:?}");
@@ -610,6 +720,45 @@ mod tests {
         assert_eq!(gap_lines("a = f(1\nb = 2\nc = g(2\nd = 3\n"), [(0, 1), (2, 3)]);
         // Nothing after it to stop at: no gap (the parser's recovery stops at the end).
         assert_eq!(gap_lines("a = 1\nb = f(\n"), Vec::<(usize, usize)>::new());
+    }
+
+    #[test]
+    fn a_string_or_a_header_left_open_is_cut_at_its_line() {
+        let cut = |text: &str| -> Vec<(usize, usize, Cut, String)> {
+            let row = |b: usize| text[..b].matches('\n').count();
+            gaps(text).iter().map(|g| (row(g.start), row(g.end), g.why, text[g.opener..].to_string())).collect()
+        };
+        // A string left open at the end of its line: Python reports its opening quote.
+        let text = "def f(x):\n    y = 'abc\n    return y\n";
+        assert_eq!(cut(text), [(1, 2, Cut::String, "'abc\n    return y\n".to_string())]);
+        // A header without its `:`, reported at the end of its code; no block yet.
+        let text = "def f(x):\n    with tor  # a comment\n    x = 1\n";
+        assert_eq!(cut(text), [(1, 2, Cut::Colon, "  # a comment\n    x = 1\n".to_string())]);
+        // With a block, the block goes too; with decorators, they go too.
+        let text = "def f(x):\n    for t in range(3)\n        x = x + 1\n\n    return x\n";
+        assert_eq!((cut(text)[0].0, cut(text)[0].1), (1, 4));
+        let text = "import triton\n@triton.jit\ndef k(x,\n      y)\n    pass\nz = 1\n";
+        assert_eq!((cut(text)[0].0, cut(text)[0].1), (1, 5));
+        let text = "async def f()\nelse\nx = 'a\ny = 1\n";
+        let whys: Vec<(usize, Cut)> = cut(text).iter().map(|c| (c.0, c.2)).collect();
+        assert_eq!(whys, [(0, Cut::Colon), (1, Cut::Colon), (2, Cut::String)]);
+        // Nothing after it: no gap (the parser's recovery stops at the end).
+        assert_eq!(gaps("x = 1\ny = 'abc"), Vec::new());
+        // A string left open inside brackets is the bracket's business.
+        assert!(gaps("x = f('a\ny = 1\n").iter().all(|g| g.why == Cut::Bracket));
+        // The rest of the file parses; each error is reported where Python reports it.
+        let text = "def f(x):\n    if x > 0 and y\n        x = 4\n    z = 1\n    y = \"abc\n    return x\n\n\nclass A:\n    pass\n";
+        let tree = crate::model::parse(text, None);
+        let messages: Vec<(usize, String)> =
+            crate::model::syntax::errors(text, &tree).iter().map(|d| (d.range.start, d.message.to_string())).collect();
+        let expected = [
+            (text.find(" y\n").unwrap() + 2, "syntax error: expected `:`".to_string()),
+            (text.find('"').unwrap(), "syntax error: the string is never closed".to_string()),
+        ];
+        assert_eq!(messages, expected, "{}", tree.root_node().to_sexp());
+        let root = tree.root_node();
+        let class = root.child(root.child_count() - 1).expect("the class");
+        assert!(class.kind_name() == "class_definition" && !class.has_error(), "{}", root.to_sexp());
     }
 
     #[test]
@@ -648,6 +797,10 @@ mod tests {
             "é",
             "return ",
             "\n    y = 1\n",
+            ":",
+            "if a",
+            "\nwith b",
+            "else",
         ];
         let base = "import triton\n\nBLOCK = 4\n\n@triton.autotune(configs=[c], key=[\"n\"])\n@triton.jit\ndef k(x_ptr, n):\n    x = tl.load(x_ptr)\n    y = f(x,\n          n)\n\n\ndef run(x):\n    k[(1,)](x, 4)\n    s = \"\"\"a ( b\n\"\"\"\n    return x\n\nclass M:\n    def forward(self, x):\n        return run(x)\n";
         let mut partial = 0;

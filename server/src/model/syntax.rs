@@ -101,16 +101,22 @@ fn missing_message(node: Node) -> String {
     }
 }
 
-/// The `ERROR` of a statement masked because a bracket in it is left open
-/// (`model::recovery`): reported at that bracket, as Python reports it.
+/// The `ERROR` of a statement masked because it is cut off (`model::recovery`):
+/// reported where Python reports it: at the bracket left open, at the
+/// opening quote of a string left open, at the end of a header without its `:`.
 fn open_bracket(text: &str, node: Node) -> Option<Diagnostic> {
+    use crate::model::recovery::Cut;
     let line_start = text[..node.start_byte()].rfind('\n').map_or(0, |i| i + 1);
     if !text[line_start..node.start_byte()].trim().is_empty() {
         return None;
     }
     let gap = crate::model::recovery::gap_at(text, line_start)?;
-    let bracket = &text[gap.opener..gap.opener + 1];
-    Some(diagnostic(gap.opener, gap.opener + 1, format!("syntax error: `{bracket}` is never closed")))
+    let at = gap.opener;
+    Some(match gap.why {
+        Cut::Bracket => diagnostic(at, at + 1, format!("syntax error: `{}` is never closed", &text[at..at + 1])),
+        Cut::String => diagnostic(at, at + 1, "syntax error: the string is never closed".to_string()),
+        Cut::Colon => diagnostic(at, at, "syntax error: expected `:`".to_string()),
+    })
 }
 
 /// What an `ERROR` node most likely means, placed where a reader would look:
