@@ -85,8 +85,13 @@ fn main() {
         typing(text, &settings, Place::Host);
         return;
     }
-    if std::env::var_os("KL_BENCH_TYPE").is_some() {
-        typing(text, &settings, Place::Custom);
+    if let Ok(statement) = std::env::var("KL_BENCH_TYPE") {
+        let after = std::env::var("KL_BENCH_TYPE_AFTER").unwrap_or_default();
+        typing(text, &settings, Place::Custom { after: after.leak(), statement: statement.leak() });
+        return;
+    }
+    if std::env::var_os("KL_BENCH_BATTERY").is_some() {
+        battery(&text, &settings);
         return;
     }
     if std::env::var_os("KL_BENCH_STATEMENT_TYPING_ONLY").is_some() {
@@ -201,8 +206,9 @@ enum Place {
     KernelStatement,
     /// `KL_BENCH_TYPE_AFTER=TEXT KL_BENCH_TYPE=STATEMENT`: STATEMENT typed
     /// on a fresh line after the first line that holds TEXT (indented as
-    /// that line), to look for a typing pattern's slow keystrokes.
-    Custom,
+    /// that line), to look for a typing pattern's slow keystrokes; and each
+    /// of [`battery`]'s.
+    Custom { after: &'static str, statement: &'static str },
 }
 
 /// The statements [`Place::Statement`] and [`Place::KernelStatement`] type (lsp_latency's).
@@ -231,9 +237,8 @@ fn round_edits(text: &str, place: Place) -> Vec<Edit> {
             let launch = text[text.len() / 2..].find("](").map(|i| i + text.len() / 2).expect("a launch");
             launch + text[launch..].find('\n').expect("a line end")
         }
-        Place::Custom => {
-            let after = std::env::var("KL_BENCH_TYPE_AFTER").unwrap_or_default();
-            let line = text.find(&after).unwrap_or_else(|| panic!("KL_BENCH_TYPE_AFTER {after:?} is not in the file"));
+        Place::Custom { after, .. } => {
+            let line = text.find(after).unwrap_or_else(|| panic!("KL_BENCH_TYPE_AFTER {after:?} is not in the file"));
             line + text[line..].find('\n').unwrap_or(text.len() - line)
         }
         Place::Statement => {
@@ -243,12 +248,11 @@ fn round_edits(text: &str, place: Place) -> Vec<Edit> {
             middle + text[middle..].find('\n').expect("a line end")
         }
     };
-    let custom = std::env::var("KL_BENCH_TYPE").unwrap_or_default();
     let statement = match place {
-        Place::Custom => {
+        Place::Custom { statement, .. } => {
             let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
             let indent = text[line_start..].len() - text[line_start..].trim_start_matches(' ').len();
-            Some((custom.as_str(), indent))
+            Some((statement, indent))
         }
         Place::Statement => Some((STATEMENT, 8)),
         Place::KernelStatement => Some((KERNEL_STATEMENT, 4)),
@@ -274,7 +278,7 @@ fn round_edits(text: &str, place: Place) -> Vec<Edit> {
 }
 
 /// What the language server does per keystroke.
-fn typing(text: String, settings: &Settings, place: Place) {
+fn typing(text: String, settings: &Settings, place: Place) -> Vec<Duration> {
     let settings = settings.clone();
     // What the language server does per keystroke: applying the edit to the
     // text and its line index, reparsing with the edited tree and analysing
@@ -291,7 +295,7 @@ fn typing(text: String, settings: &Settings, place: Place) {
     let only = ["KL_BENCH_TYPING_ONLY", "KL_BENCH_HOST_TYPING_ONLY", "KL_BENCH_STATEMENT_TYPING_ONLY", "KL_BENCH_TYPE"]
         .iter()
         .any(|v| std::env::var_os(v).is_some());
-    let statement = matches!(place, Place::Statement | Place::KernelStatement | Place::Custom);
+    let statement = matches!(place, Place::Statement | Place::KernelStatement | Place::Custom { .. });
     // `KL_BENCH_PER_EDIT=1`: each timed edit of the second round on stderr (which ones are slow, and why).
     let per_edit = std::env::var_os("KL_BENCH_PER_EDIT").is_some();
     let rounds = match (only, statement) {
@@ -375,9 +379,9 @@ fn typing(text: String, settings: &Settings, place: Place) {
             Place::Host => "typing in host code (server path)",
             Place::Statement => "a statement typed in forward",
             Place::KernelStatement => "a statement typed in a kernel",
-            Place::Custom => "KL_BENCH_TYPE typed",
+            Place::Custom { .. } => "KL_BENCH_TYPE typed",
         },
-        typed,
+        typed.clone(),
     );
     report("  edit + incremental reparse", reparse);
     report("  incremental analysis", analyse);
@@ -386,6 +390,93 @@ fn typing(text: String, settings: &Settings, place: Place) {
         stubs as f64 / runs as f64,
         host_stubs as f64 / runs as f64
     );
+    typed
+}
+
+/// `KL_BENCH_BATTERY=1`: statements of every kind typed one character per
+/// edit at the top of the file (in the first host function and the first
+/// kernel) and in the last `forward`, each keystroke a reparse and an
+/// incremental analysis; prints the slowest keystroke and the p50 per
+/// statement and place. Most keystrokes leave the statement unfinished (an
+/// operator without its operand, a string or a header left open): the
+/// parser's recovery must stay inside it wherever in the file it is typed.
+fn battery(text: &str, settings: &Settings) {
+    const STATEMENTS: &[&str] = &[
+        "z = torch.tanh(h * 0.25 + x.mean(dim=0, keepdim=True)) + 1.0",
+        "z = -n ** 2 // 3 % 4 | 5 & 6 ^ 7 << 1 >> 2",
+        "z = not n or n is None and n in (1, 2)",
+        "out = x if n > 2 else h",
+        "assert n > 0, 'n must be positive'",
+        "z = \"abc\" + 'de'",
+        "if n > 0 and h.is_cuda: out = out * 2",
+        "for i in range(n): out += i",
+        "while n > 0: n -= 1",
+        "with torch.no_grad(): z = n",
+        "z = lambda q: q + 1",
+        "z: int = n",
+        "z = [i for i in range(3) if i]",
+        "print(f'{n}')",
+    ];
+    const KERNEL_STATEMENTS: &[&str] = &[
+        "z = tl.sigmoid(acc * 0.25 + h) * tl.exp(x - 1.0) + tl.abs(y)",
+        "z = -offs ** 2 // 3 % 4 | 5 & 6 ^ 7 << 1 >> 2",
+        "if BLOCK > 16: acc = acc * 2",
+        "for k2 in range(0, BLOCK): acc += k2",
+        "tl.static_assert(BLOCK > 0, 'BLOCK must be positive')",
+    ];
+    let line_after = |from: usize, body_of: &str| -> &'static str {
+        let def = from + text[from..].find(body_of).unwrap_or_else(|| panic!("no {body_of:?} in the file"));
+        let body = def + text[def..].find(":\n").expect("a def line") + 2;
+        let end = body + text[body..].find('\n').expect("a body line");
+        text[body..end].to_string().leak()
+    };
+    // The first body line of a function, and the line before its first `for`
+    // (the statement typed there runs into the loop's header).
+    let before_loop = |from: usize| -> &'static str {
+        let def = from + text[from..].find("def ").expect("a def");
+        let header = def + text[def..].find("\n    for ").expect("a loop in the function") + 1;
+        let start = text[..header - 1].rfind('\n').map_or(0, |i| i + 1);
+        text[start..header - 1].to_string().leak()
+    };
+    // The first `def` at column 0 without a decorator above it.
+    let first_host = (0..text.len())
+        .filter(|&i| text[i..].starts_with("\ndef ") && !text[..i].rsplit('\n').next().unwrap_or("").starts_with('@'))
+        .next()
+        .expect("a host function");
+    let first_kernel = text.find("@triton.jit").expect("a kernel");
+    let host = line_after(first_host, "\ndef ");
+    let host_loop = before_loop(first_host);
+    let kernel = line_after(first_kernel, "def ");
+    let kernel_loop = before_loop(first_kernel);
+    let forward = {
+        let at = text.rfind("def forward(").expect("a forward");
+        let end = text[at..].find("\n\n").map_or(text.len(), |i| at + i);
+        let middle = at + (end - at) / 2;
+        let start = middle + text[middle..].find('\n').expect("a line") + 1;
+        let stop = start + text[start..].find('\n').expect("a line end");
+        &*text[start..stop].to_string().leak()
+    };
+    println!("statement typed one character per edit | place | slowest keystroke | p50 (ms)");
+    let mut slowest = Duration::ZERO;
+    for (place, after, statements) in [
+        ("top host function", host, STATEMENTS),
+        ("before a host loop", host_loop, STATEMENTS),
+        ("top kernel", kernel, KERNEL_STATEMENTS),
+        ("before a kernel loop", kernel_loop, KERNEL_STATEMENTS),
+        ("forward", forward, STATEMENTS),
+    ] {
+        for &statement in statements {
+            let mut typed = typing(text.to_string(), settings, Place::Custom { after, statement });
+            typed.sort();
+            slowest = slowest.max(typed[typed.len() - 1]);
+            println!(
+                "BATTERY {statement:<62} | {place:<20} | {:>7.2} | {:>6.2}",
+                ms(typed[typed.len() - 1]),
+                ms(typed[typed.len() / 2])
+            );
+        }
+    }
+    println!("BATTERY slowest keystroke of all: {:.2} ms", ms(slowest));
 }
 
 fn ms(d: Duration) -> f64 {
