@@ -468,7 +468,8 @@ impl Doc {
     fn analyze(&mut self) -> &Snapshot {
         let index = LineIndex::new(&self.text);
         let edits = std::mem::take(&mut self.edits);
-        (self.tree, self.scanned, _) = crate::model::reparse(&self.text, &mut self.tree, &self.scanned, &edits, &index, &mut self.clean);
+        (self.tree, self.scanned, _) =
+            crate::model::reparse(&self.text, &mut self.tree, &self.scanned, &edits, &index, &mut self.clean);
         let (result, snapshot) = analyze(&self.text, &self.tree, &Settings::default(), &index, self.snapshot.as_ref());
         self.result = result;
         self.snapshot.insert(snapshot)

@@ -391,7 +391,12 @@ impl Document {
     /// the tree of a 5,000-line file takes ~15 ms).
     pub fn take_tree(&mut self) -> Evicted {
         let semantic = std::mem::take(&mut self.semantic).into_inner();
-        Evicted { _tree: self.tree.take(), _clean: self.clean.take(), _snapshot: self.snapshot.take(), _semantic: semantic }
+        Evicted {
+            _tree: self.tree.take(),
+            _clean: self.clean.take(),
+            _snapshot: self.snapshot.take(),
+            _semantic: semantic,
+        }
     }
 
     /// The semantic snapshot of the current version (text, tree, facts), for

@@ -114,9 +114,7 @@ pub fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> T
 
 fn python_parser() -> Parser {
     let mut parser = Parser::new();
-    parser
-        .set_language(language())
-        .expect("the bundled tree-sitter-python grammar matches the linked tree-sitter");
+    parser.set_language(language()).expect("the bundled tree-sitter-python grammar matches the linked tree-sitter");
     parser
 }
 

@@ -545,7 +545,12 @@ pub fn rescan(text: &str, old: &Scanned, edits: &[(usize, usize, usize)]) -> Sca
     out.gaps.extend(fresh);
     if stop < text.len() {
         let after = old.gaps.iter().filter(|g| g.start >= old_stop);
-        out.gaps.extend(after.map(|g| Gap { start: shift(g.start), end: shift(g.end), opener: shift(g.opener), why: g.why }));
+        out.gaps.extend(after.map(|g| Gap {
+            start: shift(g.start),
+            end: shift(g.end),
+            opener: shift(g.opener),
+            why: g.why,
+        }));
     }
     out.checkpoints.extend(old.checkpoints.iter().filter(|&&c| c < from));
     out.checkpoints.extend(checkpoints);
