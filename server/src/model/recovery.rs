@@ -57,6 +57,10 @@ pub enum Cut {
     /// `with tor`; `opener`: the end of the header), with its block: the
     /// parser's recovery over what follows cost 25-40 ms a keystroke there.
     Colon,
+    /// A compound statement's header whose `:` ends its line, with no block
+    /// indented deeper after it (`while n > 0:` typed above a line;
+    /// `opener`: the `:`): the parser read the lines after it as its block.
+    Block,
 }
 
 /// Keywords that start a statement and never continue an expression.
@@ -147,21 +151,39 @@ fn header_keyword(b: &[u8], from: usize) -> Option<usize> {
     (&b[start..end] == b"async" && listed("def for with", &b[next..word_end(next)])).then(|| word_end(next))
 }
 
-/// Whether the logical line `b[from..to]` (outside brackets at `from`) is a
-/// compound statement's header without a `:` outside brackets and strings,
-/// which Python cannot end there; returns where its code ends (where Python
-/// reports the `:` missing).
-fn header_without_colon(b: &[u8], from: usize, to: usize) -> Option<usize> {
+/// How a compound statement's header ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HeaderEnd {
+    /// No `:` outside brackets and strings, which Python cannot end there;
+    /// where its code ends (where Python reports the `:` missing).
+    NoColon(usize),
+    /// The `:` (at this byte) ends it: its block must follow, indented deeper.
+    Colon(usize),
+    /// Code follows the `:` on its line (`if a: b = 1`).
+    Body,
+}
+
+/// How the logical line `b[from..to]` (outside brackets at `from`) ends, if
+/// it is a compound statement's header.
+fn header_end(b: &[u8], from: usize, to: usize) -> Option<HeaderEnd> {
     let keyword_end = header_keyword(b, from)?;
     let (mut i, mut depth, mut code_end) = (keyword_end, 0usize, keyword_end);
+    let mut colon = None;
     while i < to {
-        match b[i] {
+        let c = b[i];
+        if colon.is_some() && !matches!(c, b'#' | b'\n' | b'\\') && !is_space(c) {
+            return Some(HeaderEnd::Body);
+        }
+        match c {
             b'#' => i = b[i..to].iter().position(|&c| c == b'\n').map_or(to, |k| i + k),
             b'\'' | b'"' => {
                 i = string_end(b, i).0;
                 code_end = i;
             }
-            b':' if depth == 0 => return None,
+            b':' if depth == 0 => {
+                colon = Some(i);
+                i += 1;
+            }
             c => {
                 match c {
                     b'(' | b'[' | b'{' => depth += 1,
@@ -175,7 +197,21 @@ fn header_without_colon(b: &[u8], from: usize, to: usize) -> Option<usize> {
             }
         }
     }
-    Some(code_end.min(to))
+    Some(colon.map_or(HeaderEnd::NoColon(code_end.min(to)), HeaderEnd::Colon))
+}
+
+/// Whether the first line from `from` that holds a token is indented no
+/// deeper than `indent` (false at the end of the text).
+fn no_block(b: &[u8], from: usize, indent: usize) -> bool {
+    let mut at = from;
+    while at < b.len() {
+        let i = indent_of(b, at);
+        if !matches!(b.get(at + i), None | Some(b'\n' | b'\r' | b'#')) {
+            return i <= indent;
+        }
+        at = b[at..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| at + k + 1);
+    }
+    false
 }
 
 /// The last token of `b[line_start..end]` (code only: `end` is the line
@@ -420,7 +456,13 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
                     // logical line is cut (with a header's block and decorators).
                     let cut = match open_string.take() {
                         Some(quote) => Some((quote, Cut::String)),
-                        None => header_without_colon(b, logical, line_break).map(|at| (at, Cut::Colon)),
+                        None => match header_end(b, logical, line_break) {
+                            Some(HeaderEnd::NoColon(at)) => Some((at, Cut::Colon)),
+                            Some(HeaderEnd::Colon(at)) if no_block(b, i, indent_of(b, logical)) => {
+                                Some((at, Cut::Block))
+                            }
+                            _ => None,
+                        },
                     };
                     if let Some((opener, why)) = cut {
                         let (start, end) = cut_extent(b, logical, i, &above, header_keyword(b, logical).is_some());
@@ -739,6 +781,12 @@ mod tests {
         // A header without its `:`, reported at the end of its code; no block yet.
         let text = "def f(x):\n    with tor  # a comment\n    x = 1\n";
         assert_eq!(cut(text), [(1, 2, Cut::Colon, "  # a comment\n    x = 1\n".to_string())]);
+        // A header whose `:` ends its line, with no block after it: the
+        // parser would read the lines after it as its block.
+        let text = "def f(x):\n    while n > 0:  # typing\n    x = 1\n    return x\n";
+        assert_eq!(cut(text), [(1, 2, Cut::Block, ":  # typing\n    x = 1\n    return x\n".to_string())]);
+        assert_eq!(gaps("class A:\n\nclass B:\n    pass\n").iter().map(|g| g.why).collect::<Vec<_>>(), [Cut::Block]);
+        assert_eq!(gaps("if a:\n    pass\nelse:\n"), Vec::new(), "nothing after it");
         // With a block, the block goes too; with decorators, they go too.
         let text = "def f(x):\n    for t in range(3)\n        x = x + 1\n\n    return x\n";
         assert_eq!((cut(text)[0].0, cut(text)[0].1), (1, 4));

@@ -116,6 +116,7 @@ fn open_bracket(text: &str, node: Node) -> Option<Diagnostic> {
         Cut::Bracket => diagnostic(at, at + 1, format!("syntax error: `{}` is never closed", &text[at..at + 1])),
         Cut::String => diagnostic(at, at + 1, "syntax error: the string is never closed".to_string()),
         Cut::Colon => diagnostic(at, at, "syntax error: expected `:`".to_string()),
+        Cut::Block => diagnostic(at, at + 1, "syntax error: expected an indented block after `:`".to_string()),
     })
 }
 
