@@ -123,6 +123,15 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         let asked = candidate.then_some(&*imports);
         let (fresh, host_diags, on_stubs) = place(text, &model, prev, m, &choice, found, asked, &plan.reading)?;
         let units = assemble(prev, m, &choice, &model, fresh, on_stubs)?;
+        // The statements carried from last time are walked again next time
+        // only while the changed statements keep their host loops (a loop
+        // that called them, now deleted, was the reason).
+        let loops_before: u32 = m.changed_old.iter().map(|&o| prev.units[o].facts.host_loops).sum();
+        let loops_now: u32 =
+            units.iter().zip(&m.matched).filter(|(_, o)| o.is_none()).map(|(u, _)| u.facts.host_loops).sum();
+        if loops_now < loops_before {
+            plan.forced.retain(|i| !plan.carried.contains(i));
+        }
         let mut walk_again: Vec<usize> = plan.forced.iter().copied().collect();
         walk_again.sort_unstable();
         return Ok(Snapshot {
@@ -178,8 +187,10 @@ struct Plan<'p> {
     /// and call inside loops, before the edit and, once read, after it.
     changed_defines: HashSet<String>,
     changed_loop_calls: HashSet<String>,
-    /// Statements walked all the same (new positions).
+    /// Statements walked all the same (new positions); `carried`: those of
+    /// them the last analysis had walked all the same (`Snapshot::walk_again`).
     forced: HashSet<usize>,
+    carried: HashSet<usize>,
     /// The module-level names the changed statements assign, before the edit
     /// and, once read, after it; `reading[o]`: whether old statement `o` may read one.
     globals: HashSet<String>,
@@ -248,6 +259,7 @@ impl<'p> Plan<'p> {
             defined,
             changed_defines,
             changed_loop_calls,
+            carried: forced.clone(),
             forced,
             globals,
             import_names,

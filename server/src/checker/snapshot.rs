@@ -136,6 +136,8 @@ pub(super) struct UnitFacts {
     pub(super) reads: std::sync::OnceLock<Vec<String>>,
     /// The names its import statements bind (`model::import_binds`; `*` for a wildcard).
     pub(super) import_binds: Vec<String>,
+    /// How many host loops (`for`, `while`) it holds, as walked (none for a host stub).
+    pub(super) host_loops: u32,
     /// The element widths its host code (its text less its kernels) names
     /// (`smem::width_families`): KL006 falls back on the whole file's.
     pub(super) widths: u8,

@@ -201,6 +201,40 @@ fn host_stubs_are_walked_when_a_rule_needs_their_body() {
     assert_eq!(next.host_stubs(), 2, "`step` and `scale` read as stubs");
 }
 
+/// A function walked because a rule read it is walked from the start of the
+/// next host edits while the loop that asked for it may still be there
+/// (`Snapshot::walk_again`); once an edit deletes a loop from the changed
+/// statement, the next edit reads it as a stub again.
+#[test]
+fn a_deleted_loop_lets_its_walked_functions_be_stubs_again() {
+    let text = "import torch\nimport triton\nimport triton.language as tl\n\n\
+                    @triton.jit\ndef step_kernel(x_ptr, h_ptr, n, B: tl.constexpr):\n    \
+                    o = tl.arange(0, B)\n    tl.store(h_ptr + o, tl.load(x_ptr + o) + tl.load(h_ptr + o))\n\n\
+                    def step(x, h):\n    step_kernel[(1,)](x, h, h.numel(), B=64)\n    return h\n\n\
+                    def other(x):\n    return x + 1\n\n\
+                    def scale(x):\n    return x * 2\n\n\
+                    class Model(torch.nn.Module):\n    def forward(self, x, h):\n        \
+                    h = step(x, h)\n        return h\n";
+    let settings = Settings::default();
+    let mut text: Arc<str> = Arc::from(text);
+    let mut tree = crate::model::parse(&text, None);
+    let (_, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
+    let (_, next) = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
+    let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 1", "x + 2");
+    assert_eq!((next.host_stubs(), next.builds()), (2, 1), "`step` and `scale` stubs");
+    // A loop in `forward` that calls nothing: a rule reads `step` all the same.
+    let loop_line = "while h.sum() > 0: h = h - 1\n        ";
+    let (_, next) =
+        edit_from(&mut text, &mut tree, &next, "def forward", "h = step(x, h)", &format!("{loop_line}h = step(x, h)"));
+    let read = next.builds() == 2;
+    let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 2", "x + 3");
+    assert_eq!((read, next.host_stubs(), next.builds()), (true, 1, 1), "`step` walked from the start");
+    // The loop goes: the next edit reads `step` as a stub again.
+    let (_, next) = edit_from(&mut text, &mut tree, &next, "def forward", loop_line, "");
+    let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 3", "x + 4");
+    assert_eq!((next.path(), next.host_stubs(), next.builds()), (Path::Host, 2, 1), "`step` and `scale` stubs");
+}
+
 #[test]
 fn host_edits_read_unaffected_kernels_as_stubs() {
     let (text, blocks) = many_blocks();

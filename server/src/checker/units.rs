@@ -60,6 +60,7 @@ pub(super) fn facts<'p>(
                 module_assigns: Vec::new(),
                 reads,
                 import_binds,
+                host_loops: 0,
                 widths: host_widths(model, nodes[i]),
                 diags: Vec::new(),
                 classes: Vec::new(),
@@ -158,6 +159,11 @@ pub(super) fn facts<'p>(
             if !names.contains(&a.target) {
                 names.push(a.target.clone());
             }
+        }
+    }
+    for l in model.host_fns.iter().flat_map(|f| &f.loops) {
+        if let Some(u) = unit(l.node.start_byte()) {
+            units[u].0.host_loops += 1;
         }
     }
     for l in &model.launches {
