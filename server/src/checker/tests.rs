@@ -152,6 +152,19 @@ fn edit_from(
     (result, next)
 }
 
+/// A kernel, `step` launching it, two other host functions, and a class
+/// whose `forward` has `body`.
+fn step_module(body: &str) -> String {
+    let head = "import torch\nimport triton\nimport triton.language as tl\n\n\
+                @triton.jit\ndef step_kernel(x_ptr, h_ptr, n, B: tl.constexpr):\n    \
+                o = tl.arange(0, B)\n    tl.store(h_ptr + o, tl.load(x_ptr + o) + tl.load(h_ptr + o))\n\n\
+                def step(x, h):\n    step_kernel[(1,)](x, h, h.numel(), B=64)\n    return h\n\n\
+                def other(x):\n    return x + 1\n\n\
+                def scale(x):\n    return x * 2\n\n\
+                class Model(torch.nn.Module):\n    def forward(self, x, h):\n        ";
+    format!("{head}{body}")
+}
+
 /// A host function read as a stub keeps its findings while the edit
 /// reaches nothing it reads; when a rule needs more of it than a stub
 /// keeps (a time loop in a class method relaunching it: its launch sites),
@@ -159,16 +172,9 @@ fn edit_from(
 /// stubs), and gives what a fresh one gives.
 #[test]
 fn host_stubs_are_walked_when_a_rule_needs_their_body() {
-    let text = "import torch\nimport triton\nimport triton.language as tl\n\n\
-                    @triton.jit\ndef step_kernel(x_ptr, h_ptr, n, B: tl.constexpr):\n    \
-                    o = tl.arange(0, B)\n    tl.store(h_ptr + o, tl.load(x_ptr + o) + tl.load(h_ptr + o))\n\n\
-                    def step(x, h):\n    step_kernel[(1,)](x, h, h.numel(), B=64)\n    return h\n\n\
-                    def other(x):\n    return x + 1\n\n\
-                    def scale(x):\n    return x * 2\n\n\
-                    class Model(torch.nn.Module):\n    def forward(self, x, h):\n        \
-                    for t in range(x.shape[0]):\n            h = step(x[t], h)\n        return h\n";
+    let text = step_module("for t in range(x.shape[0]):\n            h = step(x[t], h)\n        return h\n");
     let settings = Settings::default();
-    let mut text: Arc<str> = Arc::from(text);
+    let mut text: Arc<str> = Arc::from(text.as_str());
     let mut tree = crate::model::parse(&text, None);
     let (first, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
     assert!(first.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", first.diagnostics);
@@ -207,16 +213,9 @@ fn host_stubs_are_walked_when_a_rule_needs_their_body() {
 /// statement, the next edit reads it as a stub again.
 #[test]
 fn a_deleted_loop_lets_its_walked_functions_be_stubs_again() {
-    let text = "import torch\nimport triton\nimport triton.language as tl\n\n\
-                    @triton.jit\ndef step_kernel(x_ptr, h_ptr, n, B: tl.constexpr):\n    \
-                    o = tl.arange(0, B)\n    tl.store(h_ptr + o, tl.load(x_ptr + o) + tl.load(h_ptr + o))\n\n\
-                    def step(x, h):\n    step_kernel[(1,)](x, h, h.numel(), B=64)\n    return h\n\n\
-                    def other(x):\n    return x + 1\n\n\
-                    def scale(x):\n    return x * 2\n\n\
-                    class Model(torch.nn.Module):\n    def forward(self, x, h):\n        \
-                    h = step(x, h)\n        return h\n";
+    let text = step_module("h = step(x, h)\n        return h\n");
     let settings = Settings::default();
-    let mut text: Arc<str> = Arc::from(text);
+    let mut text: Arc<str> = Arc::from(text.as_str());
     let mut tree = crate::model::parse(&text, None);
     let (_, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
     let (_, next) = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
