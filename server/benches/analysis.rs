@@ -419,8 +419,6 @@ fn battery(text: &str, settings: &Settings) {
         "z: int = n",
         "z = [i for i in range(3) if i]",
         "print(f'{n}')",
-        "\"\"\"Docstring of this helper.\"\"\"",
-        "s = '''abc''' + x",
     ];
     const KERNEL_STATEMENTS: &[&str] = &[
         "z = tl.sigmoid(acc * 0.25 + h) * tl.exp(x - 1.0) + tl.abs(y)",

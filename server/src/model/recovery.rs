@@ -48,10 +48,9 @@ pub struct Gap {
 pub enum Cut {
     /// A bracket left open (`opener`: the innermost, which Python names).
     Bracket,
-    /// A one-line string left open at the end of its line, outside brackets,
-    /// or a triple-quoted one left open to the end of the text (`opener`: its
-    /// opening quote). tree-sitter-python reads on to a later quote (or to the
-    /// end), and every keystroke in the string paid that (24-28 ms at the top
+    /// A one-line string left open at the end of its line, outside brackets
+    /// (`opener`: its opening quote). tree-sitter-python reads on to a later
+    /// quote, and every keystroke in the string paid that (24 ms at the top
     /// of the 5,000-line benchmark file).
     String,
     /// A compound statement's header without its `:` (`for i in rang`,
@@ -370,11 +369,9 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
     let mut i = from;
     // A logical line starts at `at` (outside brackets, `above` up to date): a checkpoint?
     // Returns whether the scan has met the text before the edit again.
-    // After a string left open to the end of the text was cut (`open_to_end`)
-    // nothing is a checkpoint: that cut depends on every line after it.
-    let checkpoint = |at: usize, above: &[usize], checkpoints: &mut Vec<usize>, open_to_end: bool| -> bool {
+    let checkpoint = |at: usize, above: &[usize], checkpoints: &mut Vec<usize>| -> bool {
         let token = b.get(at).is_some_and(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'#' | b'@' | b'\x0c'));
-        if !token || !above.is_empty() || open_to_end {
+        if !token || !above.is_empty() {
             return false;
         }
         if let Stop::Converged { after, old, delta } = stop {
@@ -400,8 +397,7 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
     let mut above: Vec<usize> = Vec::new();
     // No checkpoint up to the line a cut looked at (the `def` its decorators went with).
     let mut looked_at = 0;
-    let mut open_to_end = false;
-    if checkpoint(from, &above, &mut checkpoints, open_to_end) {
+    if checkpoint(from, &above, &mut checkpoints) {
         return (out, checkpoints, from);
     }
     while i < b.len() {
@@ -417,23 +413,11 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
             }
             b'\'' | b'"' => {
                 let (end, closed) = string_end(b, i);
-                let line_end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k);
-                if closed || !stack.is_empty() || open_string.is_some() {
-                    i = end;
-                } else if end < b.len() {
-                    // Left open at the end of its line (not of the text), outside brackets.
+                // Left open at the end of its line (not of the text), outside brackets.
+                if !closed && end < b.len() && stack.is_empty() && open_string.is_none() {
                     open_string = Some(i);
-                    i = end;
-                } else if end > line_end {
-                    // A triple-quoted string left open to the end of the text
-                    // (`"""` typed to start a docstring): cut at its line too,
-                    // the lines after it read as code.
-                    open_string = Some(i);
-                    open_to_end = true;
-                    i = line_end;
-                } else {
-                    i = end;
                 }
+                i = end;
             }
             b'(' | b'[' | b'{' => {
                 stack.push((c, i));
@@ -508,7 +492,7 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
                     }
                     logical = i;
                     decorators.clear();
-                    if i > looked_at && checkpoint(i, &above, &mut checkpoints, open_to_end) {
+                    if i > looked_at && checkpoint(i, &above, &mut checkpoints) {
                         return (out, checkpoints, i);
                     }
                     continue;
@@ -811,15 +795,6 @@ mod tests {
         let text = "async def f()\nelse\nx = 'a\ny = 1\n";
         let whys: Vec<(usize, Cut)> = cut(text).iter().map(|c| (c.0, c.2)).collect();
         assert_eq!(whys, [(0, Cut::Colon), (1, Cut::Colon), (2, Cut::String)]);
-        // A triple-quoted string left open to the end of the text (a docstring
-        // being typed): cut at its line, the lines after it read as code.
-        let text = "def f(x):\n    \"\"\"Doc of f\n    return x\n\n\ndef g():\n    pass\n";
-        assert_eq!(
-            cut(text),
-            [(1, 2, Cut::String, "\"\"\"Doc of f\n    return x\n\n\ndef g():\n    pass\n".to_string())]
-        );
-        assert_eq!(gaps("x = 1\ny = '''abc"), Vec::new(), "nothing after its line");
-        assert_eq!(gaps("x = '''a\nb'''\ny = 1\n"), Vec::new(), "closed on a later line");
         // Nothing after it: no gap (the parser's recovery stops at the end).
         assert_eq!(gaps("x = 1\ny = 'abc"), Vec::new());
         // A string left open inside brackets is the bracket's business.
@@ -879,7 +854,6 @@ mod tests {
             "if a",
             "\nwith b",
             "else",
-            "\"\"\"",
         ];
         let base = "import triton\n\nBLOCK = 4\n\n@triton.autotune(configs=[c], key=[\"n\"])\n@triton.jit\ndef k(x_ptr, n):\n    x = tl.load(x_ptr)\n    y = f(x,\n          n)\n\n\ndef run(x):\n    k[(1,)](x, 4)\n    s = \"\"\"a ( b\n\"\"\"\n    return x\n\nclass M:\n    def forward(self, x):\n        return run(x)\n";
         let mut partial = 0;
