@@ -137,14 +137,37 @@ fn string_end(b: &[u8], mut i: usize) -> (usize, bool) {
     (b.len(), false)
 }
 
+/// The keywords that open a compound statement's header (`async` aside,
+/// which opens `async def`, `async for` and `async with`; `match` and `case`,
+/// which are also names, are left to the parser), each with whether its
+/// header may hold brackets (`if f(`) or is the keyword and `:` alone (`else:`).
+const HEADERS: [(&str, bool); 11] = [
+    ("if", true),
+    ("elif", true),
+    ("while", true),
+    ("for", true),
+    ("with", true),
+    ("def", true),
+    ("class", true),
+    ("except", true),
+    ("else", false),
+    ("try", false),
+    ("finally", false),
+];
+
+/// Whether `word` opens a compound statement's header: any such keyword,
+/// or (`brackets`) only one whose header may hold brackets.
+fn opens_header(word: &[u8], brackets: bool) -> bool {
+    HEADERS.iter().any(|&(w, may_hold)| w.as_bytes() == word && (may_hold || !brackets))
+}
+
 /// Whether the line at `from` starts with a compound statement's keyword
-/// (`match` and `case`, which are also names, are left to the parser);
-/// returns where the keyword ends.
+/// ([`HEADERS`]); returns where the keyword ends.
 fn header_keyword(b: &[u8], from: usize) -> Option<usize> {
     let start = from + indent_of(b, from);
     let word_end = |at: usize| b[at..].iter().position(|&c| !is_word_byte(c)).map_or(b.len(), |k| at + k);
     let end = word_end(start);
-    if listed("if elif else while for try except finally with def class", &b[start..end]) {
+    if opens_header(&b[start..end], false) {
         return Some(end);
     }
     let next = end + b[end..].iter().take_while(|&&c| is_space(c)).count();
@@ -298,8 +321,8 @@ fn cannot_continue(b: &[u8], i: usize, last: Last, statement_indent: usize) -> O
 /// Whether a line (from its first token) starts a compound statement whose
 /// header may hold brackets (and ends in `:` and a block).
 fn compound(line: &[u8]) -> bool {
-    let word_end = line.iter().position(|&c| !is_word_byte(c)).unwrap_or(line.len());
-    listed("def class async if elif while for with except", &line[..word_end])
+    let word = &line[..line.iter().position(|&c| !is_word_byte(c)).unwrap_or(line.len())];
+    word == b"async" || opens_header(word, true)
 }
 
 /// Where the block of a statement indented `indent` ends, from `from` (a
