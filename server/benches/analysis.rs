@@ -17,6 +17,8 @@
 //! `KL_BENCH_GAP_US=N` sleeps N µs between edits, as the server idles between
 //! a client's messages (a core left idle between keystrokes comes back cold).
 //! `KL_BENCH_ROUNDS=N` types each pattern N times (fewer, for valgrind).
+//! `KL_BENCH_TS_GLIBC=1` leaves tree-sitter's C allocations on glibc's malloc
+//! (the A/B of `model::tree_sitter_on_jemalloc`).
 //! `KL_BENCH_BATTERY=1` types statements of every kind at five places (the
 //! top host function and kernel, the lines before their loops, `forward`)
 //! and prints the slowest keystroke and the p50 of each.
@@ -55,7 +57,17 @@ fn stats(mut v: Vec<Duration>) -> (Duration, Duration, Duration) {
     (v[0], v[v.len() / 2], v[v.len() * 99 / 100])
 }
 
+/// The server binary's allocators (`main.rs`): jemalloc for Rust, and for
+/// tree-sitter's C allocations too, so that the bench times what the server does.
+#[cfg(all(unix, not(target_os = "openbsd"), any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
+    #[cfg(all(unix, not(target_os = "openbsd"), any(target_arch = "x86_64", target_arch = "aarch64")))]
+    if std::env::var_os("KL_BENCH_TS_GLIBC").is_none() {
+        kernel_lsp::model::tree_sitter_on_jemalloc();
+    }
     // `KERNEL_LSP_LOG=kernel_lsp=debug`: the checker's own log (why an edit was analysed afresh).
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("KERNEL_LSP_LOG") {
         let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).try_init();

@@ -8,6 +8,8 @@ mod cli;
 mod compile_cmd;
 
 fn main() {
+    #[cfg(all(unix, not(target_os = "openbsd"), any(target_arch = "x86_64", target_arch = "aarch64")))]
+    kernel_lsp::model::tree_sitter_on_jemalloc();
     std::process::exit(cli::main());
 }
 
