@@ -236,77 +236,13 @@ pub enum Out {
     Flushed(oneshot::Sender<()>),
 }
 
-/// Where frames are written, shared by the writer thread and the threads that
-/// publish: a frame finds the writer idle, nothing queued before it and the
-/// pipe to the client empty, and is written by the thread that made it (no
-/// thread to wake between an analysis and the client); any other frame is
-/// queued for the writer, which writes them in order.
-struct Sink {
-    out: std::sync::Mutex<Box<dyn std::io::Write + Send>>,
-    /// Frames queued and not yet written: a frame is written directly only when none is.
-    queued: std::sync::atomic::AtomicUsize,
-    /// The pipe `out` writes into, where a direct write is allowed at all.
-    pipe: Option<i32>,
-}
-
-impl Sink {
-    /// Writes `frame` here and now, if that keeps the order and cannot block; false otherwise.
-    fn write_now(&self, frame: &[u8]) -> Option<bool> {
-        use std::sync::atomic::Ordering;
-        let pipe = self.pipe?;
-        if self.queued.load(Ordering::Acquire) != 0 {
-            return None;
-        }
-        let mut out = self.out.try_lock().ok()?;
-        // Checked again with the writer held: a frame queued meanwhile goes first.
-        if self.queued.load(Ordering::Acquire) != 0 || !empty_pipe_holds(pipe, frame.len()) {
-            return None;
-        }
-        Some(out.write_all(frame).is_ok() && out.flush().is_ok())
-    }
-
-    fn queue(&self, tx: &mpsc::UnboundedSender<Out>, out: Out) -> bool {
-        use std::sync::atomic::Ordering;
-        let counted = matches!(out, Out::Frame(..));
-        if counted {
-            self.queued.fetch_add(1, Ordering::AcqRel);
-        }
-        let sent = tx.send(out).is_ok();
-        if !sent && counted {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
-        }
-        sent
-    }
-}
-
-/// Whether the pipe `fd` is empty and holds `len` bytes more (a page spare):
-/// a blocking write of them then returns at once. False where it is not a
-/// pipe or cannot be asked.
-fn empty_pipe_holds(fd: i32, len: usize) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        let mut unread: libc::c_int = 0;
-        // SAFETY: FIONREAD writes the unread byte count of the pipe into `unread`; F_GETPIPE_SZ reads its size.
-        let empty = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) } == 0 && unread == 0;
-        empty && usize::try_from(unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) }).is_ok_and(|size| len + 4096 <= size)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (fd, len);
-        false
-    }
-}
-
 /// Queues frames for stdout next to tower-lsp-server's own, so that a
 /// notification can be written straight from its typed parameters:
 /// `Client::publish_diagnostics` first turns the parameters into a
 /// `serde_json::Value` tree, which for a 5,000-line file's diagnostics (about
 /// 110 KB of JSON) took longer than the rest of the output path together.
 #[derive(Clone)]
-pub struct Frames {
-    tx: mpsc::UnboundedSender<Out>,
-    sink: std::sync::Arc<Sink>,
-}
+pub struct Frames(mpsc::UnboundedSender<Out>);
 
 impl Frames {
     /// Sends a JSON-RPC notification; false if the writer has stopped.
@@ -333,10 +269,7 @@ impl Frames {
         let header = format!("Content-Length: {}\r\n\r\n", frame.len() - HEADER_ROOM);
         let from = HEADER_ROOM - header.len();
         frame[from..HEADER_ROOM].copy_from_slice(header.as_bytes());
-        match self.sink.write_now(&frame[from..]) {
-            Some(written) => written,
-            None => self.sink.queue(&self.tx, Out::Frame(frame, from)),
-        }
+        self.0.send(Out::Frame(frame, from)).is_ok()
     }
 }
 
@@ -344,31 +277,10 @@ impl Frames {
 const HEADER_ROOM: usize = 16 + 20 + 4;
 
 /// The output of the server: [`Frames`] for our own messages, a
-/// [`FrameSplitter`] for tower-lsp-server's, and the [`Writer`] to run on a
-/// thread of its own. `out` is where frames go; `pipe`, the descriptor it
-/// writes to where that is a pipe a frame may be written to directly (see
-/// [`Sink`]), or `None` to have every frame go through the writer.
-pub fn output(out: impl std::io::Write + Send + 'static, pipe: Option<i32>) -> (Frames, FrameSplitter, Writer) {
+/// [`FrameSplitter`] for tower-lsp-server's, and the receiver for [`write_frames`].
+pub fn output() -> (Frames, FrameSplitter, mpsc::UnboundedReceiver<Out>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let sink = std::sync::Arc::new(Sink { out: std::sync::Mutex::new(Box::new(out)), queued: 0.into(), pipe });
-    let frames = Frames { tx: tx.clone(), sink: sink.clone() };
-    (frames, FrameSplitter { buf: Vec::new(), tx, sink: sink.clone() }, Writer { rx, sink })
-}
-
-/// Standard output as the server's [`output`] sink: a frame may be written to
-/// it directly where it is a pipe.
-pub fn stdout_pipe() -> Option<i32> {
-    #[cfg(unix)]
-    {
-        // SAFETY: fstat fills `st` for descriptor 1 (or fails, and `st` is not read).
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let ok = unsafe { libc::fstat(1, &mut st) } == 0;
-        (ok && st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some(1)
-    }
-    #[cfg(not(unix))]
-    {
-        None
-    }
+    (Frames(tx.clone()), FrameSplitter { buf: Vec::new(), tx }, rx)
 }
 
 /// The writer tower-lsp-server gets: it cuts what it is given into whole
@@ -377,7 +289,6 @@ pub fn stdout_pipe() -> Option<i32> {
 pub struct FrameSplitter {
     buf: Vec<u8>,
     tx: mpsc::UnboundedSender<Out>,
-    sink: std::sync::Arc<Sink>,
 }
 
 /// Length of the first whole frame in `buf`; the whole buffer if its header cannot be read.
@@ -402,7 +313,7 @@ impl AsyncWrite for FrameSplitter {
         while let Some(n) = frame_len(&this.buf) {
             let rest = this.buf.split_off(n);
             let frame = std::mem::replace(&mut this.buf, rest);
-            if !this.sink.queue(&this.tx, Out::Frame(frame, 0)) {
+            if this.tx.send(Out::Frame(frame, 0)).is_err() {
                 return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
             }
         }
@@ -418,46 +329,33 @@ impl AsyncWrite for FrameSplitter {
     }
 }
 
-/// Writes the queued frames: see [`Writer::run`].
-pub struct Writer {
-    rx: mpsc::UnboundedReceiver<Out>,
-    sink: std::sync::Arc<Sink>,
-}
-
-impl Writer {
-    /// Writes queued frames in order, flushing after each burst; run on a
-    /// thread of its own (a frame is written by the thread it wakes, not
-    /// handed on again to the runtime's blocking pool as `tokio::io::stdout`
-    /// does). Returns when every sender is gone or the output fails.
-    pub fn run(mut self) {
-        use std::sync::atomic::Ordering;
-        while let Some(first) = self.rx.blocking_recv() {
-            let mut out = self.sink.out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut next = Some(first);
-            while let Some(item) = next.take() {
-                match item {
-                    Out::Frame(frame, from) => {
-                        let written = out.write_all(&frame[from..]).is_ok();
-                        self.sink.queued.fetch_sub(1, Ordering::AcqRel);
-                        if !written {
-                            return;
-                        }
-                    }
-                    Out::Flushed(done) => {
-                        let _ = out.flush();
-                        let _ = done.send(());
+/// Writes queued frames to `out` in order, flushing after each burst; run on
+/// a thread of its own (a frame is written by the thread it wakes, not handed
+/// on again to the runtime's blocking pool as `tokio::io::stdout` does).
+pub fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl std::io::Write) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            match item {
+                Out::Frame(frame, from) => {
+                    if out.write_all(&frame[from..]).is_err() {
+                        return;
                     }
                 }
-                next = self.rx.try_recv().ok();
+                Out::Flushed(done) => {
+                    let _ = out.flush();
+                    let _ = done.send(());
+                }
             }
-            if out.flush().is_err() {
-                return;
-            }
+            next = rx.try_recv().ok();
+        }
+        if out.flush().is_err() {
+            return;
         }
     }
 }
 
-/// Standard output for the [`Writer`], unbuffered: `std::io::stdout()` is
+/// Standard output for [`write_frames`], unbuffered: `std::io::stdout()` is
 /// line-buffered, so a frame's header (it ends in a newline) went out in a
 /// write of its own and woke the client once for the header and again for
 /// the body. The frame is written whole, in one `write` where the pipe has room.
@@ -506,7 +404,7 @@ pub fn widen_pipe(fd: i32, bytes: i32) -> bool {
 /// Waits (at most `limit`) until everything queued before has been written.
 pub async fn flushed(frames: &Frames, limit: std::time::Duration) {
     let (tx, rx) = oneshot::channel();
-    if frames.sink.queue(&frames.tx, Out::Flushed(tx)) {
+    if frames.0.send(Out::Flushed(tx)).is_ok() {
         let _ = tokio::time::timeout(limit, rx).await;
     }
 }
@@ -514,26 +412,6 @@ pub async fn flushed(frames: &Frames, limit: std::time::Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An output the test reads back after the writer is done with it.
-    #[derive(Clone, Default)]
-    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Shared {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
-    }
 
     #[test]
     fn bad_bodies_are_replaced() {
@@ -552,8 +430,7 @@ mod tests {
 
     #[test]
     fn our_frames_go_between_whole_frames_of_the_transport() {
-        let out = Shared::default();
-        let (frames, mut splitter, writer) = output(out.clone(), None);
+        let (frames, mut splitter, rx) = output();
         let first = b"Content-Length: 2\r\n\r\n{}";
         let second = b"Content-Length: 5\r\n\r\n[1,2]";
         // The transport writes in arbitrary pieces; ours comes in the middle of a frame.
@@ -565,45 +442,13 @@ mod tests {
             splitter.write_all(&second[..]).await.unwrap();
         });
         drop((frames, splitter));
-        writer.run();
-        let out = out.text();
+        let mut out = Vec::new();
+        write_frames(rx, &mut out);
+        let out = String::from_utf8(out).unwrap();
         let ours = r#"{"jsonrpc":"2.0","method":"x","params":{"a":1}}"#;
         let expected = format!("Content-Length: {}\r\n\r\n{ours}", ours.len())
             + "Content-Length: 2\r\n\r\n{}Content-Length: 5\r\n\r\n[1,2]";
         assert_eq!(out, expected);
-    }
-
-    /// A frame made while nothing is queued goes straight into an empty pipe
-    /// (no writer thread involved); one made while a frame waits for the
-    /// writer goes behind it, so frames reach the client in the order made.
-    #[test]
-    fn a_frame_is_written_at_once_only_behind_nothing() {
-        use std::io::Read;
-        let mut fds = [0; 2];
-        // SAFETY: pipe() fills the two descriptors; the write end is owned by the `File` below, the read end too.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        let (mut read_end, write_end) = {
-            use std::os::fd::FromRawFd;
-            // SAFETY: both descriptors were just made by pipe() and are owned by nothing else.
-            unsafe { (std::fs::File::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])) }
-        };
-        let (frames, mut splitter, writer) = output(write_end, Some(fds[1]));
-        let frame = |body: &str| format!("Content-Length: {}\r\n\r\n{body}", body.len());
-        let first = r#"{"jsonrpc":"2.0","method":"a","params":1}"#;
-        assert!(frames.notify("a", &1));
-        // Written already, with no writer running.
-        let mut got = vec![0u8; frame(first).len()];
-        read_end.read_exact(&mut got).unwrap();
-        assert_eq!(String::from_utf8(got).unwrap(), frame(first));
-        // A transport frame waits for the writer; ours, made after it, must not overtake it.
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        runtime.block_on(async { splitter.write_all(frame("{}").as_bytes()).await.unwrap() });
-        assert!(frames.notify("b", &2));
-        drop((frames, splitter));
-        writer.run();
-        let mut rest = String::new();
-        read_end.read_to_string(&mut rest).unwrap();
-        assert_eq!(rest, frame("{}") + &frame(r#"{"jsonrpc":"2.0","method":"b","params":2}"#));
     }
 
     /// A pipe read through the event loop gives the frames written into it

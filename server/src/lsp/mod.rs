@@ -110,13 +110,13 @@ pub fn serve_stdio(client_pid: Option<u32>) -> i32 {
     };
     runtime.block_on(async {
         crate::bench::sandbox::exit_cleanly_on_signals();
-        let (frames, transport_out, writer) = framing::output(framing::RawStdout::new(), framing::stdout_pipe());
+        let (frames, transport_out, out) = framing::output();
         // 1 MiB: a 5,000-line file's diagnostics (about 100 KB) fit at once.
         framing::widen_pipe(1, 1 << 20);
         framing::widen_pipe(0, 1 << 20);
         let writer = std::thread::Builder::new()
             .name("kl-stdout".into())
-            .spawn(move || writer.run());
+            .spawn(move || framing::write_frames(out, framing::RawStdout::new()));
         if let Err(e) = &writer {
             eprintln!("kernel-lsp serve: cannot start the output thread: {e}");
             return;
