@@ -52,7 +52,9 @@ static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
 /// freed trees and models, that cost ~5 MB of peak RSS with 20 open files. The server's threads
 /// hardly allocate concurrently, so one arena costs no measurable time.
 /// Where the binary links jemalloc (`main.rs`, one arena there for the same
-/// reason), glibc's malloc serves only tree-sitter's C allocations.
+/// reason), tree-sitter's C allocations go there too
+/// (`model::tree_sitter_on_jemalloc`), and glibc's malloc serves only what
+/// other C code asks of it.
 /// Called before the runtime starts its threads.
 fn one_malloc_arena() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -30,7 +30,8 @@ pub(crate) use field;
 #[cfg(all(unix, not(target_os = "openbsd"), any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub fn tree_sitter_on_jemalloc() {
     use tikv_jemalloc_sys as je;
-    let allocator = tree_sitter::Allocator { malloc: je::malloc, calloc: je::calloc, realloc: je::realloc, free: je::free };
+    let allocator =
+        tree_sitter::Allocator { malloc: je::malloc, calloc: je::calloc, realloc: je::realloc, free: je::free };
     // SAFETY: the four functions are one allocator's (jemalloc's, aligned as
     // malloc is), and this runs before any tree-sitter object is made (the
     // caller's contract), on one thread.
