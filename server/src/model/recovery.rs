@@ -226,15 +226,25 @@ fn header_end(b: &[u8], from: usize, to: usize) -> Option<HeaderEnd> {
 /// Whether the first line from `from` that holds a token is indented no
 /// deeper than `indent` (false at the end of the text).
 fn no_block(b: &[u8], from: usize, indent: usize) -> bool {
-    let mut at = from;
-    while at < b.len() {
-        let i = indent_of(b, at);
-        if !matches!(b.get(at + i), None | Some(b'\n' | b'\r' | b'#')) {
-            return i <= indent;
+    token_line(b, from).is_some_and(|(_, at)| at <= indent)
+}
+
+/// The first line from `from` (a line start) that holds a token (not blank,
+/// not only a comment): where it starts and how deep it is indented.
+fn token_line(b: &[u8], mut from: usize) -> Option<(usize, usize)> {
+    while from < b.len() {
+        let at = indent_of(b, from);
+        if !matches!(b.get(from + at), None | Some(b'\n' | b'\r' | b'#')) {
+            return Some((from, at));
         }
-        at = b[at..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| at + k + 1);
+        from = next_line(b, from);
     }
-    false
+    None
+}
+
+/// The start of the line after the one `at` is in (the end of the text after the last).
+fn next_line(b: &[u8], at: usize) -> usize {
+    b[at..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| at + k + 1)
 }
 
 /// The last token of `b[line_start..end]` (code only: `end` is the line
@@ -328,13 +338,11 @@ fn compound(line: &[u8]) -> bool {
 /// Where the block of a statement indented `indent` ends, from `from` (a
 /// line start inside it): the first line with a token indented no deeper.
 fn block_end(b: &[u8], mut from: usize, indent: usize) -> usize {
-    while from < b.len() {
-        let at = indent_of(b, from);
-        let blank = matches!(b.get(from + at), None | Some(b'\n' | b'\r' | b'#'));
-        if !blank && at <= indent {
-            return from;
+    while let Some((line, at)) = token_line(b, from) {
+        if at <= indent {
+            return line;
         }
-        from = b[from..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| from + k + 1);
+        from = next_line(b, line);
     }
     b.len()
 }
