@@ -393,194 +393,247 @@ enum Stop<'o> {
 /// scan stopped. `from` must be such a place. What the scan found before a
 /// checkpoint never depends on the text after it.
 fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
-    let first_only = matches!(stop, Stop::FirstLine);
-    let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut checkpoints = Vec::new();
-    let mut i = from;
-    // A logical line starts at `at` (outside brackets, `above` up to date): a checkpoint?
-    // Returns whether the scan has met the text before the edit again.
-    let checkpoint = |at: usize, above: &[usize], checkpoints: &mut Vec<usize>| -> bool {
-        let token = b.get(at).is_some_and(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'#' | b'@' | b'\x0c'));
-        if !token || !above.is_empty() {
+    let mut scanner = Scanner {
+        b: text.as_bytes(),
+        first_only: matches!(stop, Stop::FirstLine),
+        stop,
+        gaps: Vec::new(),
+        checkpoints: Vec::new(),
+        i: from,
+        stack: Vec::new(),
+        logical: from,
+        line_start: from,
+        comment: None,
+        open_string: None,
+        decorators: Vec::new(),
+        above: Vec::new(),
+        looked_at: 0,
+    };
+    let end = scanner.run(from);
+    (scanner.gaps, scanner.checkpoints, end)
+}
+
+/// One [`scan`]: where it is, what it has found, and what it knows of the
+/// logical line it is in.
+struct Scanner<'t, 'o> {
+    b: &'t [u8],
+    stop: Stop<'o>,
+    first_only: bool,
+    gaps: Vec<Gap>,
+    checkpoints: Vec<usize>,
+    i: usize,
+    /// Open brackets (the byte and where), where the logical line and the
+    /// physical line started, and where the current line's comment starts.
+    stack: Vec<(u8, usize)>,
+    logical: usize,
+    line_start: usize,
+    comment: Option<usize>,
+    /// The opening quote of a one-line string this logical line left open.
+    open_string: Option<usize>,
+    /// The run of decorator lines just read inside brackets (start, indentation):
+    /// a gap that ends at a definition ends before its decorators.
+    decorators: Vec<(usize, usize)>,
+    /// The logical lines just before this one that are decorators (their starts).
+    above: Vec<usize>,
+    /// No checkpoint up to the line a cut looked at (the `def` its decorators went with).
+    looked_at: usize,
+}
+
+impl Scanner<'_, '_> {
+    /// Scans from `from` to where the scan stops, which it returns.
+    fn run(&mut self, from: usize) -> usize {
+        if self.checkpoint(from) {
+            return from;
+        }
+        let b = self.b;
+        while self.i < b.len() {
+            let (i, c) = (self.i, b[self.i]);
+            if !STOP[c as usize] {
+                self.i += 1;
+                continue;
+            }
+            match c {
+                b'#' => {
+                    self.comment = Some(i);
+                    self.i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k);
+                }
+                b'\'' | b'"' => {
+                    let (end, closed) = string_end(b, i);
+                    // Left open at the end of its line (not of the text), outside brackets.
+                    if !closed && end < b.len() && self.stack.is_empty() && self.open_string.is_none() {
+                        self.open_string = Some(i);
+                    }
+                    self.i = end;
+                }
+                b'(' | b'[' | b'{' => {
+                    self.stack.push((c, i));
+                    self.i += 1;
+                }
+                b')' | b']' | b'}' => {
+                    let open = match c {
+                        b')' => b'(',
+                        b']' => b'[',
+                        _ => b'{',
+                    };
+                    if self.stack.last().is_some_and(|s| s.0 == open) {
+                        self.stack.pop();
+                    }
+                    self.i += 1;
+                }
+                b'\\' => {
+                    // A line continuation joins the next line to this one.
+                    self.i += if b.get(i + 1) == Some(&b'\n') {
+                        2
+                    } else if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') {
+                        3
+                    } else {
+                        1
+                    };
+                }
+                _ => {
+                    if let Some(end) = self.line_break() {
+                        return end;
+                    }
+                }
+            }
+        }
+        b.len()
+    }
+
+    /// A logical line starts at `at` (outside brackets, `above` up to date): a
+    /// checkpoint? Returns whether the scan has met the text before the edit again.
+    fn checkpoint(&mut self, at: usize) -> bool {
+        let token = self.b.get(at).is_some_and(|&c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'#' | b'@' | b'\x0c'));
+        if !token || !self.above.is_empty() {
             return false;
         }
-        if let Stop::Converged { after, old, delta } = stop {
+        if let Stop::Converged { after, old, delta } = self.stop {
             if at >= after && old.binary_search(&((at as isize - delta) as usize)).is_ok() {
                 return true;
             }
         }
-        checkpoints.push(at);
+        self.checkpoints.push(at);
         false
-    };
-    // Open brackets (the byte and where), where the logical line and the
-    // physical line started, and where the current line's comment starts.
-    let mut stack: Vec<(u8, usize)> = Vec::new();
-    let mut logical = from;
-    let mut line_start = from;
-    let mut comment: Option<usize> = None;
-    // The opening quote of a one-line string this logical line left open.
-    let mut open_string: Option<usize> = None;
-    // The run of decorator lines just read inside brackets (start, indentation):
-    // a gap that ends at a definition ends before its decorators.
-    let mut decorators: Vec<(usize, usize)> = Vec::new();
-    // The logical lines just before this one that are decorators (their starts).
-    let mut above: Vec<usize> = Vec::new();
-    // No checkpoint up to the line a cut looked at (the `def` its decorators went with).
-    let mut looked_at = 0;
-    if checkpoint(from, &above, &mut checkpoints) {
-        return (out, checkpoints, from);
     }
-    while i < b.len() {
-        let c = b[i];
-        if !STOP[c as usize] {
-            i += 1;
-            continue;
+
+    /// At a line break (`self.i`): the logical line ends here, or goes on
+    /// inside brackets. Returns where the scan stops, if it stops here.
+    fn line_break(&mut self) -> Option<usize> {
+        let last = last_token(self.b, self.line_start, self.comment.unwrap_or(self.i));
+        self.comment = None;
+        let line_break = self.i;
+        self.i += 1;
+        self.line_start = self.i;
+        if self.stack.is_empty() {
+            return self.statement_end(line_break);
         }
-        match c {
-            b'#' => {
-                comment = Some(i);
-                i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k);
+        let end = self.in_brackets(last);
+        self.line_start = self.i;
+        end
+    }
+
+    /// The logical line ended (outside brackets) at `line_break`. A string
+    /// left open, or a header without its `:` (or its block): the logical
+    /// line is cut (with a header's block and decorators).
+    fn statement_end(&mut self, line_break: usize) -> Option<usize> {
+        let (b, i, logical) = (self.b, self.i, self.logical);
+        let cut = match self.open_string.take() {
+            Some(quote) => Some((quote, Cut::String)),
+            None => match header_end(b, logical, line_break) {
+                Some(HeaderEnd::NoColon(at)) => Some((at, Cut::Colon)),
+                Some(HeaderEnd::Colon(at)) if no_block(b, i, indent_of(b, logical)) => Some((at, Cut::Block)),
+                _ => None,
+            },
+        };
+        if let Some((opener, why)) = cut {
+            let (start, end) = cut_extent(b, logical, i, &self.above, header_keyword(b, logical).is_some());
+            self.gaps.push(Gap { start, end, opener, why });
+            if self.first_only {
+                return Some(end);
             }
-            b'\'' | b'"' => {
-                let (end, closed) = string_end(b, i);
-                // Left open at the end of its line (not of the text), outside brackets.
-                if !closed && end < b.len() && stack.is_empty() && open_string.is_none() {
-                    open_string = Some(i);
-                }
-                i = end;
-            }
-            b'(' | b'[' | b'{' => {
-                stack.push((c, i));
-                i += 1;
-            }
-            b')' | b']' | b'}' => {
-                let open = match c {
-                    b')' => b'(',
-                    b']' => b'[',
-                    _ => b'{',
-                };
-                if stack.last().is_some_and(|s| s.0 == open) {
-                    stack.pop();
-                }
-                i += 1;
-            }
-            b'\\' => {
-                // A line continuation joins the next line to this one.
-                if b.get(i + 1) == Some(&b'\n') {
-                    i += 2;
-                } else if b.get(i + 1) == Some(&b'\r') && b.get(i + 2) == Some(&b'\n') {
-                    i += 3;
-                } else {
-                    i += 1;
-                }
-            }
-            _ => {
-                // A line break.
-                let last = last_token(b, line_start, comment.unwrap_or(i));
-                comment = None;
-                let line_break = i;
-                i += 1;
-                line_start = i;
-                if stack.is_empty() {
-                    // A string left open, or a header without its `:`: the
-                    // logical line is cut (with a header's block and decorators).
-                    let cut = match open_string.take() {
-                        Some(quote) => Some((quote, Cut::String)),
-                        None => match header_end(b, logical, line_break) {
-                            Some(HeaderEnd::NoColon(at)) => Some((at, Cut::Colon)),
-                            Some(HeaderEnd::Colon(at)) if no_block(b, i, indent_of(b, logical)) => {
-                                Some((at, Cut::Block))
-                            }
-                            _ => None,
-                        },
-                    };
-                    if let Some((opener, why)) = cut {
-                        let (start, end) = cut_extent(b, logical, i, &above, header_keyword(b, logical).is_some());
-                        out.push(Gap { start, end, opener, why });
-                        if first_only {
-                            return (out, checkpoints, end);
-                        }
-                        // As after a bracket's cut: no checkpoint at its end
-                        // (where it ends depended on the lines after it).
-                        i = end;
-                        line_start = i;
-                        looked_at = looked_at.max(end);
-                        decorators.clear();
-                        above.clear();
-                        logical = i;
-                        continue;
-                    }
-                    // Decorators directly above the next statement go with it if it is cut.
-                    let decorator = b.get(logical + indent_of(b, logical)) == Some(&b'@');
-                    if decorator {
-                        above.push(logical);
+            // As after a bracket's cut: no checkpoint at its end
+            // (where it ends depended on the lines after it).
+            self.i = end;
+            self.line_start = end;
+            self.looked_at = self.looked_at.max(end);
+            self.decorators.clear();
+            self.above.clear();
+            self.logical = end;
+            return None;
+        }
+        // Decorators directly above the next statement go with it if it is cut.
+        let decorator = b.get(logical + indent_of(b, logical)) == Some(&b'@');
+        if decorator {
+            self.above.push(logical);
+        } else {
+            self.above.clear();
+        }
+        if self.first_only && !decorator {
+            return Some(b.len());
+        }
+        self.logical = i;
+        self.decorators.clear();
+        if i > self.looked_at && self.checkpoint(i) {
+            return Some(i);
+        }
+        None
+    }
+
+    /// Inside brackets after a line break whose line ended with `last`: the
+    /// next line that holds a token decides whether the statement goes on.
+    fn in_brackets(&mut self, last: Last) -> Option<usize> {
+        let b = self.b;
+        loop {
+            let i = self.i;
+            match cannot_continue(b, i, last, indent_of(b, self.logical)) {
+                None => self.i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k + 1),
+                Some(false) => {
+                    let indent = indent_of(b, i);
+                    if b.get(i + indent) == Some(&b'@') {
+                        self.decorators.push((i, indent));
                     } else {
-                        above.clear();
+                        self.decorators.clear();
                     }
-                    if first_only && !decorator {
-                        break;
-                    }
-                    logical = i;
-                    decorators.clear();
-                    if i > looked_at && checkpoint(i, &above, &mut checkpoints) {
-                        return (out, checkpoints, i);
-                    }
-                    continue;
+                    return None;
                 }
-                // Inside brackets: the next line that holds a token decides.
-                loop {
-                    match cannot_continue(b, i, last, indent_of(b, logical)) {
-                        None => match b[i..].iter().position(|&c| c == b'\n') {
-                            Some(k) => i += k + 1,
-                            None => i = b.len(),
-                        },
-                        Some(false) => {
-                            let indent = indent_of(b, i);
-                            if b.get(i + indent) == Some(&b'@') {
-                                decorators.push((i, indent));
-                            } else {
-                                decorators.clear();
-                            }
-                            break;
-                        }
-                        Some(true) => {
-                            looked_at = i;
-                            let indent = indent_of(b, i);
-                            let line = &b[i + indent..];
-                            let run = decorators.iter().rev().take_while(|d| d.1 == indent).count();
-                            let end = match line.first() == Some(&b'@') || is_definition(line) {
-                                true if run > 0 => decorators[decorators.len() - run].0,
-                                _ => i,
-                            };
-                            let opener = stack[stack.len() - 1].1;
-                            let at = indent_of(b, logical);
-                            let (start, end) = cut_extent(b, logical, end, &above, compound(&b[logical + at..]));
-                            out.push(Gap { start, end, opener, why: Cut::Bracket });
-                            if first_only {
-                                return (out, checkpoints, end);
-                            }
-                            // The statement at the cut starts afresh.
-                            i = end;
-                            stack.clear();
-                            decorators.clear();
-                            above.clear();
-                            // Not a checkpoint: where the cut falls depended on the
-                            // lines from here on (the decorators before a `def`, a
-                            // header's block).
-                            logical = i;
-                            break;
-                        }
-                    }
-                    if i >= b.len() {
-                        break;
-                    }
-                }
-                line_start = i;
+                Some(true) => return self.bracket_cut(),
+            }
+            if self.i >= b.len() {
+                return None;
             }
         }
     }
-    (out, checkpoints, b.len())
+
+    /// The line at `self.i` cannot go on the bracket left open: the logical
+    /// line is cut before it (before the decorators of a definition there).
+    fn bracket_cut(&mut self) -> Option<usize> {
+        let (b, i) = (self.b, self.i);
+        self.looked_at = i;
+        let indent = indent_of(b, i);
+        let line = &b[i + indent..];
+        let run = self.decorators.iter().rev().take_while(|d| d.1 == indent).count();
+        let end = match line.first() == Some(&b'@') || is_definition(line) {
+            true if run > 0 => self.decorators[self.decorators.len() - run].0,
+            _ => i,
+        };
+        let opener = self.stack[self.stack.len() - 1].1;
+        let at = indent_of(b, self.logical);
+        let (start, end) = cut_extent(b, self.logical, end, &self.above, compound(&b[self.logical + at..]));
+        self.gaps.push(Gap { start, end, opener, why: Cut::Bracket });
+        if self.first_only {
+            return Some(end);
+        }
+        // The statement at the cut starts afresh.
+        self.i = end;
+        self.stack.clear();
+        self.decorators.clear();
+        self.above.clear();
+        // Not a checkpoint: where the cut falls depended on the
+        // lines from here on (the decorators before a `def`, a
+        // header's block).
+        self.logical = end;
+        None
+    }
 }
 
 /// The gaps of a text, and where a scan of it may start again after an edit.
