@@ -46,37 +46,79 @@ pub(super) fn facts<'p>(
         .enumerate()
         .map(|(s, &i)| {
             slot.insert(i, s);
-            let (has_error, reads, import_binds) = match kept(i) {
-                Some(k) => (k.has_error, k.reads.clone(), k.import_binds.clone()),
-                None => text_facts(nodes[i], model.src),
-            };
-            let facts = UnitFacts {
-                kind: nodes[i].kind_id(),
-                has_error,
-                neutral: true,
-                kernels: Vec::new(),
-                helper_callees: Vec::new(),
-                launched: Vec::new(),
-                module_assigns: Vec::new(),
-                reads,
-                import_binds,
-                host_loops: 0,
-                widths: host_widths(model, nodes[i]),
-                diags: Vec::new(),
-                classes: Vec::new(),
-                directives: Vec::new(),
-                links: None,
-            };
-            (facts, Vec::new())
+            (unread(model, nodes[i], kept(i)), Vec::new())
         })
         .collect();
-    let unit = |pos: usize| unit_of(&ranges, pos).and_then(|i| slot.get(&i).copied());
-    let mut loose = Vec::new();
+    let slots = Slots { ranges, slot };
+    kernel_facts(model, settings, selected, &slots, link, &mut units);
+    let loose = attribute_findings(model, settings, &slots, &mut units);
+    host_facts(model, nodes, selected, &slots, &mut units);
+    if link {
+        host_links(model, &mut units, &|pos| slots.unit(pos));
+        let candidate = candidate::is_candidate(model);
+        for (s, &i) in selected.iter().enumerate() {
+            if let Some(stub) = host_stub_of(model, nodes[i], &units[s].0, candidate) {
+                units[s].0.links.get_or_insert_with(Default::default).host_stub = Some(stub);
+            }
+        }
+    }
+    (units, loose)
+}
 
-    // Kernels: the kernel rules one kernel at a time, so each diagnostic belongs to its kernel.
+/// The statements read, by position: each statement's range (`nodes`), and
+/// for those selected, their index among the facts being read.
+struct Slots {
+    ranges: Vec<TextRange>,
+    slot: HashMap<usize, usize>,
+}
+
+impl Slots {
+    /// The selected statement that holds byte `pos` (its index in the facts).
+    fn unit(&self, pos: usize) -> Option<usize> {
+        unit_of(&self.ranges, pos).and_then(|i| self.slot.get(&i).copied())
+    }
+}
+
+/// A statement's facts before its kernels and host code are read: what its
+/// text alone gives (from `kept`, its facts last time, where the edit left it as it was).
+fn unread(model: &FileModel, node: Node, kept: Option<&UnitFacts>) -> UnitFacts {
+    let (has_error, reads, import_binds) = match kept {
+        Some(k) => (k.has_error, k.reads.clone(), k.import_binds.clone()),
+        None => text_facts(node, model.src),
+    };
+    UnitFacts {
+        kind: node.kind_id(),
+        has_error,
+        neutral: true,
+        kernels: Vec::new(),
+        helper_callees: Vec::new(),
+        launched: Vec::new(),
+        module_assigns: Vec::new(),
+        reads,
+        import_binds,
+        host_loops: 0,
+        widths: host_widths(model, node),
+        diags: Vec::new(),
+        classes: Vec::new(),
+        directives: Vec::new(),
+        links: None,
+    }
+}
+
+/// Each kernel's facts, in the statement that defines it, and its kernel
+/// rules' findings, run one kernel at a time so that each diagnostic belongs
+/// to its kernel (those reaching outside the statement are its foreign ones).
+fn kernel_facts(
+    model: &FileModel,
+    settings: &Settings,
+    selected: &[usize],
+    slots: &Slots,
+    link: bool,
+    units: &mut [Fresh],
+) {
     let mut produced = Vec::new();
     for (ki, k) in model.kernels.iter().enumerate() {
-        let Some(u) = unit(k.node.start_byte()) else { continue };
+        let Some(u) = slots.unit(k.node.start_byte()) else { continue };
         let (facts, foreign) = &mut units[u];
         facts.kernels.push(KernelFacts {
             name: k.name.clone(),
@@ -94,7 +136,7 @@ pub(super) fn facts<'p>(
         }
         model.set_focus(Some((ki, ki + 1)));
         rules::run_reach(model, settings, Reach::Kernel, &mut produced);
-        let here = ranges[selected[u]];
+        let here = slots.ranges[selected[u]];
         for d in produced.drain(..) {
             if positions(&d).all(|r| here.start <= r.start && r.end <= here.end) {
                 facts.diags.push(d);
@@ -104,14 +146,19 @@ pub(super) fn facts<'p>(
         }
     }
     model.set_focus(None);
-    // KL005 reports on the attribute itself, inside its statement.
+}
+
+/// KL005's findings, each on the attribute itself, inside its statement;
+/// returns those that fall in no statement.
+fn attribute_findings(model: &FileModel, settings: &Settings, slots: &Slots, units: &mut [Fresh]) -> Vec<Diagnostic> {
+    let mut loose = Vec::new();
     let mut attr_diags = Vec::new();
     rules::run_reach(model, settings, Reach::TlAttr, &mut attr_diags);
     for d in attr_diags {
-        match unit_of(&ranges, d.range.start) {
+        match unit_of(&slots.ranges, d.range.start) {
             Some(i) => {
-                if let Some(&u) = slot.get(&i) {
-                    match home(&ranges, &d) {
+                if let Some(&u) = slots.slot.get(&i) {
+                    match home(&slots.ranges, &d) {
                         Some(_) => units[u].0.diags.push(d),
                         None => units[u].1.push(d),
                     }
@@ -120,9 +167,15 @@ pub(super) fn facts<'p>(
             None => loose.push(d),
         }
     }
-    // Host code.
+    loose
+}
+
+/// What the statements' host code holds: which statements hold any (not
+/// `neutral`), the module-level names they assign, their host loops, what
+/// they launch, their classes and directives.
+fn host_facts(model: &FileModel, nodes: &[Node], selected: &[usize], slots: &Slots, units: &mut [Fresh]) {
     let mut host = |pos: usize| {
-        if let Some(u) = unit(pos) {
+        if let Some(u) = slots.unit(pos) {
             units[u].0.neutral = false;
         }
     };
@@ -154,7 +207,7 @@ pub(super) fn facts<'p>(
         host(r.start);
     }
     for a in &module.assigns {
-        if let Some(u) = unit(a.node.start_byte()) {
+        if let Some(u) = slots.unit(a.node.start_byte()) {
             let names = &mut units[u].0.module_assigns;
             if !names.contains(&a.target) {
                 names.push(a.target.clone());
@@ -162,37 +215,27 @@ pub(super) fn facts<'p>(
         }
     }
     for l in model.host_fns.iter().flat_map(|f| &f.loops) {
-        if let Some(u) = unit(l.node.start_byte()) {
+        if let Some(u) = slots.unit(l.node.start_byte()) {
             units[u].0.host_loops += 1;
         }
     }
     for l in &model.launches {
-        if let Some(u) = unit(l.node.start_byte()) {
+        if let Some(u) = slots.unit(l.node.start_byte()) {
             if !units[u].0.launched.contains(&l.kernel) {
                 units[u].0.launched.push(l.kernel.clone());
             }
         }
     }
     for c in &model.classes {
-        if let Some(u) = unit(c.node.start_byte()) {
+        if let Some(u) = slots.unit(c.node.start_byte()) {
             units[u].0.classes.push(ClassSummary { name: c.name.clone(), range: c.name_range });
         }
     }
     for (pos, d) in &model.directives {
-        if let Some(u) = unit(*pos) {
+        if let Some(u) = slots.unit(*pos) {
             units[u].0.directives.push((*pos, d.clone()));
         }
     }
-    if link {
-        host_links(model, &mut units, &unit);
-        let candidate = candidate::is_candidate(model);
-        for (s, &i) in selected.iter().enumerate() {
-            if let Some(stub) = host_stub_of(model, nodes[i], &units[s].0, candidate) {
-                units[s].0.links.get_or_insert_with(Default::default).host_stub = Some(stub);
-            }
-        }
-    }
-    (units, loose)
 }
 
 /// Whether a statement has a syntax error, its module reads (read when first
