@@ -116,36 +116,50 @@ fn raw_string_start(b: &[u8]) -> Option<(usize, usize)> {
     (b.get(i + hashes) == Some(&b'"')).then_some((i + hashes + 1, hashes))
 }
 
-/// `code` with every item under `#[cfg(test)]` blanked (to its `;`, or to the
-/// brace that closes its first `{`).
-fn without_tests(code: &str) -> String {
-    let mut out = code.as_bytes().to_vec();
+/// The byte ranges of the items under `#[cfg(test)]` in `code` (to the
+/// item's `;`, or to the brace that closes its first `{`).
+fn test_items(code: &str) -> Vec<(usize, usize)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
     let mut from = 0;
     while let Some(at) = code[from..].find("#[cfg(test)]").map(|p| p + from) {
-        let b = code.as_bytes();
-        let mut i = at;
-        let mut depth = 0usize;
-        while i < b.len() {
-            match b[i] {
-                b';' if depth == 0 => break,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        break;
-                    }
+        let end = (item_end(b, at) + 1).min(b.len());
+        out.push((at, end));
+        from = end;
+    }
+    out
+}
+
+/// The `;` that ends the item starting at `at`, or the brace that closes its first `{`.
+fn item_end(b: &[u8], at: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = at;
+    while i < b.len() {
+        match b[i] {
+            b';' if depth == 0 => break,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
                 }
-                _ => {}
             }
-            i += 1;
+            _ => {}
         }
-        let end = (i + 1).min(b.len());
+        i += 1;
+    }
+    i
+}
+
+/// `code` with every item under `#[cfg(test)]` blanked ([`test_items`]).
+fn without_tests(code: &str) -> String {
+    let mut out = code.as_bytes().to_vec();
+    for (at, end) in test_items(code) {
         for c in &mut out[at..end] {
             if *c != b'\n' {
                 *c = b' ';
             }
         }
-        from = end;
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -310,4 +324,101 @@ fn the_checker_names_no_rule_module() {
         ["kl107", "kl108"]
     );
     assert!(found("// kl001\nlet s = \"kl002\"; let kl0010 = 1; fn skl003() {}").is_empty());
+}
+
+/// The longest a function may be, and a file outside its tests (#33).
+const FUNCTION_LINES: usize = 150;
+const FILE_LINES: usize = 800;
+
+/// Each function defined with a body in `code` (comments and literals
+/// blanked): its name, the line of its `fn` and how many lines it spans,
+/// to the brace that closes its body. `fn(..)` types and bodiless
+/// declarations are not functions here.
+fn functions(code: &str) -> Vec<(String, usize, usize)> {
+    let b = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let line = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("fn").map(|p| p + from) {
+        from = at + 2;
+        if (at > 0 && ident(b[at - 1])) || b.get(at + 2).is_some_and(|&c| ident(c)) {
+            continue;
+        }
+        let rest = code[at + 2..].trim_start();
+        let name: String = rest.chars().take_while(|&c| c.is_alphanumeric() || c == '_').collect();
+        if name.is_empty() {
+            continue;
+        }
+        let Some(open) = code[at..].find(['{', ';']).map(|p| p + at) else { continue };
+        if b[open] == b';' {
+            continue;
+        }
+        let close = item_end(b, open);
+        out.push((name, line(at), line(close) - line(at) + 1));
+    }
+    out
+}
+
+/// Every source file of the server: `.rs` files under `src/`.
+fn all_sources() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![src_dir()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// #33's bounds on what a reader must hold at once: no source file over
+/// 800 lines outside its tests (test modules and `tests.rs`, `*_tests.rs`
+/// files are not counted), no function over 150 lines.
+#[test]
+fn no_file_or_function_is_too_long() {
+    let mut long = Vec::new();
+    let mut seen = 0;
+    for path in all_sources() {
+        let file = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if file == "tests.rs" || file.ends_with("_tests.rs") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&path).expect("a source file");
+        let code = code_only(&src);
+        let shown = path.strip_prefix(src_dir()).unwrap_or(&path).display().to_string();
+        let test_lines: usize =
+            test_items(&code).iter().map(|&(at, end)| code[at..end].matches('\n').count() + 1).sum();
+        let lines = src.lines().count().saturating_sub(test_lines);
+        if lines > FILE_LINES {
+            long.push(format!("{shown}: {lines} lines outside its tests (at most {FILE_LINES})"));
+        }
+        for (name, line, span) in functions(&without_tests(&code)) {
+            seen += 1;
+            if span > FUNCTION_LINES {
+                long.push(format!("{shown}:{line}: `fn {name}` spans {span} lines (at most {FUNCTION_LINES})"));
+            }
+        }
+    }
+    assert!(seen > 1000, "only {seen} functions found: the scan reads less than it should");
+    assert!(long.is_empty(), "too long to read at once (split by what each part does):\n{}", long.join("\n"));
+}
+
+#[test]
+fn the_function_scan_measures_bodies_only() {
+    let code = code_only(
+        "fn a() {\n    let s = \"}\";\n    let c = '{';\n}\n\
+         trait T {\n    fn declared(&self);\n}\n\
+         fn b(f: fn(u8) -> u8) -> impl Fn() {\n    move || {\n        f(1);\n    }\n}\n",
+    );
+    assert_eq!(functions(&code), [("a".to_string(), 1, 4), ("b".to_string(), 8, 5)]);
+    let tests = code_only("fn kept() {}\n#[cfg(test)]\nmod tests {\n    fn hidden() {\n    }\n}\n");
+    assert_eq!(test_items(&tests).len(), 1);
+    assert_eq!(functions(&without_tests(&tests)), [("kept".to_string(), 1, 1)]);
 }
