@@ -347,7 +347,6 @@ pub fn inlay_hints(
     uri: &Uri,
     encoding: super::convert::Encoding,
 ) -> Vec<tower_lsp_server::ls_types::InlayHint> {
-    use tower_lsp_server::ls_types::{InlayHint, InlayHintLabel};
     let Some(doc) = st.docs.get(uri) else { return Vec::new() };
     let Some(c) = st.compile.get(uri).filter(|c| c.version == doc.version) else { return Vec::new() };
     if st.bench.get(uri).is_some_and(|b| b.result.is_some()) {
@@ -372,18 +371,7 @@ pub fn inlay_hints(
             },
             max(|r| r.shared).unwrap_or(0)
         );
-        let line = doc.line_index().line_of(name.start);
-        let end = doc.line_index().line_start(line) + doc.line_text(line).trim_end().len();
-        out.push(InlayHint {
-            position: doc.range(crate::text::TextRange::new(end, end), encoding).end,
-            label: InlayHintLabel::String(label),
-            kind: None,
-            text_edits: None,
-            tooltip: None,
-            padding_left: Some(true),
-            padding_right: None,
-            data: None,
-        });
+        out.push(super::lens::hint_at_line_end(doc, name.start, label, encoding));
     }
     out
 }

@@ -71,23 +71,24 @@ pub fn inlay_hints(doc: &Document, bench: Option<&BenchState>, encoding: Encodin
         let Some(label) = bench_view::kernel_hint(stats) else {
             continue;
         };
-        out.push(InlayHint {
-            position: line_end(doc, k.range.end, encoding),
-            label: InlayHintLabel::String(label),
-            kind: None::<InlayHintKind>,
-            text_edits: None,
-            tooltip: None,
-            padding_left: Some(true),
-            padding_right: None,
-            data: None,
-        });
+        out.push(hint_at_line_end(doc, k.range.end, label, encoding));
     }
     out
 }
 
-/// The end of the line that holds `offset`, before trailing blanks.
-fn line_end(doc: &Document, offset: usize, encoding: Encoding) -> tower_lsp_server::ls_types::Position {
+/// An inlay hint showing `label` at the end of the line that holds `offset`
+/// (before trailing blanks): the benchmark's per-kernel figures, the compiler's resources.
+pub(crate) fn hint_at_line_end(doc: &Document, offset: usize, label: String, encoding: Encoding) -> InlayHint {
     let line = doc.line_index().line_of(offset);
     let end = doc.line_index().line_start(line) + doc.line_text(line).trim_end().len();
-    doc.range(crate::text::TextRange::new(end, end), encoding).end
+    InlayHint {
+        position: doc.range(crate::text::TextRange::new(end, end), encoding).end,
+        label: InlayHintLabel::String(label),
+        kind: None::<InlayHintKind>,
+        text_edits: None,
+        tooltip: None,
+        padding_left: Some(true),
+        padding_right: None,
+        data: None,
+    }
 }
