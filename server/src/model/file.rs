@@ -171,6 +171,33 @@ pub struct HostFn<'a> {
     pub module_level: bool,
 }
 
+impl<'a> HostFn<'a> {
+    /// A function as its header gives it: nothing of its body read yet.
+    pub(super) fn from_header(
+        name: String,
+        class: Option<String>,
+        node: Node<'a>,
+        name_range: TextRange,
+        params: Vec<String>,
+        module_level: bool,
+    ) -> Self {
+        HostFn {
+            name,
+            class,
+            node,
+            name_range,
+            params,
+            loops: Vec::new(),
+            calls: Vec::new(),
+            launches: Vec::new(),
+            assigns: Vec::new(),
+            syncs: Vec::new(),
+            stub: None,
+            module_level,
+        }
+    }
+}
+
 /// `kernel[grid](args..., KW=...)`.
 #[derive(Debug, Clone)]
 pub struct Launch<'a> {
@@ -443,20 +470,14 @@ impl<'a> FileModel<'a> {
             has_host_stubs: units.is_some_and(|u| u.iter().any(|(_, how)| matches!(how, Some(Stub::Host(_))))),
             top: OnceLock::new(),
         };
-        model.host_fns.push(HostFn {
-            name: "<module>".to_string(),
-            class: None,
-            node: root,
-            name_range: TextRange::new(0, 0),
-            params: Vec::new(),
-            loops: Vec::new(),
-            calls: Vec::new(),
-            launches: Vec::new(),
-            assigns: Vec::new(),
-            syncs: Vec::new(),
-            stub: None,
-            module_level: false,
-        });
+        model.host_fns.push(HostFn::from_header(
+            "<module>".to_string(),
+            None,
+            root,
+            TextRange::new(0, 0),
+            Vec::new(),
+            false,
+        ));
         // A partial build keeps the node index of the statements it walks as it
         // walks them (a whole-file one is asked of candidates only, on first use).
         // Statements given for every child of the root are the top-level

@@ -340,21 +340,16 @@ impl<'m, 'a> Walker<'m, 'a> {
         }
         let params = self.host_params(def);
         let f = self.m.host_fns.len();
-        self.m.host_fns.push(HostFn {
+        // The walk reaches a top-level statement at depth 1 (a decorated one's definition too).
+        let module_level = depth == 1;
+        self.m.host_fns.push(HostFn::from_header(
             name,
-            class: class.map(str::to_string),
-            node: def,
+            class.map(str::to_string),
+            def,
             name_range,
             params,
-            loops: Vec::new(),
-            calls: Vec::new(),
-            launches: Vec::new(),
-            assigns: Vec::new(),
-            syncs: Vec::new(),
-            stub: None,
-            // The walk reaches a top-level statement at depth 1 (a decorated one's definition too).
-            module_level: depth == 1,
-        });
+            module_level,
+        ));
         self.visit(body, Scope::Host(f), &mut Vec::new(), None, depth + 1);
     }
 
@@ -413,20 +408,10 @@ impl<'m, 'a> Walker<'m, 'a> {
                 _ => return false,
             }
         }
-        self.m.host_fns.push(HostFn {
-            name,
-            class: None,
-            node: def,
-            name_range,
-            params,
-            loops: Vec::new(),
-            calls,
-            launches: Vec::new(),
-            assigns: Vec::new(),
-            syncs: Vec::new(),
-            stub: Some(stub.clone()),
-            module_level: true,
-        });
+        let mut f = HostFn::from_header(name, None, def, name_range, params, true);
+        f.calls = calls;
+        f.stub = Some(stub.clone());
+        self.m.host_fns.push(f);
         true
     }
 
