@@ -395,7 +395,6 @@ enum Stop<'o> {
 fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
     let mut scanner = Scanner {
         b: text.as_bytes(),
-        first_only: matches!(stop, Stop::FirstLine),
         stop,
         gaps: Vec::new(),
         checkpoints: Vec::new(),
@@ -409,7 +408,7 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
         above: Vec::new(),
         looked_at: 0,
     };
-    let end = scanner.run(from);
+    let end = scanner.run();
     (scanner.gaps, scanner.checkpoints, end)
 }
 
@@ -418,7 +417,6 @@ fn scan(text: &str, from: usize, stop: Stop) -> (Vec<Gap>, Vec<usize>, usize) {
 struct Scanner<'t, 'o> {
     b: &'t [u8],
     stop: Stop<'o>,
-    first_only: bool,
     gaps: Vec<Gap>,
     checkpoints: Vec<usize>,
     i: usize,
@@ -440,8 +438,9 @@ struct Scanner<'t, 'o> {
 }
 
 impl Scanner<'_, '_> {
-    /// Scans from `from` to where the scan stops, which it returns.
-    fn run(&mut self, from: usize) -> usize {
+    /// Scans from where it stands to where the scan stops, which it returns.
+    fn run(&mut self) -> usize {
+        let from = self.i;
         if self.checkpoint(from) {
             return from;
         }
@@ -500,6 +499,11 @@ impl Scanner<'_, '_> {
         b.len()
     }
 
+    /// Whether the scan stops after the first logical line ([`Stop::FirstLine`]).
+    fn first_only(&self) -> bool {
+        matches!(self.stop, Stop::FirstLine)
+    }
+
     /// A logical line starts at `at` (outside brackets, `above` up to date): a
     /// checkpoint? Returns whether the scan has met the text before the edit again.
     fn checkpoint(&mut self, at: usize) -> bool {
@@ -548,7 +552,7 @@ impl Scanner<'_, '_> {
         if let Some((opener, why)) = cut {
             let (start, end) = cut_extent(b, logical, i, &self.above, header_keyword(b, logical).is_some());
             self.gaps.push(Gap { start, end, opener, why });
-            if self.first_only {
+            if self.first_only() {
                 return Some(end);
             }
             // As after a bracket's cut: no checkpoint at its end
@@ -568,7 +572,7 @@ impl Scanner<'_, '_> {
         } else {
             self.above.clear();
         }
-        if self.first_only && !decorator {
+        if self.first_only() && !decorator {
             return Some(b.len());
         }
         self.logical = i;
@@ -586,7 +590,7 @@ impl Scanner<'_, '_> {
         loop {
             let i = self.i;
             match cannot_continue(b, i, last, indent_of(b, self.logical)) {
-                None => self.i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |k| i + k + 1),
+                None => self.i = next_line(b, i),
                 Some(false) => {
                     let indent = indent_of(b, i);
                     if b.get(i + indent) == Some(&b'@') {
@@ -620,7 +624,7 @@ impl Scanner<'_, '_> {
         let at = indent_of(b, self.logical);
         let (start, end) = cut_extent(b, self.logical, end, &self.above, compound(&b[self.logical + at..]));
         self.gaps.push(Gap { start, end, opener, why: Cut::Bracket });
-        if self.first_only {
+        if self.first_only() {
             return Some(end);
         }
         // The statement at the cut starts afresh.
