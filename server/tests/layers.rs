@@ -26,7 +26,6 @@ fn code_only(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let blank = |c: u8| if c == b'\n' { b'\n' } else { b' ' };
-    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
@@ -54,7 +53,7 @@ fn code_only(src: &str) -> String {
                     i += 1;
                 }
             }
-        } else if (c == b'r' || c == b'b') && (i == 0 || !ident(b[i - 1])) && raw_string_start(&b[i..]).is_some() {
+        } else if (c == b'r' || c == b'b') && (i == 0 || !is_ident(b[i - 1])) && raw_string_start(&b[i..]).is_some() {
             // r"..", r#".."#, br#".."#: no escapes, ends at the quote and as many `#`.
             let (prefix, hashes) = raw_string_start(&b[i..]).unwrap_or_default();
             out.extend(std::iter::repeat_n(b' ', prefix));
@@ -164,20 +163,27 @@ fn without_tests(code: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Where `word` starts in `code` with no identifier byte before it.
+fn word_starts<'c>(code: &'c str, word: &'c str) -> impl Iterator<Item = usize> + 'c {
+    code.match_indices(word).map(|(at, _)| at).filter(|&at| at == 0 || !is_ident(code.as_bytes()[at - 1]))
+}
+
+/// The line (from 1) that holds byte `at`.
+fn line_of(code: &str, at: usize) -> usize {
+    code[..at].matches('\n').count() + 1
+}
+
 /// The crate modules a file's code names, with the line of each mention:
 /// `crate::NAME` and each top-level name of `crate::{A, B::c, ...}`.
 fn crate_modules(code: &str) -> Vec<(String, usize)> {
-    let b = code.as_bytes();
-    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    let line = |at: usize| code[..at].matches('\n').count() + 1;
+    let line = |at: usize| line_of(code, at);
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(at) = code[from..].find("crate").map(|p| p + from) {
-        from = at + "crate".len();
-        if at > 0 && ident(b[at - 1]) {
-            continue;
-        }
-        let rest = code[from..].trim_start();
+    for at in word_starts(code, "crate") {
+        let rest = code[at + "crate".len()..].trim_start();
         let Some(rest) = rest.strip_prefix("::") else { continue };
         let rest = rest.trim_start();
         let name_at = |s: &str| s.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
@@ -253,7 +259,7 @@ fn dependencies_point_down_the_layers() {
             let code = without_tests(&code_only(&src));
             let shown = path.strip_prefix(src_dir()).unwrap_or(&path).display().to_string();
             if let Some(at) = code.find("super::super") {
-                let line = code[..at].matches('\n').count() + 1;
+                let line = line_of(code.as_str(), at);
                 broken.push(format!("{shown}:{line}: `super::super` (name the module: `crate::...`)"));
             }
             for (module, line) in crate_modules(&code) {
@@ -295,15 +301,12 @@ fn the_scan_sees_paths_in_code_only() {
 /// The identifiers of the form `klNNN` (a rule's module) in `code`, with their lines.
 fn rule_modules(code: &str) -> Vec<(String, usize)> {
     let b = code.as_bytes();
-    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(at) = code[from..].find("kl").map(|p| p + from) {
-        from = at + 2;
-        let end = (at + 2..b.len()).find(|&i| !ident(b[i])).unwrap_or(b.len());
+    for at in word_starts(code, "kl") {
+        let end = (at + 2..b.len()).find(|&i| !is_ident(b[i])).unwrap_or(b.len());
         let digits = &code[at + 2..end];
-        if (at == 0 || !ident(b[at - 1])) && digits.len() == 3 && digits.bytes().all(|c| c.is_ascii_digit()) {
-            out.push((code[at..end].to_string(), code[..at].matches('\n').count() + 1));
+        if digits.len() == 3 && digits.bytes().all(|c| c.is_ascii_digit()) {
+            out.push((code[at..end].to_string(), line_of(code, at)));
         }
     }
     out
@@ -341,13 +344,10 @@ const FILE_LINES: usize = 800;
 /// declarations are not functions here.
 fn functions(code: &str) -> Vec<(String, usize, usize)> {
     let b = code.as_bytes();
-    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
-    let line = |at: usize| code[..at].matches('\n').count() + 1;
+    let line = |at: usize| line_of(code, at);
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(at) = code[from..].find("fn").map(|p| p + from) {
-        from = at + 2;
-        if (at > 0 && ident(b[at - 1])) || b.get(at + 2).is_some_and(|&c| ident(c)) {
+    for at in word_starts(code, "fn") {
+        if b.get(at + 2).is_some_and(|&c| is_ident(c)) {
             continue;
         }
         let rest = code[at + 2..].trim_start();
