@@ -15,7 +15,7 @@ fn steps(text: &str) -> usize {
     let settings = Settings::default();
     let mut out = Vec::new();
     for rule in RULES {
-        (rule.check)(&model, &settings, &mut out);
+        (rule.check)(&kernel_lsp::rules::Scope::whole(&model, &settings), &mut out);
     }
     model.kernel_summaries();
     model.steps()

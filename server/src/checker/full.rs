@@ -38,7 +38,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
     let all: Vec<usize> = (0..nodes.len()).collect();
     // A large file runs the host rules on a second thread while the kernel
     // rules run here, and this thread then takes the host rules not yet
-    // started: they only read the model (the kernel rules' focus is theirs alone).
+    // started: they only read the model (each kernel rule's kernels arrive in its `Scope`).
     let ((mut fresh, loose), host) = host_rules_beside(&model, settings, two_threads, false, || {
         facts(&model, &nodes, &all, settings, true, |_| None)
     });

@@ -57,7 +57,7 @@ pub(super) fn run_shared(
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     while let Some(rule) = list.get(next.fetch_add(1, Ordering::Relaxed)) {
-        (rule.check)(model, settings, &mut out);
+        (rule.check)(&rules::Scope::whole(model, settings), &mut out);
     }
     out
 }

@@ -117,7 +117,7 @@ fn kernel_facts(
     units: &mut [Fresh],
 ) {
     let mut produced = Vec::new();
-    for (ki, k) in model.kernels.iter().enumerate() {
+    for (_ki, k) in model.kernels.iter().enumerate() {
         let Some(u) = slots.unit(k.node.start_byte()) else { continue };
         let (facts, foreign) = &mut units[u];
         facts.kernels.push(KernelFacts {
@@ -134,8 +134,8 @@ fn kernel_facts(
                 facts.helper_callees.push(c.callee.clone());
             }
         }
-        model.set_focus(Some((ki, ki + 1)));
-        rules::run_reach(model, settings, Reach::Kernel, &mut produced);
+        let scope = rules::Scope { model, settings, kernels: std::slice::from_ref(k) };
+        rules::run_reach(&scope, Reach::Kernel, &mut produced);
         let here = slots.ranges[selected[u]];
         for d in produced.drain(..) {
             if positions(&d).all(|r| here.start <= r.start && r.end <= here.end) {
@@ -145,7 +145,6 @@ fn kernel_facts(
             }
         }
     }
-    model.set_focus(None);
 }
 
 /// KL005's findings, each on the attribute itself, inside its statement;
@@ -153,7 +152,7 @@ fn kernel_facts(
 fn attribute_findings(model: &FileModel, settings: &Settings, slots: &Slots, units: &mut [Fresh]) -> Vec<Diagnostic> {
     let mut loose = Vec::new();
     let mut attr_diags = Vec::new();
-    rules::run_reach(model, settings, Reach::TlAttr, &mut attr_diags);
+    rules::run_reach(&rules::Scope::whole(model, settings), Reach::TlAttr, &mut attr_diags);
     for d in attr_diags {
         match unit_of(&slots.ranges, d.range.start) {
             Some(i) => {

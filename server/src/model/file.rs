@@ -275,11 +275,6 @@ pub struct FileModel<'a> {
     /// The last `# kernel-lsp: reference = PATH`.
     pub reference: Option<String>,
     pub has_syntax_errors: bool,
-    /// When set, the kernel rules report only on `kernels[lo..hi]` (see `checked_kernels`).
-    /// `[lo, hi]`, `usize::MAX` in `lo` for none. Atomic so that the model is
-    /// `Sync`: the checker runs the kernel rules and the host rules on two threads
-    /// (only the kernel rules read the focus).
-    focus: [AtomicUsize; 2],
     /// Units of work done answering questions that follow names (assignments
     /// followed, callee candidates weighed, call-graph nodes visited): the
     /// scaling tests bound it, because a wall clock in a unit test proves nothing.
@@ -456,7 +451,6 @@ impl<'a> FileModel<'a> {
             directives: Vec::new(),
             reference: None,
             has_syntax_errors: root.has_error(),
-            focus: [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)],
             steps: AtomicUsize::new(0),
             fn_index: OnceLock::new(),
             imports: OnceLock::new(),
@@ -566,26 +560,6 @@ impl<'a> FileModel<'a> {
     pub fn stubs_read(&self) -> Vec<usize> {
         let read = self.stubs_read.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         read.iter().map(|&f| self.host_fns[f].node.start_byte()).collect()
-    }
-
-    /// The kernels the kernel rules report on: all of them, or the focused range.
-    pub fn checked_kernels(&self) -> &[Kernel<'a>] {
-        match self.focus() {
-            Some((lo, hi)) => &self.kernels[lo.min(self.kernels.len())..hi.min(self.kernels.len())],
-            None => &self.kernels,
-        }
-    }
-
-    /// Makes the kernel rules report only on `kernels[lo..hi]` (`None`: on all).
-    pub fn set_focus(&self, focus: Option<(usize, usize)>) {
-        let (lo, hi) = focus.unwrap_or((usize::MAX, 0));
-        self.focus[1].store(hi, Ordering::Relaxed);
-        self.focus[0].store(lo, Ordering::Relaxed);
-    }
-
-    fn focus(&self) -> Option<(usize, usize)> {
-        let lo = self.focus[0].load(Ordering::Relaxed);
-        (lo != usize::MAX).then(|| (lo, self.focus[1].load(Ordering::Relaxed)))
     }
 
     /// Work done so far by the name-following questions (see the field).

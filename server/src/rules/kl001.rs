@@ -3,11 +3,10 @@
 //! The time loops that launch, and their launch estimates, are facts of the
 //! model (`model::time_loop_launches`); this rule reports each one.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{range_of, FileModel};
+use crate::model::range_of;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 
 pub const RULE: Rule = Rule {
     code: "KL001",
@@ -81,7 +80,8 @@ gru_layer_kernel[grid](gates_x, h, w_hh, out, seq_len, ...)   # loops over t ins
 ```
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     for tl in model.time_loop_launches() {
         let lp = &model.host_fns[tl.host_fn].loops[tl.loop_index];
         let mut kernels: Vec<&str> = Vec::new();

@@ -1,10 +1,9 @@
 //! KL002 serialized-tile-loop.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, loop_within, FileModel, Kernel};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -212,9 +211,10 @@ fn pid_axes(model: &FileModel, k: &Kernel) -> usize {
     axes.len()
 }
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     let src = model.src;
-    for k in model.checked_kernels() {
+    for k in scope.kernels {
         for (l, lp) in k.loops.iter().enumerate() {
             let Some(var) = &lp.var else { continue };
             if !k.is_tile_loop(l, model) || k.loop_follows_grid(l, src) {

@@ -2,11 +2,10 @@
 
 use std::collections::HashSet;
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{range_of, FileModel};
+use crate::model::range_of;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 
 pub const RULE: Rule = Rule {
     code: "KL003",
@@ -59,9 +58,10 @@ can be resident at once (check it on the host):
 Or give each program the whole hidden dimension (a 1-D grid over the batch).
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     let src = model.src;
-    for k in model.checked_kernels() {
+    for k in scope.kernels {
         for t in k.time_loops(model) {
             if k.has_grid_barrier_in(t, model) {
                 continue;

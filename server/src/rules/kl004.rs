@@ -5,12 +5,11 @@ use tree_sitter::Node;
 
 use std::collections::HashMap;
 
-use crate::config::Settings;
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::model::{collect_identifiers, parse_int, range_of, FileModel, KCall, Kernel};
 use crate::text::TextRange;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -324,8 +323,9 @@ fn constexpr_fix(model: &FileModel, k: &Kernel, name: &str) -> Option<Fix> {
     })
 }
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in model.checked_kernels() {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
+    for k in scope.kernels {
         let mut constexpr_bounds: Vec<(String, Node)> = Vec::new();
         // (bound node, runtime parameter, the arange call)
         let mut runtime_bounds: Vec<(Node, String, &KCall)> = Vec::new();

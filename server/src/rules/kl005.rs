@@ -1,15 +1,14 @@
 //! KL005 unknown-triton-function.
 
-use crate::config::Settings;
 use crate::diagnostic::{Applicability, Diagnostic, Edit, Fix, Severity};
 use crate::model::field;
 use crate::model::triton_names;
-use crate::model::{call_arguments, range_of, FileModel};
+use crate::model::{call_arguments, range_of};
 use std::cell::OnceCell;
 use std::collections::HashSet;
 use tree_sitter::Node;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -175,7 +174,9 @@ fn guarded<'s>(attr: Node, name: &str, src: &'s str, flags: &OnceCell<HashSet<&'
     false
 }
 
-fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
+    let settings = scope.settings;
     let installed = settings.triton_names.as_deref();
     let flags = OnceCell::new();
     for (name, attr) in &model.tl_attrs {

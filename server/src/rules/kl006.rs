@@ -3,14 +3,13 @@
 //! The estimate and the configurations are facts of the model
 //! (`model::smem`); the shrink of the quick fix is `fix::shrink`.
 
-use crate::config::{GpuSpec, Settings};
+use crate::config::GpuSpec;
 use crate::diagnostic::{Diagnostic, Fix, Severity};
 use crate::fix::shrink::{shrink_applicability, shrink_to_fit};
 use crate::model::smem::{buffers, configs, dot_dims, elem_width, estimate, Tile};
-use crate::model::FileModel;
 use crate::text::group;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 
 pub const RULE: Rule = Rule {
     code: "KL006",
@@ -70,9 +69,11 @@ then the larger of `BLOCK_M`/`BLOCK_N`, keeping powers of two and `tl.dot`'s
 minimum of 16, until the estimate fits.
 "#;
 
-fn check(model: &FileModel, settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
+    let settings = scope.settings;
     let gpu: &GpuSpec = settings.gpu();
-    for k in model.checked_kernels() {
+    for k in scope.kernels {
         let Some(dims) = dot_dims(k, model) else { continue };
         let (m, n, kd) = &dims;
         let (bytes, shown) = elem_width(k, model);

@@ -2,12 +2,11 @@
 
 use tree_sitter::Node;
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -159,8 +158,9 @@ fn extension_object(model: &FileModel, k: &Kernel, at: Node, name: &str) -> bool
     uses.iter().any(|u| *u == at) && uses.iter().all(handed_to_extension)
 }
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in model.checked_kernels() {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
+    for k in scope.kernels {
         for (sub, _) in &k.subscripts {
             let Some(value) = field!(sub, "value") else { continue };
             if value.kind_name() != "identifier" {

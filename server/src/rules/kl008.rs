@@ -2,11 +2,10 @@
 
 use tree_sitter::Node;
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{collect_identifiers, range_of, FileModel, Kernel};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::field;
 use crate::model::NodeKind;
 
@@ -217,8 +216,9 @@ fn find_product(node: Node) -> Option<Node> {
     found
 }
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in model.checked_kernels() {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
+    for k in scope.kernels {
         if k.tl_calls("dot").next().is_some() {
             continue;
         }

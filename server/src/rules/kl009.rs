@@ -2,11 +2,10 @@
 
 use std::collections::HashSet;
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{range_of, FileModel};
+use crate::model::range_of;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::field;
 use crate::model::NodeKind;
 
@@ -62,9 +61,10 @@ for t in range(seq_len):
 ```
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     let src = model.src;
-    for k in model.checked_kernels() {
+    for k in scope.kernels {
         for t in k.time_loops(model) {
             let Some(var) = k.loops[t].var.clone() else { continue };
             let stored: HashSet<String> = k

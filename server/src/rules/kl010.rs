@@ -2,11 +2,10 @@
 
 use tree_sitter::Node;
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{field, gpu_tensor_names, range_of, FileModel, HCall, HostFn, LoopKind};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
@@ -65,7 +64,8 @@ Keep the decision on the GPU (a fixed iteration count, or a flag the kernel
 reads), or check once after the loop.
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     // Index 0 is the module scope: a loop there is a script's (a demo, a timing loop), not a forward pass.
     for (f, func) in model.host_fns.iter().enumerate().skip(1) {
         if func.loops.is_empty() {

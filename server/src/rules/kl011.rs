@@ -3,13 +3,11 @@
 //! The shapes are a fact of the model (`model::shapes`): an abstract
 //! interpretation of the kernel for each configuration it is compiled with.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::shape_configs::constexpr_configs;
 use crate::model::shapes::shape_conflicts;
-use crate::model::FileModel;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 
 pub const RULE: Rule = Rule {
     code: "KL011",
@@ -79,8 +77,9 @@ mm[(1,)](a, b, c, BM=64, BN=128, BK=32)
 ```
 "#;
 
-fn check(model: &FileModel, _: &Settings, out: &mut Vec<Diagnostic>) {
-    for k in model.checked_kernels() {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
+    for k in scope.kernels {
         let params_are_scalars = model.launches_of_kernel(k).next().is_some() && model.kernel_calls_to(k).is_empty();
         let mut reported = std::collections::HashSet::new();
         for config in constexpr_configs(k, model) {

@@ -1,12 +1,11 @@
 //! KL101 pytorch-fallback.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, visit_nodes, FileModel};
 use crate::text::TextRange;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate::{self, Imports};
 use crate::model::NodeKind;
 
@@ -61,7 +60,8 @@ def forward(self, x):
 ```
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }

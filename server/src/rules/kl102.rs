@@ -1,11 +1,10 @@
 //! KL102 torch-computes-the-task.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, FileModel};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate::{self, Imports};
 use crate::model::NodeKind;
 
@@ -127,7 +126,8 @@ const HEAVY: &[&str] = &[
     "rnncell",
 ];
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }

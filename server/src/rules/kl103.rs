@@ -1,10 +1,9 @@
 //! KL103 kernel-never-launched.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{range_of, FileModel};
+use crate::model::range_of;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
@@ -56,7 +55,8 @@ Launch the kernel from `forward` (or a helper it calls):
 ```
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) || model.kernels.is_empty() {
         return;
     }

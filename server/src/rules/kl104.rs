@@ -1,10 +1,9 @@
 //! KL104 output-reused-across-calls.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{range_of, FileModel};
+use crate::model::range_of;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate;
 
 pub const RULE: Rule = Rule {
@@ -58,7 +57,8 @@ def forward(self, x):
 ```
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }

@@ -2,12 +2,11 @@
 
 use tree_sitter::Node;
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{inside, range_of, FileModel};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate;
 use crate::model::NodeKind;
 
@@ -90,7 +89,8 @@ fn entered_by_with(model: &FileModel, scope: Node, stream_call: Node) -> bool {
     found
 }
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }

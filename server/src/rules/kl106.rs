@@ -1,11 +1,10 @@
 //! KL106 precision-downgrade.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
-use crate::model::{inside, range_of, FileModel};
+use crate::model::{inside, range_of};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate::{self, Imports};
 use crate::model::NodeKind;
 
@@ -56,7 +55,8 @@ Keep the task's precision at the boundary; inside a kernel, load fp32 and
 cast the `tl.dot` operands if you want tensor cores, accumulating in fp32.
 "#;
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }

@@ -1,11 +1,10 @@
 //! KL107 timer-patch.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{range_of, FileModel};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate::{self, Imports};
 use crate::model::NodeKind;
 
@@ -62,7 +61,8 @@ fn patched(q: &str) -> bool {
     TIMERS.iter().any(|t| q == *t || (q.starts_with(t) && q[t.len()..].starts_with('.')))
 }
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }

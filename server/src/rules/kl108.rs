@@ -1,12 +1,11 @@
 //! KL108 untrusted-side-effect.
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::field;
 use crate::model::{range_of, FileModel};
 use crate::text::TextRange;
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::candidate;
 use crate::model::NodeKind;
 
@@ -177,7 +176,8 @@ fn readable_env(name: &str) -> bool {
     ["TRITON_", "CUDA_", "TORCH_", "PYTORCH_"].iter().any(|p| name.starts_with(p))
 }
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }

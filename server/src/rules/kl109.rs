@@ -2,11 +2,10 @@
 
 use tree_sitter::Node;
 
-use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{range_of, FileModel};
 
-use super::{Reach, Rule};
+use super::{Reach, Rule, Scope};
 use crate::model::field;
 use crate::model::NodeKind;
 
@@ -90,7 +89,8 @@ const STDLIB: &[&str] = &[
 
 ];
 
-fn check(model: &FileModel, _settings: &Settings, out: &mut Vec<Diagnostic>) {
+fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
+    let model = scope.model;
     if !model.classes.iter().any(|c| c.name == "ModelNew") {
         return;
     }

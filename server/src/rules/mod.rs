@@ -19,7 +19,7 @@ use tree_sitter::Node;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Fix, Related, Severity};
 use crate::model::candidate::Imports;
-use crate::model::FileModel;
+use crate::model::{FileModel, Kernel};
 use crate::text::TextRange;
 
 pub mod kl001;
@@ -43,6 +43,24 @@ pub mod kl107;
 pub mod kl108;
 pub mod kl109;
 
+/// What one run of a rule is given: the model, the settings, and the
+/// kernels the kernel rules report on (all of the model's, or those the
+/// checker files under one statement). What a rule may read arrives here,
+/// in its signature, not as state kept in the model.
+pub struct Scope<'s, 'a> {
+    pub model: &'s FileModel<'a>,
+    pub settings: &'s Settings,
+    /// The kernels a [`Reach::Kernel`] rule reports on.
+    pub kernels: &'s [Kernel<'a>],
+}
+
+impl<'s, 'a> Scope<'s, 'a> {
+    /// Every kernel of `model` reported on.
+    pub fn whole(model: &'s FileModel<'a>, settings: &'s Settings) -> Self {
+        Scope { model, settings, kernels: &model.kernels }
+    }
+}
+
 /// Static description of a rule.
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
@@ -58,7 +76,8 @@ pub struct Rule {
     /// A KernelBench hygiene rule (KL101-KL109): only a candidate (a
     /// `ModelNew` file) gets it, and it reads the whole candidate.
     pub hygiene: bool,
-    pub check: fn(&FileModel, &Settings, &mut Vec<Diagnostic>),
+    /// Its findings in `scope`, unsuppressed and unsorted.
+    pub check: fn(&Scope, &mut Vec<Diagnostic>),
     /// For a rule each of whose findings depends on one node and the file's
     /// imports alone (KL107, KL108): its findings among `nodes` (the nodes
     /// of one statement: `NodeIndex::statement_nodes`, so a per-node rule
@@ -145,7 +164,7 @@ pub fn markdown_table(hygiene: bool) -> String {
 /// What a rule reports on, for the incremental analysis (`checker`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {
-    /// Iterates `FileModel::checked_kernels`; each diagnostic depends on its kernel,
+    /// Iterates [`Scope::kernels`]; each diagnostic depends on its kernel,
     /// the helpers it calls, its launch sites and module-level constants.
     Kernel,
     /// Iterates host functions: depends on all host code, the kernel names and
@@ -163,9 +182,9 @@ pub(crate) fn is_hygiene(code: &str) -> bool {
 }
 
 /// Runs the enabled rules of one reach, unsuppressed and unsorted.
-pub(crate) fn run_reach(model: &FileModel, settings: &Settings, which: Reach, out: &mut Vec<Diagnostic>) {
-    for rule in RULES.iter().filter(|r| r.reach == which && settings.enabled(r.code)) {
-        (rule.check)(model, settings, out);
+pub(crate) fn run_reach(scope: &Scope, which: Reach, out: &mut Vec<Diagnostic>) {
+    for rule in RULES.iter().filter(|r| r.reach == which && scope.settings.enabled(r.code)) {
+        (rule.check)(scope, out);
     }
 }
 
