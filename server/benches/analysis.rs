@@ -187,7 +187,7 @@ fn main() {
         for _ in 0..20 {
             let mut out = Vec::new();
             let t0 = Instant::now();
-            (rule.check)(&kernel_lsp::rules::Scope::whole(&model, &settings), &mut out);
+            (rule.check)(&kernel_lsp::rules::Scope::whole(&model, &settings, &Default::default()), &mut out);
             v.push(t0.elapsed());
         }
         report(&format!("  rule {}", rule.code), v);

@@ -334,6 +334,35 @@ fn the_checker_names_no_rule_module() {
     assert!(found("// kl001\nlet s = \"kl002\"; let kl0010 = 1; fn skl003() {}").is_empty());
 }
 
+/// The model holds facts of the file and memos of them (`OnceLock`), not
+/// state its callers set or read back: the kernels a rule reports on and the
+/// host stubs a question read arrive as arguments (`rules::Scope`,
+/// `model::StubReads`), so the contract is in the signatures (#33). Checked
+/// on `FileModel`'s fields: nothing a caller could write through `&self`
+/// (a lock, a cell, an atomic) but the work counter the scaling tests bound.
+#[test]
+fn the_model_keeps_no_state_for_its_callers() {
+    let interior = |fields: &str| -> Vec<String> {
+        fields
+            .lines()
+            .map(str::trim)
+            .filter(|l| ["Mutex", "RwLock", "Cell<", "Atomic"].iter().any(|t| l.contains(t)))
+            .filter(|l| !l.starts_with("steps:"))
+            .map(String::from)
+            .collect()
+    };
+    let src = std::fs::read_to_string(src_dir().join("model/file.rs")).expect("model/file.rs");
+    let code = code_only(&src);
+    let start = code.find("pub struct FileModel<'a> {").expect("FileModel is defined in model/file.rs");
+    let end = item_end(code.as_bytes(), start);
+    let found = interior(&code[start..end]);
+    assert!(found.is_empty(), "FileModel keeps state for its callers:\n{}", found.join("\n"));
+    assert_eq!(
+        interior("    focus: [AtomicUsize; 2],\n    steps: AtomicUsize,\n    read: std::sync::Mutex<Vec<usize>>,\n"),
+        ["focus: [AtomicUsize; 2],", "read: std::sync::Mutex<Vec<usize>>,"]
+    );
+}
+
 /// The longest a function may be, and a file outside its tests (#33).
 const FUNCTION_LINES: usize = 150;
 const FILE_LINES: usize = 800;

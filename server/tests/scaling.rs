@@ -15,9 +15,9 @@ fn steps(text: &str) -> usize {
     let settings = Settings::default();
     let mut out = Vec::new();
     for rule in RULES {
-        (rule.check)(&kernel_lsp::rules::Scope::whole(&model, &settings), &mut out);
+        (rule.check)(&kernel_lsp::rules::Scope::whole(&model, &settings, &Default::default()), &mut out);
     }
-    model.kernel_summaries();
+    model.kernel_summaries(&Default::default());
     model.steps()
 }
 

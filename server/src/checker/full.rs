@@ -14,7 +14,7 @@ use crate::config::Settings;
 use crate::model::candidate;
 use crate::model::field;
 use crate::model::NodeKind;
-use crate::model::{launch_estimates, range_of, FileModel};
+use crate::model::{launch_estimates, range_of, FileModel, StubReads};
 use crate::text::TextRange;
 
 /// Files this large build the node index beside the model (`FileModel::build_with_index`)
@@ -36,11 +36,13 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
         if candidate && two_threads { FileModel::build_with_index(text, tree) } else { FileModel::build(text, tree) };
     let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let all: Vec<usize> = (0..nodes.len()).collect();
+    // A model without host stubs: no question reads beyond one.
+    let stubs = StubReads::default();
     // A large file runs the host rules on a second thread while the kernel
     // rules run here, and this thread then takes the host rules not yet
     // started: they only read the model (each kernel rule's kernels arrive in its `Scope`).
-    let ((mut fresh, loose), host) = host_rules_beside(&model, settings, two_threads, false, || {
-        facts(&model, &nodes, &all, settings, true, |_| None)
+    let ((mut fresh, loose), host) = host_rules_beside(&model, &stubs, settings, two_threads, false, || {
+        facts(&model, &stubs, &nodes, &all, settings, true, |_| None)
     });
     let mut host_diags = loose;
     for d in host {
@@ -59,7 +61,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_thr
         settings: settings.clone(),
         text: text.clone(),
         tree: tree.clone(),
-        estimates: launch_estimates(&model).into_iter().collect(),
+        estimates: launch_estimates(&model, &stubs).into_iter().collect(),
         tl_aliases: model.tl_aliases.clone(),
         triton_aliases: model.triton_aliases.clone(),
         triton_imported: crate::model::triton_imported(&nodes, text),

@@ -25,7 +25,7 @@ use super::snapshot::*;
 use super::units::*;
 use crate::diagnostic::Diagnostic;
 use crate::model::candidate;
-use crate::model::{range_of, FileModel, KernelHostView, Stub};
+use crate::model::{range_of, FileModel, KernelHostView, Stub, StubReads};
 use crate::text::TextRange;
 
 /// The analysis of an edit the kernel path refuses: host code (a launching
@@ -48,9 +48,10 @@ use crate::text::TextRange;
 /// kernel that is walked, and whose findings read nothing else the edit
 /// changed (`host_context`). Its header and its calls to functions of this
 /// file come from the snapshot (`model::HostStub`); it keeps its findings,
-/// those that reach into other statements included. A rule that asks a
-/// stub what it does not keep marks the model (`FileModel::read_a_stub`), and
-/// the statements are read again with that stub walked.
+/// those that reach into other statements included. A question that asks a
+/// stub what it does not keep records it in the attempt's `StubReads`
+/// (the rules get it in their `Scope`), and the statements are read again
+/// with that stub walked.
 ///
 /// A module-level name a changed statement assigns or imports, before or
 /// after the edit (as a statement that fails to parse often leaves the rest
@@ -81,7 +82,9 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         }
         plan.close_walked(prev, m);
         let choice = plan.choose(prev, m);
-        let model = build(text, tree, prev, m, &choice)?;
+        // The host stubs this attempt's questions read beyond what they keep.
+        let stubs = StubReads::default();
+        let model = build(text, tree, prev, m, &choice, &stubs)?;
         let ranges: Vec<TextRange> = m.nodes.iter().map(|n| range_of(*n)).collect();
         let read: Vec<usize> = (0..m.nodes.len()).filter(|&i| !choice.stub[i] && !choice.host_stub[i]).collect();
         // The host rules (KL107 and KL108 are asked below, of the changed
@@ -89,9 +92,12 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         // large file on a second thread (a host edit's analysis at 5,000
         // lines, p50 1.61 -> 1.39 ms).
         let beside = text.len() >= PARALLEL_INDEX_BYTES;
-        let read_facts =
-            || facts(&model, &m.nodes, &read, &prev.settings, true, |i| m.matched[i].map(|o| &*prev.units[o].facts));
-        let ((fresh, loose), host) = host_rules_beside(&model, &prev.settings, beside, true, read_facts);
+        let read_facts = || {
+            facts(&model, &stubs, &m.nodes, &read, &prev.settings, true, |i| {
+                m.matched[i].map(|o| &*prev.units[o].facts)
+            })
+        };
+        let ((fresh, loose), host) = host_rules_beside(&model, &stubs, &prev.settings, beside, true, read_facts);
         if plan.learn(prev, m, &choice, &model, &read, &fresh)? {
             continue;
         }
@@ -104,7 +110,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matchin
         // (no host stubs after three such retries, or when what the host
         // stubs' own findings read of the candidate changed).
         let any_host_stub = choice.host_stub.iter().any(|s| *s);
-        let read_stubs = model.stubs_read();
+        let read_stubs = stubs.starts(&model);
         if any_host_stub && !read_stubs.is_empty() {
             if attempt < 4 {
                 plan.forced.extend(read_stubs.iter().filter_map(|&at| unit_of(&ranges, at)));
@@ -477,6 +483,7 @@ fn build<'t>(
     prev: &Snapshot,
     m: &Matching<'t>,
     choice: &Choice,
+    stubs: &StubReads,
 ) -> Result<FileModel<'t>, &'static str> {
     let matched = &m.matched;
     let views: Vec<Vec<Arc<KernelHostView>>> = (0..m.nodes.len())
@@ -500,7 +507,8 @@ fn build<'t>(
     // A second thread pays for itself only on enough text walked (stubs are not).
     let walked_bytes: usize = units.iter().filter(|(_, how)| how.is_none()).map(|(n, _)| n.byte_range().len()).sum();
     let two_threads = walked_bytes >= PARALLEL_INDEX_BYTES;
-    FileModel::build_stubbed(text, tree, &units, &m.aliases, two_threads).ok_or("a stub's kernels are not as they were")
+    FileModel::build_stubbed(text, tree, &units, &m.aliases, two_threads, stubs)
+        .ok_or("a stub's kernels are not as they were")
 }
 
 /// What an attempt found: the statements read (`read`, new indexes) and
@@ -661,8 +669,8 @@ fn with_headers(facts: &Arc<UnitFacts>, model: &FileModel, range: TextRange) -> 
 ///   sites), and is not in `forced`.
 ///
 /// What else a stub's findings read of the candidate is compared by the
-/// caller (`host_context`); a rule that needs more of a stub marks the model
-/// (`FileModel::read_a_stub`) and the caller reads again with it walked.
+/// caller (`host_context`); a question that needs more of a stub records it
+/// (`model::StubReads`) and the caller reads again with it walked.
 pub(super) fn host_stubs(
     prev: &Snapshot,
     matched: &[Option<usize>],

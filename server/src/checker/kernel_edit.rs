@@ -21,7 +21,7 @@ use super::run::*;
 use super::snapshot::*;
 use super::units::*;
 use crate::diagnostic::Diagnostic;
-use crate::model::{range_of, FileModel};
+use crate::model::{range_of, FileModel, StubReads};
 use crate::rules;
 
 /// What the kernel path re-reads: the changed statements' kernel names
@@ -180,7 +180,9 @@ fn reread(
             .map(|i| nodes[i])
             .collect();
         let model = FileModel::build_partial(text, tree, &walk, aliases);
-        let (fresh, loose) = facts(&model, nodes, &set.recheck, &prev.settings, prev.linked, |i| {
+        // A model without host stubs: no question reads beyond one.
+        let stubs = StubReads::default();
+        let (fresh, loose) = facts(&model, &stubs, nodes, &set.recheck, &prev.settings, prev.linked, |i| {
             matched[i].map(|o| &*prev.units[o].facts)
         });
         // The changed statements as they are now: still no host code, the same kernels.

@@ -10,7 +10,7 @@ use tree_sitter::Node;
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 use crate::model::candidate::Imports;
-use crate::model::{FileModel, NodeIndex};
+use crate::model::{FileModel, NodeIndex, StubReads};
 use crate::rules::{self, Reach};
 
 /// `here` on this thread, and the host rules (with `skip_per_node`, but those that answer per node) with
@@ -19,6 +19,7 @@ use crate::rules::{self, Reach};
 /// next rule not yet started; otherwise this thread runs `here`, then the rules.
 pub(super) fn host_rules_beside<R>(
     model: &FileModel,
+    stubs: &StubReads,
     settings: &Settings,
     two_threads: bool,
     skip_per_node: bool,
@@ -31,16 +32,16 @@ pub(super) fn host_rules_beside<R>(
     let next = AtomicUsize::new(0);
     if !two_threads || host.is_empty() {
         let result = here();
-        return (result, run_shared(model, settings, &host, &next));
+        return (result, run_shared(&rules::Scope::whole(model, settings, stubs), &host, &next));
     }
     // The helper thread starts on the rules at once; this one joins in when
     // `here` is done, each taking the next rule not yet started.
     let ((result, mut out), theirs) = crate::fork::join(
         || {
             let result = here();
-            (result, run_shared(model, settings, &host, &next))
+            (result, run_shared(&rules::Scope::whole(model, settings, stubs), &host, &next))
         },
-        || run_shared(model, settings, &host, &next),
+        || run_shared(&rules::Scope::whole(model, settings, stubs), &host, &next),
     );
     out.extend(theirs);
     (result, out)
@@ -49,15 +50,10 @@ pub(super) fn host_rules_beside<R>(
 /// Runs the rules of `list` that no other thread has taken (`next` counts
 /// those taken), one at a time: threads sharing `next` split the rules as
 /// they finish them, whatever each costs, and run each once.
-pub(super) fn run_shared(
-    model: &FileModel,
-    settings: &Settings,
-    list: &[&rules::Rule],
-    next: &AtomicUsize,
-) -> Vec<Diagnostic> {
+pub(super) fn run_shared(scope: &rules::Scope, list: &[&rules::Rule], next: &AtomicUsize) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     while let Some(rule) = list.get(next.fetch_add(1, Ordering::Relaxed)) {
-        (rule.check)(&rules::Scope::whole(model, settings), &mut out);
+        (rule.check)(scope, &mut out);
     }
     out
 }

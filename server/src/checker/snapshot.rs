@@ -54,7 +54,7 @@ pub struct Snapshot {
     /// What the host stubs' own findings read of a candidate (`host_context`).
     pub(super) context: HostContext,
     /// Statements that could be host stubs but that a rule needed walked
-    /// (`FileModel::read_a_stub`) or that launch a walked kernel, in the last
+    /// (recorded in `model::StubReads`) or that launch a walked kernel, in the last
     /// host-path analysis: the next one walks them from the start instead of
     /// finding out again.
     pub(super) walk_again: Vec<usize>,

@@ -18,7 +18,7 @@ use crate::diagnostic::Diagnostic;
 use crate::model::candidate;
 use crate::model::field;
 use crate::model::NodeKind;
-use crate::model::{kernel_host_view, range_of, FileModel, HostStub};
+use crate::model::{kernel_host_view, range_of, FileModel, HostStub, StubReads};
 use crate::rules::{self, Reach};
 use crate::text::TextRange;
 
@@ -33,6 +33,7 @@ use crate::text::TextRange;
 /// edited launcher).
 pub(super) fn facts<'p>(
     model: &FileModel,
+    stubs: &StubReads,
     nodes: &[Node],
     selected: &[usize],
     settings: &Settings,
@@ -50,11 +51,11 @@ pub(super) fn facts<'p>(
         })
         .collect();
     let slots = Slots { ranges, slot };
-    kernel_facts(model, settings, selected, &slots, link, &mut units);
-    let loose = attribute_findings(model, settings, &slots, &mut units);
+    kernel_facts(model, stubs, settings, selected, &slots, link, &mut units);
+    let loose = attribute_findings(model, stubs, settings, &slots, &mut units);
     host_facts(model, nodes, selected, &slots, &mut units);
     if link {
-        host_links(model, &mut units, &|pos| slots.unit(pos));
+        host_links(model, stubs, &mut units, &|pos| slots.unit(pos));
         let candidate = candidate::is_candidate(model);
         for (s, &i) in selected.iter().enumerate() {
             if let Some(stub) = host_stub_of(model, nodes[i], &units[s].0, candidate) {
@@ -110,6 +111,7 @@ fn unread(model: &FileModel, node: Node, kept: Option<&UnitFacts>) -> UnitFacts 
 /// to its kernel (those reaching outside the statement are its foreign ones).
 fn kernel_facts(
     model: &FileModel,
+    stubs: &StubReads,
     settings: &Settings,
     selected: &[usize],
     slots: &Slots,
@@ -134,7 +136,7 @@ fn kernel_facts(
                 facts.helper_callees.push(c.callee.clone());
             }
         }
-        let scope = rules::Scope { model, settings, kernels: std::slice::from_ref(k) };
+        let scope = rules::Scope { model, settings, kernels: std::slice::from_ref(k), stubs };
         rules::run_reach(&scope, Reach::Kernel, &mut produced);
         let here = slots.ranges[selected[u]];
         for d in produced.drain(..) {
@@ -149,10 +151,16 @@ fn kernel_facts(
 
 /// KL005's findings, each on the attribute itself, inside its statement;
 /// returns those that fall in no statement.
-fn attribute_findings(model: &FileModel, settings: &Settings, slots: &Slots, units: &mut [Fresh]) -> Vec<Diagnostic> {
+fn attribute_findings(
+    model: &FileModel,
+    stubs: &StubReads,
+    settings: &Settings,
+    slots: &Slots,
+    units: &mut [Fresh],
+) -> Vec<Diagnostic> {
     let mut loose = Vec::new();
     let mut attr_diags = Vec::new();
-    rules::run_reach(&rules::Scope::whole(model, settings), Reach::TlAttr, &mut attr_diags);
+    rules::run_reach(&rules::Scope::whole(model, settings, stubs), Reach::TlAttr, &mut attr_diags);
     for d in attr_diags {
         match unit_of(&slots.ranges, d.range.start) {
             Some(i) => {
@@ -281,7 +289,12 @@ pub(super) fn call_token(callee: &str) -> String {
 
 /// The host-code links of the statements `model` walked: the names each
 /// defines and calls, its launch sites and its time loops' estimates.
-pub(super) fn host_links(model: &FileModel, units: &mut [Fresh], unit: &impl Fn(usize) -> Option<usize>) {
+pub(super) fn host_links(
+    model: &FileModel,
+    stubs: &StubReads,
+    units: &mut [Fresh],
+    unit: &impl Fn(usize) -> Option<usize>,
+) {
     let mut links: Vec<HostLinks> = vec![HostLinks::default(); units.len()];
     let push = |list: &mut Vec<String>, token: String| {
         if !list.contains(&token) {
@@ -324,7 +337,7 @@ pub(super) fn host_links(model: &FileModel, units: &mut [Fresh], unit: &impl Fn(
             }
         }
     }
-    for tl in model.time_loop_launches() {
+    for tl in model.time_loop_launches(stubs) {
         let func = &model.host_fns[tl.host_fn];
         let Some(u) = unit(func.loops[tl.loop_index].node.start_byte()) else { continue };
         let start = (tl.host_fn > 0).then(|| func.node.start_byte());

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use crate::config::Settings;
-use crate::model::{parse, FileModel};
+use crate::model::{parse, FileModel, StubReads};
 use crate::rules;
 
 /// Rules whose diagnostics refuse an answer.
@@ -46,7 +46,7 @@ pub fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
             ("KL102", Some(task)) => rules::kl102::check_task(&model, task, &mut diagnostics),
             _ => {
                 if let Some(rule) = rules::by_code(code) {
-                    (rule.check)(&rules::Scope::whole(&model, &settings), &mut diagnostics);
+                    (rule.check)(&rules::Scope::whole(&model, &settings, &StubReads::default()), &mut diagnostics);
                 }
             }
         }

@@ -48,10 +48,10 @@ pub enum Stub<'v> {
 /// report on, kept from the analysis that walked it, for a function read as
 /// a stub ([`Stub::Host`]): its calls to functions of this file (to follow
 /// them: `FileModel::callees`, `candidate::reachable`) and whether it launches.
-/// A rule that needs more of a stub (its loops, syncs, assignments, launch
-/// sites) marks the model ([`FileModel::read_a_stub`]) and the analysis is
-/// made again with that function walked (so is a stub whose calls are not
-/// found again in the tree).
+/// A question that needs more of a stub (its loops, syncs, assignments,
+/// launch sites) records it in the [`StubReads`] its caller passed, and the
+/// analysis is made again with that function walked (so is a stub whose calls
+/// are not found again in the tree).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HostStub {
     /// Its header as `Walker::function` reads it, each byte range relative to
@@ -290,8 +290,9 @@ pub struct FileModel<'a> {
     pub(super) held_index: OnceLock<HashMap<(usize, String), Vec<&'a str>>>,
     /// Nodes by kind for the whole-file questions (built on first use).
     nodes: OnceLock<NodeIndex<'a>>,
-    /// [`super::time_loop_launches`], asked by KL001 and the kernel summaries (built on first use).
-    time_loop_launches: OnceLock<Vec<super::TimeLoopLaunches>>,
+    /// [`super::time_loop_launches`], asked by KL001 and the kernel summaries
+    /// (built on first use), with the host stubs it read beyond what they keep.
+    time_loop_launches: OnceLock<(Vec<super::TimeLoopLaunches>, Vec<usize>)>,
     /// For a model of some top-level statements: those whose nodes the
     /// node index lists (the statements walked, not those stubbed).
     indexed: Option<Vec<Node<'a>>>,
@@ -302,10 +303,6 @@ pub struct FileModel<'a> {
     pub has_host_stubs: bool,
     /// The top-level statements (the root's children), in order (built on first use).
     top: OnceLock<Vec<Node<'a>>>,
-    /// The host stubs a question read beyond what a stub keeps
-    /// ([`Self::read_a_stub`], indexes into `host_fns`): the analysis must
-    /// not use this model, and walks them next time.
-    stubs_read: std::sync::Mutex<Vec<usize>>,
 }
 
 /// What [`FileModel::kernel`], [`FileModel::launches_of_kernel`] and
@@ -329,16 +326,45 @@ pub(super) fn named<'l, 'n, T>(list: &'l [T], name: &str, name_of: impl Fn(&T) -
     &list[lo..hi]
 }
 
+/// The host stubs ([`HostStub`]) that questions of a model read beyond what
+/// a stub keeps, as `host_fns` indexes. A question that may need more of a
+/// host function than its stub keeps takes one in its signature and records
+/// there; whoever passed it learns which answers may be incomplete (the
+/// checker then reads those functions walked). The host rules share one
+/// across the two threads they run on.
+#[derive(Debug, Default)]
+pub struct StubReads(std::sync::Mutex<Vec<usize>>);
+
+impl StubReads {
+    /// Records that a question needed what host stub `f` does not keep.
+    pub fn record(&self, f: usize) {
+        self.lock().push(f);
+    }
+
+    /// The stubs recorded, by the start of their `def` in `model`; empty when none was.
+    pub fn starts(&self, model: &FileModel) -> Vec<usize> {
+        self.lock().iter().map(|&f| model.host_fns[f].node.start_byte()).collect()
+    }
+
+    fn take(&self) -> Vec<usize> {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<usize>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 impl<'a> FileModel<'a> {
     pub fn build(src: &'a str, tree: &'a Tree) -> Self {
-        Self::build_from(src, tree, None, None, false)
+        Self::build_from(src, tree, None, None, false, &StubReads::default())
     }
 
     /// [`Self::build`] of a piece of a file (a statement a fix rewrote),
     /// read with the imports of the file it comes from, `whole`.
     pub fn build_piece(src: &'a str, tree: &'a Tree, whole: &FileModel) -> Self {
         let aliases = (whole.tl_aliases.clone(), whole.triton_aliases.clone());
-        Self::build_from(src, tree, None, Some(&aliases), false)
+        Self::build_from(src, tree, None, Some(&aliases), false, &StubReads::default())
     }
 
     /// [`Self::build`], with the whole-file node index ([`Self::nodes`])
@@ -346,7 +372,7 @@ impl<'a> FileModel<'a> {
     /// rules will ask for it (a candidate) saves of its wall time. The result
     /// is the same as asking [`Self::nodes`] later.
     pub fn build_with_index(src: &'a str, tree: &'a Tree) -> Self {
-        Self::build_index_beside(src, tree, None, None)
+        Self::build_index_beside(src, tree, None, None, &StubReads::default())
     }
 
     /// [`Self::build_from`], with the node index of the statements walked
@@ -356,13 +382,14 @@ impl<'a> FileModel<'a> {
         tree: &'a Tree,
         units: Option<&[PartialUnit<'a, '_>]>,
         aliases: Option<&(Vec<String>, Vec<String>)>,
+        stubs: &StubReads,
     ) -> Self {
         let walked: Vec<Node<'a>> = match units {
             Some(units) => walked_units(units),
             None => vec![tree.root_node()],
         };
         let (model, index) = crate::fork::join(
-            || Self::build_from(src, tree, units, aliases, false),
+            || Self::build_from(src, tree, units, aliases, false, stubs),
             || NodeIndex::build_units(&walked, src),
         );
         let _ = model.nodes.set(index);
@@ -380,7 +407,7 @@ impl<'a> FileModel<'a> {
         aliases: &(Vec<String>, Vec<String>),
     ) -> Self {
         let units: Vec<PartialUnit<'a, '_>> = units.iter().map(|u| (*u, None)).collect();
-        Self::build_from(src, tree, Some(&units), Some(aliases), true)
+        Self::build_from(src, tree, Some(&units), Some(aliases), true, &StubReads::default())
     }
 
     /// [`Self::build_partial`] where some statements are stubs: statements
@@ -391,17 +418,19 @@ impl<'a> FileModel<'a> {
     /// the node index ([`Self::nodes`]) lists only the statements walked.
     /// `None` if a stub's kernels are not the ones its views describe.
     /// With `index_beside`, the node index is built on the helper thread while the model is.
+    /// A host stub whose calls are not where it says is walked, and recorded in `stubs`.
     pub fn build_stubbed(
         src: &'a str,
         tree: &'a Tree,
         units: &[PartialUnit<'a, '_>],
         aliases: &(Vec<String>, Vec<String>),
         index_beside: bool,
+        stubs: &StubReads,
     ) -> Option<Self> {
         let mut model = if index_beside {
-            Self::build_index_beside(src, tree, Some(units), Some(aliases))
+            Self::build_index_beside(src, tree, Some(units), Some(aliases), stubs)
         } else {
-            Self::build_from(src, tree, Some(units), Some(aliases), true)
+            Self::build_from(src, tree, Some(units), Some(aliases), true, stubs)
         };
         let mut next = 0;
         for (unit, views) in units {
@@ -431,6 +460,7 @@ impl<'a> FileModel<'a> {
         units: Option<&[PartialUnit<'a, '_>]>,
         aliases: Option<&(Vec<String>, Vec<String>)>,
         collect_index: bool,
+        stubs: &StubReads,
     ) -> Self {
         let root = tree.root_node();
         let (tl_aliases, triton_aliases) = match aliases {
@@ -460,7 +490,6 @@ impl<'a> FileModel<'a> {
             time_loop_launches: OnceLock::new(),
             indexed: units.map(walked_units),
             by_name: OnceLock::new(),
-            stubs_read: std::sync::Mutex::new(Vec::new()),
             has_host_stubs: units.is_some_and(|u| u.iter().any(|(_, how)| matches!(how, Some(Stub::Host(_))))),
             top: OnceLock::new(),
         };
@@ -488,7 +517,7 @@ impl<'a> FileModel<'a> {
             Some(units) => {
                 for (unit, stub) in units {
                     // A stub whose calls are not where it says is walked, and
-                    // marked read: the analysis reads it again as a statement walked.
+                    // recorded as read: the analysis reads it again as a statement walked.
                     if let Some(Stub::Host(facts)) = stub {
                         if walker.host_stub(*unit, facts) {
                             continue;
@@ -496,7 +525,7 @@ impl<'a> FileModel<'a> {
                         let f = walker.m.host_fns.len();
                         walker.visit_unindexed(*unit);
                         if f < walker.m.host_fns.len() {
-                            walker.m.read_a_stub(f);
+                            stubs.record(f);
                         }
                         continue;
                     }
@@ -549,19 +578,6 @@ impl<'a> FileModel<'a> {
         Some(top[i]).filter(|n| at < n.end_byte())
     }
 
-    /// Marks that a question needed what host stub `f` (a `host_fns` index)
-    /// does not describe (see [`HostStub`]).
-    pub fn read_a_stub(&self, f: usize) {
-        self.stubs_read.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(f);
-    }
-
-    /// The host stubs a question read ([`Self::read_a_stub`]), by the start of
-    /// their `def`; empty when none was.
-    pub fn stubs_read(&self) -> Vec<usize> {
-        let read = self.stubs_read.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        read.iter().map(|&f| self.host_fns[f].node.start_byte()).collect()
-    }
-
     /// Work done so far by the name-following questions (see the field).
     pub fn steps(&self) -> usize {
         self.steps.load(Ordering::Relaxed)
@@ -580,9 +596,19 @@ impl<'a> FileModel<'a> {
         })
     }
 
-    /// The Python time loops that relaunch kernels ([`super::time_loop_launches`]), found once.
-    pub fn time_loop_launches(&self) -> &[super::TimeLoopLaunches] {
-        self.time_loop_launches.get_or_init(|| super::time_loop_launches(self))
+    /// The Python time loops that relaunch kernels ([`super::time_loop_launches`]),
+    /// found once; the host stubs that took read beyond what they keep are
+    /// recorded in `reads` on every call.
+    pub fn time_loop_launches(&self, reads: &StubReads) -> &[super::TimeLoopLaunches] {
+        let (found, read) = self.time_loop_launches.get_or_init(|| {
+            let own = StubReads::default();
+            let found = super::time_loop_launches(self, &own);
+            (found, own.take())
+        });
+        for &f in read {
+            reads.record(f);
+        }
+        found
     }
 
     pub fn text(&self, node: Node) -> &'a str {

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use tree_sitter::Node;
 
-use super::{call_arguments, collect_identifiers, loop_within, FileModel, HostFn, Kernel};
+use super::{call_arguments, collect_identifiers, loop_within, FileModel, HostFn, Kernel, StubReads};
 use crate::model::NodeKind;
 use crate::text::TextRange;
 
@@ -34,26 +34,26 @@ pub struct KernelSummary {
 impl<'a> FileModel<'a> {
     /// Launch sites a call to host function `f` reaches, transitively, with the
     /// number of launches one call makes (launches inside loops of the callee count once).
-    pub fn launches_reached(&self, f: usize) -> Vec<usize> {
+    pub fn launches_reached(&self, f: usize, stubs: &StubReads) -> Vec<usize> {
         let mut out = Vec::new();
         let mut seen = HashSet::new();
-        self.collect_launches(f, &mut seen, &mut out);
+        self.collect_launches(f, &mut seen, &mut out, stubs);
         out
     }
 
-    fn collect_launches(&self, f: usize, seen: &mut HashSet<usize>, out: &mut Vec<usize>) {
+    fn collect_launches(&self, f: usize, seen: &mut HashSet<usize>, out: &mut Vec<usize>, stubs: &StubReads) {
         if !seen.insert(f) {
             return;
         }
         self.step(1);
         if self.host_fns[f].stub.is_some() {
             // A stub's launch sites are not in the model.
-            self.read_a_stub(f);
+            stubs.record(f);
         }
         out.extend(self.host_fns[f].launches.iter().copied());
         for call in &self.host_fns[f].calls {
             for callee in self.callees(f, call) {
-                self.collect_launches(callee, seen, out);
+                self.collect_launches(callee, seen, out, stubs);
             }
         }
         seen.remove(&f);
@@ -81,13 +81,13 @@ impl<'a> FileModel<'a> {
     /// Launch sites reached from inside the body of loop `l` of host function `f`:
     /// direct launches and launches through helper calls. Each entry is
     /// (launch index, the call site that leads there if indirect).
-    pub fn launches_in_loop(&self, f: usize, l: usize) -> Vec<(usize, Option<Node<'a>>)> {
+    pub fn launches_in_loop(&self, f: usize, l: usize, stubs: &StubReads) -> Vec<(usize, Option<Node<'a>>)> {
         let func = &self.host_fns[f];
         let mut out: Vec<(usize, Option<Node<'a>>)> =
             func.launches.iter().filter(|&&i| self.launches[i].loops.contains(&l)).map(|&i| (i, None)).collect();
         for call in func.calls.iter().filter(|c| c.loops.contains(&l)) {
             for callee in self.callees(f, call) {
-                for li in self.launches_reached(callee) {
+                for li in self.launches_reached(callee, stubs) {
                     out.push((li, Some(call.node)));
                 }
             }
@@ -95,8 +95,8 @@ impl<'a> FileModel<'a> {
         out
     }
 
-    pub fn kernel_summaries(&self) -> Vec<KernelSummary> {
-        let estimates = super::launch_estimates(self);
+    pub fn kernel_summaries(&self, stubs: &StubReads) -> Vec<KernelSummary> {
+        let estimates = super::launch_estimates(self, stubs);
         let mut sites: HashMap<&str, usize> = HashMap::new();
         for l in &self.launches {
             *sites.entry(l.kernel.as_str()).or_default() += 1;
@@ -134,7 +134,7 @@ pub struct TimeLoopLaunches {
     pub estimate: String,
 }
 
-pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
+pub fn time_loop_launches(model: &FileModel, stubs: &StubReads) -> Vec<TimeLoopLaunches> {
     let mut out = Vec::new();
     // built on the first time loop that needs it: one pass over the calls, not one per loop
     let mut callers: Option<HashMap<usize, (usize, usize)>> = None;
@@ -145,13 +145,13 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
             if !time[l] {
                 continue;
             }
-            let reached = model.launches_in_loop(f, l);
-            if reached.is_empty() || !carries_state(model, f, l) {
+            let reached = model.launches_in_loop(f, l, stubs);
+            if reached.is_empty() || !carries_state(model, f, l, stubs) {
                 continue;
             }
             // A nested time loop that launches gets the diagnostic instead.
             let inner_launches = (0..func.loops.len()).any(|i| {
-                i != l && time[i] && loop_within(&func.loops, i, l) && !model.launches_in_loop(f, i).is_empty()
+                i != l && time[i] && loop_within(&func.loops, i, l) && !model.launches_in_loop(f, i, stubs).is_empty()
             });
             if inner_launches {
                 continue;
@@ -165,7 +165,7 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
                 p = func.loops[pl].parent;
             }
             let callers = callers.get_or_insert_with(|| first_callers_in_loops(model));
-            factors.extend(caller_factors(model, callers, f));
+            factors.extend(caller_factors(model, callers, f, stubs));
             out.push(TimeLoopLaunches {
                 host_fn: f,
                 loop_index: l,
@@ -186,7 +186,7 @@ pub fn time_loop_launches(model: &FileModel) -> Vec<TimeLoopLaunches> {
 /// it: not rebound earlier in the same step (`c = F.linear(x_c, w)` before a
 /// kernel that updates `c` in place makes a new `c` every step), or rebound
 /// from a value that itself reads such a name (`h_prev = h.clone()`).
-fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
+fn carries_state(model: &FileModel, f: usize, l: usize, stubs: &StubReads) -> bool {
     let func = &model.host_fns[f];
     let mut written: HashSet<String> = HashSet::new();
     let identity: HashMap<String, HashSet<String>> = HashMap::new();
@@ -205,7 +205,7 @@ fn carries_state(model: &FileModel, f: usize, l: usize) -> bool {
             }
             launching_calls.push(call.node);
             let mut read = HashSet::new();
-            helper_flow(model, call.node, callee, &identity, Unknown::Everything, 0, &mut written, &mut read);
+            helper_flow(model, call.node, callee, &identity, Unknown::Everything, 0, &mut written, &mut read, stubs);
             reads.push((call.node.start_byte(), read));
         }
     }
@@ -395,7 +395,7 @@ enum Unknown {
 /// it calls) pass for a pointer the kernel loads from or stores to: tensors
 /// on the GPU. Arguments of kernels whose memory access is not visible are
 /// left out, so a scalar (`n`) is never taken for a tensor.
-pub fn gpu_tensor_names(model: &FileModel, f: usize) -> HashSet<String> {
+pub fn gpu_tensor_names(model: &FileModel, f: usize, stubs: &StubReads) -> HashSet<String> {
     let func = &model.host_fns[f];
     let identity: HashMap<String, HashSet<String>> = HashMap::new();
     let mut out = HashSet::new();
@@ -406,7 +406,7 @@ pub fn gpu_tensor_names(model: &FileModel, f: usize) -> HashSet<String> {
     for call in &func.calls {
         for callee in model.callees(f, call) {
             if callee != f && model.reaches_launch(callee) {
-                helper_flow(model, call.node, callee, &identity, Unknown::Nothing, 0, &mut out, &mut read);
+                helper_flow(model, call.node, callee, &identity, Unknown::Nothing, 0, &mut out, &mut read, stubs);
             }
         }
     }
@@ -460,13 +460,14 @@ fn helper_flow(
     depth: usize,
     written: &mut HashSet<String>,
     read: &mut HashSet<String>,
+    stubs: &StubReads,
 ) {
     if depth > 4 {
         return;
     }
     let helper = &model.host_fns[callee];
     if helper.stub.is_some() {
-        model.read_a_stub(callee);
+        stubs.record(callee);
     }
     let (args, kwargs) = call_arguments(call, model.src);
     let params: Vec<&String> = helper.params.iter().filter(|p| p.as_str() != "self").collect();
@@ -502,7 +503,7 @@ fn helper_flow(
     for c in &helper.calls {
         for g in model.callees(callee, c) {
             if g != callee {
-                helper_flow(model, c.node, g, &inner, unknown, depth + 1, written, read);
+                helper_flow(model, c.node, g, &inner, unknown, depth + 1, written, read, stubs);
             }
         }
     }
@@ -637,7 +638,12 @@ fn factor(model: &FileModel, f: usize, l: usize, is_time: bool) -> String {
 }
 
 /// Loops around the call sites of host function `f` in its callers (first caller that has any).
-fn caller_factors(model: &FileModel, callers: &HashMap<usize, (usize, usize)>, f: usize) -> Vec<String> {
+fn caller_factors(
+    model: &FileModel,
+    callers: &HashMap<usize, (usize, usize)>,
+    f: usize,
+    stubs: &StubReads,
+) -> Vec<String> {
     // A host stub's calls are in the model without their loops: one that
     // calls `f` by name inside a loop is a caller this map misses.
     let func = &model.host_fns[f];
@@ -646,7 +652,7 @@ fn caller_factors(model: &FileModel, callers: &HashMap<usize, (usize, usize)>, f
     if model.has_host_stubs {
         for (g, h) in model.host_fns.iter().enumerate() {
             if h.stub.as_ref().is_some_and(|s| s.calls_in_loops_to.iter().any(names)) {
-                model.read_a_stub(g);
+                stubs.record(g);
             }
         }
     }
@@ -678,9 +684,9 @@ fn first_callers_in_loops(model: &FileModel) -> HashMap<usize, (usize, usize)> {
 }
 
 /// Kernel name -> launches-per-forward estimate, for kernels a Python time loop launches per step.
-pub fn launch_estimates(model: &FileModel) -> HashMap<String, String> {
+pub fn launch_estimates(model: &FileModel, stubs: &StubReads) -> HashMap<String, String> {
     let mut out = HashMap::new();
-    for tl in model.time_loop_launches() {
+    for tl in model.time_loop_launches(stubs) {
         for (li, _) in &tl.launches {
             out.entry(model.launches[*li].kernel.clone()).or_insert_with(|| tl.estimate.clone());
         }

@@ -82,7 +82,7 @@ gru_layer_kernel[grid](gates_x, h, w_hh, out, seq_len, ...)   # loops over t ins
 
 fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
     let model = scope.model;
-    for tl in model.time_loop_launches() {
+    for tl in model.time_loop_launches(scope.stubs) {
         let lp = &model.host_fns[tl.host_fn].loops[tl.loop_index];
         let mut kernels: Vec<&str> = Vec::new();
         for (li, _) in &tl.launches {

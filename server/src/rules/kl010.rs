@@ -3,7 +3,7 @@
 use tree_sitter::Node;
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::{field, gpu_tensor_names, range_of, FileModel, HCall, HostFn, LoopKind};
+use crate::model::{field, gpu_tensor_names, range_of, FileModel, HCall, HostFn, LoopKind, StubReads};
 
 use super::{Reach, Rule, Scope};
 use crate::model::NodeKind;
@@ -92,13 +92,14 @@ fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
         // A helper called in the loop that waits itself (`check_finite(x)` reading `.item()`).
         for call in func.calls.iter() {
             let Some(&l) = call.loops.last() else { continue };
-            if let Some((helper, what)) = helper_sync(model, f, call, 0) {
+            if let Some((helper, what)) = helper_sync(model, f, call, 0, scope.stubs) {
                 found.push((call.node, format!("`{helper}` (it calls `{what}`)"), l));
             }
         }
         // Waits no call names: a tensor's truth value, `float(t)`, a tensor in an f-string.
         // Which names are GPU tensors is asked only where a loop has one of those forms.
-        let tensors = if may_wait_implicitly(model, func) { gpu_tensor_names(model, f) } else { Default::default() };
+        let tensors =
+            if may_wait_implicitly(model, func) { gpu_tensor_names(model, f, scope.stubs) } else { Default::default() };
         if !tensors.is_empty() {
             let mut implicit = Vec::new();
             for (l, lp) in func.loops.iter().enumerate() {
@@ -121,7 +122,7 @@ fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
         // A wait costs a step only where the loop queues GPU work every
         // iteration; in a loop that queues none (printing results) the first
         // wait drains the queue and the rest find the GPU idle anyway.
-        found.retain(|(_, _, l)| queues_work(model, f, *l));
+        found.retain(|(_, _, l)| queues_work(model, f, *l, scope.stubs));
         found.sort_by_key(|(n, _, _)| n.start_byte());
         // One diagnostic a line: `int(a[i].item() - a[j].item())` is one wait to fix, not two.
         let mut lines_seen: Vec<usize> = Vec::new();
@@ -188,10 +189,10 @@ fn streams_items(model: &FileModel, func: &HostFn, l: usize) -> Option<String> {
 /// it launches (directly or through a helper), calls `torch.*` or `F.*`, a
 /// helper of this file or an in-place tensor method (`x.fill_(...)`), or
 /// writes into a subscript (`logits[i, n:] = ...`).
-fn queues_work(model: &FileModel, f: usize, l: usize) -> bool {
+fn queues_work(model: &FileModel, f: usize, l: usize, stubs: &StubReads) -> bool {
     let func = &model.host_fns[f];
     let helper_call = func.calls.iter().any(|c| c.loops.contains(&l) && !model.callees(f, c).is_empty());
-    if !model.launches_in_loop(f, l).is_empty() || helper_call {
+    if !model.launches_in_loop(f, l, stubs).is_empty() || helper_call {
         return true;
     }
     crate::model::any_node(func.loops[l].body, |n| match n.kind_name() {
@@ -211,12 +212,12 @@ fn innermost_loop(func: &HostFn, node: Node) -> Option<usize> {
 /// A host function of this file that `call` (in function `f`) reaches and
 /// that waits for the GPU outside its own loops (those KL010 reports where
 /// they are): its name and the wait. Two helpers deep at most.
-fn helper_sync(model: &FileModel, f: usize, call: &HCall, depth: usize) -> Option<(String, String)> {
+fn helper_sync(model: &FileModel, f: usize, call: &HCall, depth: usize, stubs: &StubReads) -> Option<(String, String)> {
     for g in model.callees(f, call) {
         let helper = &model.host_fns[g];
         if helper.stub.is_some() {
             // A stub's syncs are not in the model.
-            model.read_a_stub(g);
+            stubs.record(g);
         }
         if g == f || is_test_or_benchmark(helper) {
             continue;
@@ -230,7 +231,7 @@ fn helper_sync(model: &FileModel, f: usize, call: &HCall, depth: usize) -> Optio
         }
         if depth < 1 {
             for c in helper.calls.iter().filter(|c| c.loops.is_empty()) {
-                if let Some((_, what)) = helper_sync(model, g, c, depth + 1) {
+                if let Some((_, what)) = helper_sync(model, g, c, depth + 1, stubs) {
                     return Some((helper.name.clone(), what));
                 }
             }

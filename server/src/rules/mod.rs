@@ -19,7 +19,7 @@ use tree_sitter::Node;
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Fix, Related, Severity};
 use crate::model::candidate::Imports;
-use crate::model::{FileModel, Kernel};
+use crate::model::{FileModel, Kernel, StubReads};
 use crate::text::TextRange;
 
 pub mod kl001;
@@ -52,12 +52,15 @@ pub struct Scope<'s, 'a> {
     pub settings: &'s Settings,
     /// The kernels a [`Reach::Kernel`] rule reports on.
     pub kernels: &'s [Kernel<'a>],
+    /// Where the model's questions record the host stubs they read beyond
+    /// what a stub keeps (`model::StubReads`): the questions that may take it.
+    pub stubs: &'s StubReads,
 }
 
 impl<'s, 'a> Scope<'s, 'a> {
     /// Every kernel of `model` reported on.
-    pub fn whole(model: &'s FileModel<'a>, settings: &'s Settings) -> Self {
-        Scope { model, settings, kernels: &model.kernels }
+    pub fn whole(model: &'s FileModel<'a>, settings: &'s Settings, stubs: &'s StubReads) -> Self {
+        Scope { model, settings, kernels: &model.kernels, stubs }
     }
 }
 
