@@ -136,7 +136,7 @@ fn kernel_facts(
                 facts.helper_callees.push(c.callee.clone());
             }
         }
-        let scope = rules::Scope { model, settings, kernels: std::slice::from_ref(k), stubs };
+        let scope = rules::Scope { kernels: std::slice::from_ref(k), ..rules::Scope::whole(model, settings, stubs) };
         rules::run_reach(&scope, Reach::Kernel, &mut produced);
         let here = slots.ranges[selected[u]];
         for d in produced.drain(..) {

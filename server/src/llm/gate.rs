@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use crate::config::Settings;
-use crate::model::{parse, FileModel, StubReads};
+use crate::model::{parse, task, untrusted, FileModel, StubReads};
 use crate::rules;
 
 /// Rules whose diagnostics refuse an answer.
@@ -25,7 +25,7 @@ pub fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
     let model = FileModel::build(text, &tree);
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     let mut out = Vec::new();
-    let unsafe_code = rules::kl108::findings(&model, true);
+    let unsafe_code = untrusted::findings(&model, true);
     for (range, why) in &unsafe_code {
         out.push(format!(
             "- line {}: {why} (KL108 untrusted-side-effect). The answer is not run: remove it; a kernel file needs only torch, triton and pure helpers",
@@ -39,17 +39,12 @@ pub fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|r| {
             let tree = parse(&r, None);
-            rules::kl102::reference_task(&FileModel::build(&r, &tree))
+            task::of_reference(&FileModel::build(&r, &tree))
         });
-    for code in REFUSING {
-        match (*code, &reference_task) {
-            ("KL102", Some(task)) => rules::kl102::check_task(&model, task, &mut diagnostics),
-            _ => {
-                if let Some(rule) = rules::by_code(code) {
-                    (rule.check)(&rules::Scope::whole(&model, &settings, &StubReads::default()), &mut diagnostics);
-                }
-            }
-        }
+    let stubs = StubReads::default();
+    let scope = rules::Scope { task: reference_task.as_deref(), ..rules::Scope::whole(&model, &settings, &stubs) };
+    for rule in REFUSING.iter().filter_map(|code| rules::by_code(code)) {
+        (rule.check)(&scope, &mut diagnostics);
     }
     rules::finish(&mut diagnostics);
     for d in diagnostics {

@@ -89,8 +89,10 @@ pub mod shapes;
 pub mod smem;
 mod step_state;
 pub mod syntax;
+pub mod task;
 pub mod triton_api;
 pub mod triton_names;
+pub mod untrusted;
 mod walk;
 pub use walk::host_param_ranges;
 

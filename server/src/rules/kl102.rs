@@ -1,12 +1,10 @@
 //! KL102 torch-computes-the-task.
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::model::field;
-use crate::model::{inside, range_of, FileModel};
+use crate::model::candidate;
+use crate::model::{range_of, task, FileModel, NodeKind};
 
 use super::{Reach, Rule, Scope};
-use crate::model::candidate::{self, Imports};
-use crate::model::NodeKind;
 
 pub const RULE: Rule = Rule {
     code: "KL102",
@@ -75,77 +73,24 @@ for them:
 ```
 "#;
 
-/// Module types and functional ops that are a task on their own.
-const TASK_MODULES: &[&str] = &[
-    "gru",
-    "lstm",
-    "rnn",
-    "multiheadattention",
-    "transformer",
-    "transformerencoder",
-    "transformerdecoder",
-    "transformerencoderlayer",
-    "transformerdecoderlayer",
-    "conv1d",
-    "conv2d",
-    "conv3d",
-    "convtranspose1d",
-    "convtranspose2d",
-    "convtranspose3d",
-    "scaled_dot_product_attention",
-];
-
-/// Heavy ops: when the reference uses one, the lighter ones around it (activations, norms) are not the task.
-const HEAVY: &[&str] = &[
-    "linear",
-    "matmul",
-    "mm",
-    "bmm",
-    "addmm",
-    "baddbmm",
-    "einsum",
-    "gru",
-    "lstm",
-    "rnn",
-    "multiheadattention",
-    "scaled_dot_product_attention",
-    "conv1d",
-    "conv2d",
-    "conv3d",
-    "convtranspose1d",
-    "convtranspose2d",
-    "convtranspose3d",
-    "transformer",
-    "transformerencoder",
-    "transformerdecoder",
-    "transformerencoderlayer",
-    "transformerdecoderlayer",
-    "gru_cell",
-    "grucell",
-    "lstmcell",
-    "rnncell",
-];
-
 fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
     let model = scope.model;
     if !candidate::is_candidate(model) {
         return;
     }
-    let imports = candidate::imports(model);
-    let task = task_ops(model, &imports);
-    check_task(model, &task, out);
-}
-
-/// The task's main ops as the reference `Model` in `reference` (a parsed
-/// model of another file, read by the caller) computes them; `None` when that
-/// file has no `Model.forward`. The rewrite gate passes the result to [`check_task`].
-pub fn reference_task(reference: &FileModel) -> Option<Vec<String>> {
-    candidate::method(reference, "Model", "forward")?;
-    Some(task_ops(reference, &candidate::imports(reference)))
+    let own;
+    let task = match scope.task {
+        Some(task) => task,
+        None => {
+            own = task::ops(model, &candidate::imports(model));
+            &own
+        }
+    };
+    check_task(model, task, out);
 }
 
 /// KL102 against a known task: `task` holds the ops' lower-cased names.
-pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>) {
+fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>) {
     if task.is_empty() || !candidate::is_candidate(model) {
         return;
     }
@@ -159,7 +104,7 @@ pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>)
             if origin.kind_name() != "call" {
                 continue;
             }
-            let Some(op) = op_key(origin, &imports, &modules, src) else { continue };
+            let Some(op) = task::op_key(origin, &imports, &modules, src) else { continue };
             if !task.contains(&op) {
                 continue;
             }
@@ -170,40 +115,6 @@ pub fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>)
             out.push(RULE.diagnostic(range_of(origin), message).with_related(range_of(ret), "returned here"));
         }
     }
-}
-
-/// The lower-cased name an op is known by: the module type of `self.X(...)`,
-/// or the last name of a `torch.*` call (`torch.nn.functional.relu` -> `relu`).
-fn op_key(call: tree_sitter::Node, imports: &Imports, modules: &[(String, String)], src: &str) -> Option<String> {
-    let func = field!(call, "function")?;
-    if let Some(attr) = candidate::self_attr(func, src) {
-        return modules.iter().find(|(a, _)| a == attr).map(|(_, ty)| ty.to_ascii_lowercase());
-    }
-    let q = imports.qualify(func, src)?;
-    if !q.starts_with("torch.") || candidate::is_torch_scaffolding(&q) {
-        return None;
-    }
-    Some(q.rsplit('.').next().unwrap_or_default().to_ascii_lowercase())
-}
-
-/// What the task computes: the reference `Model`'s ops, or the ops that are a task on their own.
-fn task_ops(model: &FileModel, imports: &Imports) -> Vec<String> {
-    let Some(forward) = candidate::method(model, "Model", "forward") else {
-        return TASK_MODULES.iter().map(|s| s.to_string()).collect();
-    };
-    let modules = candidate::torch_modules(model, imports, "Model");
-    let mut ops: Vec<String> = Vec::new();
-    for n in inside(&model.nodes().calls, model.host_fns[forward].node) {
-        if let Some(op) = op_key(n, imports, &modules, model.src) {
-            if !ops.contains(&op) {
-                ops.push(op);
-            }
-        }
-    }
-    if ops.iter().any(|o| HEAVY.contains(&o.as_str())) {
-        ops.retain(|o| HEAVY.contains(&o.as_str()));
-    }
-    ops
 }
 
 #[cfg(test)]

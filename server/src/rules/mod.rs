@@ -55,12 +55,15 @@ pub struct Scope<'s, 'a> {
     /// Where the model's questions record the host stubs they read beyond
     /// what a stub keeps (`model::StubReads`): the questions that may take it.
     pub stubs: &'s StubReads,
+    /// The task's main ops (`model::task`) where the caller read them from the
+    /// reference file (the rewrite gate); otherwise KL102 reads the file's own `Model`.
+    pub task: Option<&'s [String]>,
 }
 
 impl<'s, 'a> Scope<'s, 'a> {
     /// Every kernel of `model` reported on.
     pub fn whole(model: &'s FileModel<'a>, settings: &'s Settings, stubs: &'s StubReads) -> Self {
-        Scope { model, settings, kernels: &model.kernels, stubs }
+        Scope { model, settings, kernels: &model.kernels, stubs, task: None }
     }
 }
 
