@@ -5,7 +5,9 @@
 //! outside the task's needs). Checked on the answer's text before anything
 //! runs; the reasons go back in the repair prompt.
 //!
-//! The rules run directly on the model: an answer cannot switch them off with
+//! The rules run through the registry, directly on the model (with the
+//! reference file's task, `model::task`, in their `Scope`), and the unsafe
+//! code is `model::untrusted`'s facts: an answer cannot switch them off with
 //! a `# kernel-lsp: ignore` comment or the user's `select`/`ignore` settings.
 
 use std::path::Path;

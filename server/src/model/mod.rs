@@ -2,8 +2,12 @@
 //! (`FileModel`), its syntax errors and Triton's name tables.
 //!
 //! Everything here is a fact about the code: parse, scopes and name
-//! resolution, kernel facts, launch facts, host loops. What makes a fact a
-//! mistake is the rules' business, and running them is the checker's: this
+//! resolution, kernel facts, launch facts, host loops, and what several
+//! rules, the checker or the rewrite gate ask alike (`candidate`, `task`,
+//! `untrusted`). The model keeps facts and memos of them, not state its
+//! callers set or read back: a question that may need more of a host
+//! function than its stub keeps takes a [`StubReads`] and records it there.
+//! What makes a fact a mistake is the rules' business, and running them is the checker's: this
 //! layer may depend on `text`, `config` and `diagnostic` only, never on
 //! `rules`, `fix`, `checker`, `lsp`, `bench` or `llm` (`server/tests/layers.rs`
 //! checks that).

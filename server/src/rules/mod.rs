@@ -9,9 +9,12 @@
 //! (`tests/fixtures/rules/`) and one line in [`RULES`]; docs/rules.md's
 //! tables and `check --help` are generated from the registry.
 //!
-//! Rules read the model's facts (what several rules, the checker or the
-//! rewrite gate ask lives in `model`, e.g. `model::candidate`, never in a
-//! rule) and build their fixes with `fix`; they never parse, never run user
+//! A rule is called with a [`Scope`] (the model, the settings, the kernels it
+//! reports on, where its questions record host stubs read, a known task):
+//! what it may read is in its signature. Rules read the model's facts (what
+//! several rules, the checker or the rewrite gate ask lives in `model`, e.g.
+//! `model::candidate`, `model::task`, `model::untrusted`, never in a rule)
+//! and build their fixes with `fix`; they never parse, never run user
 //! code, and never reach the checker that runs them (`server/tests/layers.rs`).
 
 use tree_sitter::Node;
