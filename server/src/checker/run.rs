@@ -30,18 +30,19 @@ pub(super) fn host_rules_beside<R>(
         .filter(|r| r.reach == Reach::Host && settings.enabled(r.code) && !(skip_per_node && r.per_node.is_some()))
         .collect();
     let next = AtomicUsize::new(0);
+    let scope = rules::Scope::whole(model, settings, stubs);
     if !two_threads || host.is_empty() {
         let result = here();
-        return (result, run_shared(&rules::Scope::whole(model, settings, stubs), &host, &next));
+        return (result, run_shared(&scope, &host, &next));
     }
     // The helper thread starts on the rules at once; this one joins in when
     // `here` is done, each taking the next rule not yet started.
     let ((result, mut out), theirs) = crate::fork::join(
         || {
             let result = here();
-            (result, run_shared(&rules::Scope::whole(model, settings, stubs), &host, &next))
+            (result, run_shared(&scope, &host, &next))
         },
-        || run_shared(&rules::Scope::whole(model, settings, stubs), &host, &next),
+        || run_shared(&scope, &host, &next),
     );
     out.extend(theirs);
     (result, out)

@@ -299,8 +299,6 @@ pub struct FileModel<'a> {
     /// Names -> indexes, so that questions asked once per kernel, launch or
     /// function stay linear (built on first use; see `by_name`).
     by_name: OnceLock<ByName>,
-    /// Whether some host function is a stub ([`Stub::Host`]).
-    pub has_host_stubs: bool,
     /// The top-level statements (the root's children), in order (built on first use).
     top: OnceLock<Vec<Node<'a>>>,
 }
@@ -490,7 +488,6 @@ impl<'a> FileModel<'a> {
             time_loop_launches: OnceLock::new(),
             indexed: units.map(walked_units),
             by_name: OnceLock::new(),
-            has_host_stubs: units.is_some_and(|u| u.iter().any(|(_, how)| matches!(how, Some(Stub::Host(_))))),
             top: OnceLock::new(),
         };
         model.host_fns.push(HostFn::from_header(

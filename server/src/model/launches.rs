@@ -649,11 +649,9 @@ fn caller_factors(
     let func = &model.host_fns[f];
     let class = func.class.as_deref().filter(|_| func.name == "forward").map(|c| format!("class:{c}"));
     let names = |t: &String| *t == func.name || class.as_ref() == Some(t);
-    if model.has_host_stubs {
-        for (g, h) in model.host_fns.iter().enumerate() {
-            if h.stub.as_ref().is_some_and(|s| s.calls_in_loops_to.iter().any(names)) {
-                stubs.record(g);
-            }
+    for (g, h) in model.host_fns.iter().enumerate() {
+        if h.stub.as_ref().is_some_and(|s| s.calls_in_loops_to.iter().any(names)) {
+            stubs.record(g);
         }
     }
     let Some(&(g, c)) = callers.get(&f) else { return Vec::new() };

@@ -46,10 +46,11 @@ pub mod kl107;
 pub mod kl108;
 pub mod kl109;
 
-/// What one run of a rule is given: the model, the settings, and the
-/// kernels the kernel rules report on (all of the model's, or those the
-/// checker files under one statement). What a rule may read arrives here,
-/// in its signature, not as state kept in the model.
+/// What one run of a rule is given: the model, the settings, the kernels
+/// the kernel rules report on (all of the model's, or those the checker
+/// files under one statement), where the model's questions record the host
+/// stubs they read, and a task known from elsewhere. What a rule may read
+/// arrives here, in its signature, not as state kept in the model.
 pub struct Scope<'s, 'a> {
     pub model: &'s FileModel<'a>,
     pub settings: &'s Settings,
