@@ -195,7 +195,7 @@ fn main() {
     let mut v = Vec::new();
     for _ in 0..20 {
         let t0 = Instant::now();
-        std::hint::black_box(model.kernel_summaries());
+        std::hint::black_box(model.kernel_summaries(&Default::default()));
         v.push(t0.elapsed());
     }
     report("  kernel summaries", v);
