@@ -27,36 +27,14 @@ const TASK_MODULES: &[&str] = &[
     "scaled_dot_product_attention",
 ];
 
-/// Heavy ops: when the reference uses one, the lighter ones around it (activations, norms) are not the task.
-const HEAVY: &[&str] = &[
-    "linear",
-    "matmul",
-    "mm",
-    "bmm",
-    "addmm",
-    "baddbmm",
-    "einsum",
-    "gru",
-    "lstm",
-    "rnn",
-    "multiheadattention",
-    "scaled_dot_product_attention",
-    "conv1d",
-    "conv2d",
-    "conv3d",
-    "convtranspose1d",
-    "convtranspose2d",
-    "convtranspose3d",
-    "transformer",
-    "transformerencoder",
-    "transformerdecoder",
-    "transformerencoderlayer",
-    "transformerdecoderlayer",
-    "gru_cell",
-    "grucell",
-    "lstmcell",
-    "rnncell",
-];
+/// Heavy ops besides [`TASK_MODULES`] (all heavy): when the reference uses
+/// one, the lighter ops around it (activations, norms) are not the task.
+const HEAVY_TOO: &[&str] =
+    &["linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum", "gru_cell", "grucell", "lstmcell", "rnncell"];
+
+fn is_heavy(op: &str) -> bool {
+    TASK_MODULES.contains(&op) || HEAVY_TOO.contains(&op)
+}
 
 /// The lower-cased name an op is known by: the module type of `self.X(...)`,
 /// or the last name of a `torch.*` call (`torch.nn.functional.relu` -> `relu`).
@@ -86,8 +64,8 @@ pub fn ops(model: &FileModel, imports: &Imports) -> Vec<String> {
             }
         }
     }
-    if ops.iter().any(|o| HEAVY.contains(&o.as_str())) {
-        ops.retain(|o| HEAVY.contains(&o.as_str()));
+    if ops.iter().any(|o| is_heavy(o)) {
+        ops.retain(|o| is_heavy(o));
     }
     ops
 }
