@@ -13,8 +13,11 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sse_stream::SseByteStream;
 
 /// An API key. Never printed: `Debug` shows `Secret(***)`.
 #[derive(Clone)]
@@ -281,7 +284,7 @@ impl Client {
             // bearer_auth marks the header sensitive: hyper never prints it.
             request = request.bearer_auth(&key.0);
         }
-        let mut response = match request.send().await {
+        let response = match request.send().await {
             Ok(r) => r,
             Err(e) => return Attempt::Fail(LlmError::Unreachable { url, reason: self.scrub(&error_chain(&e)) }),
         };
@@ -305,26 +308,10 @@ impl Client {
             }
             return Attempt::Fail(error);
         }
+        let body = bounded(response.bytes_stream(), self.cfg.stall, self.cfg.max_answer_bytes);
         let mut reader = StreamReader::default();
-        loop {
-            let chunk = match tokio::time::timeout(self.cfg.stall, response.chunk()).await {
-                Err(_) => return Attempt::Fail(LlmError::Stalled { secs: self.cfg.stall.as_secs_f64() }),
-                Ok(Err(e)) => {
-                    let why = self.scrub(&error_chain(&e));
-                    return Attempt::Fail(LlmError::Truncated(format!("the connection broke: {why}")));
-                }
-                Ok(Ok(c)) => c,
-            };
-            let Some(chunk) = chunk else { break };
-            if let Err(e) = reader.feed(&chunk) {
-                return Attempt::Fail(self.scrub_error(e));
-            }
-            if reader.bytes as u64 > self.cfg.max_answer_bytes {
-                return Attempt::Fail(LlmError::TooLarge { kb: self.cfg.max_answer_bytes / 1024 });
-            }
-            if reader.done {
-                break;
-            }
+        if let Err(e) = reader.read(body).await {
+            return Attempt::Fail(self.scrub_error(e));
         }
         match reader.finish(messages, self.cfg.max_tokens) {
             Ok((text, usage, finish_reason)) => {
@@ -378,76 +365,146 @@ pub fn excerpt(text: &str, max: usize) -> String {
     out
 }
 
-#[derive(Default, PartialEq, Eq)]
-enum Body {
-    #[default]
-    Unknown,
-    Sse,
-    /// A server that ignored `stream: true` and sent one JSON object.
-    Json,
+/// Why the bytes of an answer stopped coming other than at their end (see [`bounded`]).
+#[derive(Debug)]
+enum BodyEnd {
+    Stalled(Duration),
+    TooLarge(u64),
+    Broke(String),
 }
 
-/// Reads an answer body: SSE `data:` lines of chat-completion chunks ending
+impl std::fmt::Display for BodyEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyEnd::Stalled(d) => write!(f, "no bytes for {:.1} s", d.as_secs_f64()),
+            BodyEnd::TooLarge(max) => write!(f, "more than {max} bytes"),
+            BodyEnd::Broke(why) => write!(f, "the connection broke: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for BodyEnd {}
+
+impl From<BodyEnd> for LlmError {
+    fn from(end: BodyEnd) -> LlmError {
+        match end {
+            BodyEnd::Stalled(d) => LlmError::Stalled { secs: d.as_secs_f64() },
+            BodyEnd::TooLarge(max) => LlmError::TooLarge { kb: max / 1024 },
+            BodyEnd::Broke(why) => LlmError::Truncated(format!("the connection broke: {why}")),
+        }
+    }
+}
+
+/// The chunks of an answer's body, each awaited at most `stall`, at most
+/// `max_bytes` in all: past either bound (or a broken connection) the stream
+/// yields that [`BodyEnd`] and ends.
+fn bounded<E: std::error::Error>(
+    chunks: impl Stream<Item = Result<Bytes, E>> + Unpin,
+    stall: Duration,
+    max_bytes: u64,
+) -> impl Stream<Item = Result<Bytes, BodyEnd>> + Unpin {
+    Box::pin(futures_util::stream::unfold(Some((chunks, 0u64)), move |state| async move {
+        let (mut chunks, seen) = state?;
+        let end = match tokio::time::timeout(stall, chunks.next()).await {
+            Err(_) => BodyEnd::Stalled(stall),
+            Ok(None) => return None,
+            Ok(Some(Err(e))) => BodyEnd::Broke(error_chain(&e)),
+            Ok(Some(Ok(bytes))) => {
+                let seen = seen + bytes.len() as u64;
+                if seen <= max_bytes {
+                    return Some((Ok(bytes), Some((chunks, seen))));
+                }
+                BodyEnd::TooLarge(max_bytes)
+            }
+        };
+        Some((Err(end), None))
+    }))
+}
+
+/// Reads an answer: SSE events (decoded by `sse-stream`, which refuses a line
+/// that is not an SSE field) whose data are chat-completion chunks, ending
 /// with `[DONE]`, or (from servers that do not stream) one completion object.
 #[derive(Default)]
-pub struct StreamReader {
-    kind: Body,
-    pending: Vec<u8>,
+struct StreamReader {
     text: String,
     usage: Option<Usage>,
     finish_reason: Option<String>,
-    pub done: bool,
+    done: bool,
+    /// The bytes of the body read.
     bytes: usize,
 }
 
 impl StreamReader {
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), LlmError> {
-        self.bytes += chunk.len();
-        self.pending.extend_from_slice(chunk);
-        if self.kind == Body::Unknown {
-            let start = String::from_utf8_lossy(&self.pending).trim_start().to_string();
-            if start.is_empty() {
-                return Ok(());
-            }
-            self.kind = if start.starts_with('{') {
-                Body::Json
-            } else if ["data:", ":", "event:", "id:", "retry:"].iter().any(|p| start.starts_with(p)) {
-                Body::Sse
-            } else {
-                return Err(LlmError::Garbage(format!("it begins with `{}`", excerpt(&start, 80))));
+    /// Reads `body` (see [`bounded`]) until `[DONE]` or its end.
+    async fn read(&mut self, mut body: impl Stream<Item = Result<Bytes, BodyEnd>> + Unpin) -> Result<(), LlmError> {
+        // The kind of body, from its first bytes that are not white space.
+        let mut head: Vec<Bytes> = Vec::new();
+        let start = loop {
+            let Some(bytes) = body.next().await.transpose()? else {
+                return Err(LlmError::Garbage("the body is empty".into()));
             };
-        }
-        if self.kind == Body::Json {
-            return Ok(());
-        }
-        while let Some(nl) = self.pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=nl).collect();
-            let line = std::str::from_utf8(&line)
-                .map_err(|_| LlmError::Garbage("a line of the stream is not UTF-8".into()))?
-                .trim_end_matches(['\n', '\r']);
-            self.line(line)?;
-            if self.done {
-                break;
+            head.push(bytes);
+            let seen: Vec<u8> = head.iter().flat_map(|b| b.iter().copied()).collect();
+            let start = String::from_utf8_lossy(&seen).trim_start().to_string();
+            if !start.is_empty() {
+                break start;
             }
-        }
-        Ok(())
-    }
-
-    fn line(&mut self, line: &str) -> Result<(), LlmError> {
-        if line.is_empty() || line.starts_with(':') || ["event:", "id:", "retry:"].iter().any(|p| line.starts_with(p)) {
-            return Ok(());
-        }
-        let Some(data) = line.strip_prefix("data:") else {
-            return Err(LlmError::Garbage(format!("unexpected line `{}`", excerpt(line, 80))));
         };
-        let data = data.trim();
-        if data == "[DONE]" {
+        if start.starts_with('{') {
+            // A server that ignored `stream: true` and sent one JSON object.
+            let mut all: Vec<u8> = head.iter().flat_map(|b| b.iter().copied()).collect();
+            while let Some(bytes) = body.next().await.transpose()? {
+                all.extend_from_slice(&bytes);
+            }
+            let all = String::from_utf8_lossy(&all).to_string();
+            let value: Value = serde_json::from_str(&all)
+                .map_err(|_| LlmError::Garbage(format!("the body is not JSON: `{}`", excerpt(&all, 80))))?;
+            self.chunk(&value, "message")?;
             self.done = true;
             return Ok(());
         }
-        let value: Value = serde_json::from_str(data)
-            .map_err(|_| LlmError::Garbage(format!("a data line is not JSON: `{}`", excerpt(data, 80))))?;
-        self.chunk(&value, "delta")
+        if !["data:", ":", "event:", "id:", "retry:"].iter().any(|p| start.starts_with(p)) {
+            return Err(LlmError::Garbage(format!("it begins with `{}`", excerpt(&start, 80))));
+        }
+        let bytes = std::sync::atomic::AtomicUsize::new(0);
+        let counted = futures_util::stream::iter(head.into_iter().map(Ok)).chain(body).inspect(|chunk| {
+            if let Ok(chunk) = chunk {
+                bytes.fetch_add(chunk.len(), std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        let mut events = SseByteStream::new(counted);
+        let read = self.events(&mut events).await;
+        self.bytes = bytes.into_inner();
+        read
+    }
+
+    async fn events<S>(&mut self, events: &mut SseByteStream<S>) -> Result<(), LlmError>
+    where
+        S: futures_util::TryStream<Ok = Bytes, Error = BodyEnd> + Unpin,
+    {
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| match e {
+                sse_stream::Error::Body(e) => match e.downcast::<BodyEnd>() {
+                    Ok(end) => LlmError::from(*end),
+                    Err(other) => LlmError::Truncated(format!("the stream failed: {other}")),
+                },
+                sse_stream::Error::Utf8Parse(_) => LlmError::Garbage("a line of the stream is not UTF-8".into()),
+                _ => LlmError::Garbage(
+                    "a line of the stream is not an SSE field (`data:`, `event:`, `id:`, `retry:`, a `:` comment)"
+                        .into(),
+                ),
+            })?;
+            let Some(data) = event.data else { continue };
+            let data = data.trim();
+            if data == "[DONE]" {
+                self.done = true;
+                break;
+            }
+            let value: Value = serde_json::from_str(data)
+                .map_err(|_| LlmError::Garbage(format!("a data line is not JSON: `{}`", excerpt(data, 80))))?;
+            self.chunk(&value, "delta")?;
+        }
+        Ok(())
     }
 
     fn chunk(&mut self, value: &Value, field: &str) -> Result<(), LlmError> {
@@ -477,28 +534,8 @@ impl StreamReader {
         Ok(())
     }
 
-    /// The answer, once the body has ended.
-    pub fn finish(
-        mut self,
-        messages: &[Message],
-        max_tokens: u32,
-    ) -> Result<(String, Usage, Option<String>), LlmError> {
-        match self.kind {
-            Body::Unknown => return Err(LlmError::Garbage("the body is empty".into())),
-            Body::Json => {
-                let body = String::from_utf8_lossy(&self.pending).to_string();
-                let value: Value = serde_json::from_str(&body)
-                    .map_err(|_| LlmError::Garbage(format!("the body is not JSON: `{}`", excerpt(&body, 80))))?;
-                self.chunk(&value, "message")?;
-                self.done = true;
-            }
-            Body::Sse => {
-                if !self.pending.is_empty() {
-                    let rest = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).to_string();
-                    self.line(rest.trim_end())?;
-                }
-            }
-        }
+    /// The answer, once the body has been read.
+    fn finish(self, messages: &[Message], max_tokens: u32) -> Result<(String, Usage, Option<String>), LlmError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(LlmError::Truncated(format!(
                 "the stream ended after {} bytes ({} characters of answer) without `[DONE]` or a finish_reason",
@@ -524,12 +561,66 @@ impl StreamReader {
 mod tests {
     use super::*;
 
+    type Chunk = Result<Bytes, std::io::Error>;
+
+    /// Reads `chunks` as the client reads a body, bounded by `stall` and `max_bytes`.
+    fn read_chunks(
+        chunks: impl Stream<Item = Chunk> + Unpin,
+        stall: Duration,
+        max_bytes: u64,
+    ) -> Result<(String, Usage, Option<String>), LlmError> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
+        rt.block_on(async {
+            let mut r = StreamReader::default();
+            r.read(bounded(chunks, stall, max_bytes)).await?;
+            r.finish(&[Message::user("abcdefgh")], 100)
+        })
+    }
+
+    /// `body` in pieces of 7 bytes, so that lines and events are split.
+    fn pieces(body: &str) -> Vec<Chunk> {
+        body.as_bytes().chunks(7).map(|p| Ok(Bytes::copy_from_slice(p))).collect()
+    }
+
     fn read(body: &str) -> Result<(String, Usage, Option<String>), LlmError> {
-        let mut r = StreamReader::default();
-        for piece in body.as_bytes().chunks(7) {
-            r.feed(piece)?;
-        }
-        r.finish(&[Message::user("abcdefgh")], 100)
+        read_chunks(futures_util::stream::iter(pieces(body)), Duration::from_secs(5), 1 << 20)
+    }
+
+    const HELLO: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n";
+
+    #[test]
+    fn a_line_that_is_no_sse_field_is_garbage() {
+        let body = format!("{HELLO}<html>oops</html>\n\ndata: [DONE]\n\n");
+        assert!(matches!(read(&body), Err(LlmError::Garbage(m)) if m.contains("not an SSE field")));
+    }
+
+    #[test]
+    fn comments_events_and_ids_are_skipped_and_crlf_ends_lines() {
+        let body =
+            format!(": keep-alive\r\nevent: chunk\r\nid: 1\r\n{}data: [DONE]\r\n\r\n", HELLO.replace('\n', "\r\n"));
+        assert_eq!(read(&body).unwrap().0, "Hel");
+    }
+
+    #[test]
+    fn a_body_past_the_size_bound_is_too_large() {
+        let body = format!("{}data: [DONE]\n\n", HELLO.repeat(20));
+        let got = read_chunks(futures_util::stream::iter(pieces(&body)), Duration::from_secs(5), 300);
+        assert!(matches!(got, Err(LlmError::TooLarge { .. })), "{:?}", got.err());
+    }
+
+    #[test]
+    fn a_body_that_stops_coming_is_stalled() {
+        let stops = futures_util::stream::iter(pieces(HELLO)).chain(futures_util::stream::pending());
+        let got = read_chunks(stops, Duration::from_millis(50), 1 << 20);
+        assert!(matches!(got, Err(LlmError::Stalled { .. })), "{:?}", got.err());
+    }
+
+    #[test]
+    fn a_broken_connection_is_truncated() {
+        let broke = futures_util::stream::iter(pieces(HELLO))
+            .chain(futures_util::stream::iter([Err(std::io::Error::other("reset by peer"))]));
+        let got = read_chunks(broke, Duration::from_secs(5), 1 << 20);
+        assert!(matches!(got, Err(LlmError::Truncated(m)) if m.contains("reset by peer")));
     }
 
     #[test]
