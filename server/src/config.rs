@@ -202,7 +202,7 @@ impl Default for CompileSettings {
 }
 
 /// The compute capability a `compile.target` names (`sm90`, `sm_90`, `90`, `h100`), e.g. 90.
-pub fn parse_target(s: &str) -> Option<u32> {
+pub(crate) fn parse_target(s: &str) -> Option<u32> {
     let t = s.trim().to_ascii_lowercase().replace(['_', '-', ' '], "");
     let digits = t.strip_prefix("sm").unwrap_or(&t);
     match digits.parse::<u32>() {
@@ -304,13 +304,13 @@ impl Settings {
     }
 
     /// Reads settings from a JSON value (LSP options); unknown keys are an error.
-    pub fn from_json(value: &serde_json::Value) -> Result<Settings, String> {
+    pub(crate) fn from_json(value: &serde_json::Value) -> Result<Settings, String> {
         let s: Settings = serde_json::from_value(value.clone()).map_err(|e| e.to_string())?;
         s.validate().map_err(|e| e.to_string())?;
         Ok(s)
     }
 
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         if gpu_by_name(&self.target_gpu).is_none() {
             return Err(ConfigError::UnknownGpu(self.target_gpu.clone()));
         }

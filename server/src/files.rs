@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Replaces `path`'s content with `bytes` atomically, keeping its permissions.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "file".into());
     let tmp = dir.join(format!(".{name}.kernel-lsp-{}.tmp", std::process::id()));
@@ -33,7 +33,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Keeps `text`, the content of `file` before a change, under
 /// `<root>/.kernel-lsp/backups/` and returns where (the name says which file and when).
-pub fn keep_backup(root: &Path, file: &Path, text: &[u8]) -> std::io::Result<PathBuf> {
+pub(crate) fn keep_backup(root: &Path, file: &Path, text: &[u8]) -> std::io::Result<PathBuf> {
     let rel = file.strip_prefix(root).unwrap_or(file).display().to_string();
     let flat: String = rel.chars().map(|c| if c == '/' || c == '\\' { '~' } else { c }).collect();
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);

@@ -19,7 +19,7 @@ impl TextRange {
     pub fn contains(&self, offset: usize) -> bool {
         self.start <= offset && offset < self.end
     }
-    pub fn contains_range(&self, other: TextRange) -> bool {
+    pub(crate) fn contains_range(&self, other: TextRange) -> bool {
         self.start <= other.start && other.end <= self.end
     }
     pub fn len(&self) -> usize {
@@ -151,7 +151,7 @@ pub fn group(v: i64) -> String {
 /// The bytes `old[start..old_end]` that became `new[start..new_end]`: what is
 /// left between the longest common prefix and the longest common suffix that
 /// does not overlap it, on character boundaries of both texts.
-pub fn changed_span(old: &str, new: &str) -> (usize, usize, usize) {
+pub(crate) fn changed_span(old: &str, new: &str) -> (usize, usize, usize) {
     let (a, b) = (old.as_bytes(), new.as_bytes());
     let mut start = common_prefix(a, b);
     while !(old.is_char_boundary(start) && new.is_char_boundary(start)) {

@@ -113,7 +113,7 @@ pub struct HistoryArgs {
 }
 
 /// `NAME=VALUE` for `--set` (shared with `kernel-lsp rewrite`).
-pub fn parse_override(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_override(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
         _ => Err(format!("expected NAME=VALUE, got `{s}`")),
@@ -121,7 +121,7 @@ pub fn parse_override(s: &str) -> Result<(String, String), String> {
 }
 
 /// `--tolerance kernelbench|legacy|FLOAT` (shared with `kernel-lsp rewrite`).
-pub fn parse_tolerance(s: &str) -> Result<Tolerance, String> {
+pub(crate) fn parse_tolerance(s: &str) -> Result<Tolerance, String> {
     s.parse()
 }
 
@@ -361,7 +361,7 @@ fn num(r: &BenchResult, key: &str) -> Option<f64> {
 }
 
 /// `4.1e-4`, `0.5`, `12`: a difference or tolerance, short.
-pub fn short_float(v: f64) -> String {
+pub(crate) fn short_float(v: f64) -> String {
     if v == 0.0 || (1e-2 < v.abs() && v.abs() < 1e3) {
         return format!("{}", (v * 1000.0).round() / 1000.0);
     }
@@ -370,14 +370,14 @@ pub fn short_float(v: f64) -> String {
 }
 
 /// `output[3, 7, 12]` from the JSON index.
-pub fn index_text(r: &BenchResult) -> Option<String> {
+pub(crate) fn index_text(r: &BenchResult) -> Option<String> {
     let index = r.extra.get("max_abs_diff_index")?.as_array()?;
     let parts: Vec<String> = index.iter().map(|v| v.to_string()).collect();
     Some(if parts.is_empty() { "output".to_string() } else { format!("output[{}]", parts.join(", ")) })
 }
 
 /// The correctness line: verdict, tolerance, worst difference and where.
-pub fn correctness_line(r: &BenchResult) -> Option<String> {
+pub(crate) fn correctness_line(r: &BenchResult) -> Option<String> {
     let tol = num(r, "tolerance")?;
     let profile = r.extra.get("tolerance_profile").and_then(|v| v.as_str()).unwrap_or("-");
     let precision = r.extra.get("precision").and_then(|v| v.as_str()).unwrap_or("fp32");
@@ -466,7 +466,7 @@ fn render_figures(r: &BenchResult) -> String {
 }
 
 /// The `bench` report.
-pub fn render_text(candidate: &Path, r: &BenchResult) -> String {
+pub(crate) fn render_text(candidate: &Path, r: &BenchResult) -> String {
     let mut out = String::new();
     let extra = |k: &str| r.extra.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_string();
     out.push_str(&format!("candidate  {}\n", candidate.display()));

@@ -45,7 +45,7 @@ pub struct TimelineRow {
 /// file's `.kernel-lsp/` goes when no project marker is found above it.
 static WORKSPACE_ROOTS: std::sync::RwLock<Vec<PathBuf>> = std::sync::RwLock::new(Vec::new());
 
-pub fn set_workspace_roots(roots: Vec<PathBuf>) {
+pub(crate) fn set_workspace_roots(roots: Vec<PathBuf>) {
     if let Ok(mut r) = WORKSPACE_ROOTS.write() {
         *r = roots;
     }
@@ -54,7 +54,7 @@ pub fn set_workspace_roots(roots: Vec<PathBuf>) {
 /// Where a file's `.kernel-lsp/` (history, timeline, backups) lives: the
 /// nearest folder above it with `kernel-lsp.toml`, `pyproject.toml` or `.git`;
 /// else the editor's workspace folder that holds it (the deepest); else its own folder.
-pub fn project_root(candidate: &Path) -> PathBuf {
+pub(crate) fn project_root(candidate: &Path) -> PathBuf {
     let start = candidate.parent().unwrap_or(Path::new("."));
     let mut dir = Some(start);
     while let Some(d) = dir {
@@ -73,7 +73,7 @@ pub fn project_root(candidate: &Path) -> PathBuf {
 
 /// The project root and a file's path relative to it (for `history`/`timeline FILE`);
 /// without a file, the root around the current directory.
-pub fn root_and_file(file: Option<&Path>) -> Result<(PathBuf, Option<String>), String> {
+pub(crate) fn root_and_file(file: Option<&Path>) -> Result<(PathBuf, Option<String>), String> {
     match file {
         Some(f) => {
             let abs = std::path::absolute(f).map_err(|e| format!("{}: {e}", f.display()))?;
@@ -88,7 +88,7 @@ pub fn root_and_file(file: Option<&Path>) -> Result<(PathBuf, Option<String>), S
     }
 }
 
-pub fn history_path(root: &Path) -> PathBuf {
+pub(crate) fn history_path(root: &Path) -> PathBuf {
     root.join(".kernel-lsp").join("history.jsonl")
 }
 
@@ -168,7 +168,7 @@ pub fn timeline(entries: &[HistoryEntry], file: Option<&str>) -> Vec<TimelineRow
 
 /// A run that never got to the candidate's code: no Python with torch, no
 /// reference, a bad `--set`, the harness itself broken.
-pub fn is_setup_failure(r: &BenchResult) -> bool {
+pub(crate) fn is_setup_failure(r: &BenchResult) -> bool {
     r.mode == "none"
         || r.error.as_ref().is_some_and(|e| {
             matches!(e.kind.as_str(), "missing-dependency" | "harness" | "no-reference" | "unknown-override")
@@ -176,12 +176,12 @@ pub fn is_setup_failure(r: &BenchResult) -> bool {
 }
 
 /// "1 launch/forward", "3 launches/forward".
-pub fn launches_text(n: u64) -> String {
+pub(crate) fn launches_text(n: u64) -> String {
     format!("{n} {}/forward", if n == 1 { "launch" } else { "launches" })
 }
 
 /// At most `max` characters, cut at a word boundary, with "…" when cut.
-pub fn clip_words(text: &str, max: usize) -> String {
+pub(crate) fn clip_words(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
@@ -226,7 +226,7 @@ fn problem(r: &BenchResult) -> String {
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the epoch (proleptic Gregorian, UTC).
-pub fn utc_time(unix: u64) -> String {
+pub(crate) fn utc_time(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
     let secs = unix % 86_400;
     // Howard Hinnant's civil_from_days.

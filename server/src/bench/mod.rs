@@ -158,7 +158,7 @@ impl BenchResult {
     /// The process exit code for this result: 0 ran and correct, 1 ran and
     /// incorrect, 2 could not run or ran and was flagged (correct outputs
     /// with an error kind: a cheat the run showed).
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match (self.correct, &self.error) {
             (Some(true), None) => 0,
             (Some(false), _) => 1,
@@ -187,7 +187,7 @@ pub enum BenchError {
 
 impl BenchError {
     /// The same failure as a result, so every surface reports it one way.
-    pub fn into_result(self, candidate: &Path) -> BenchResult {
+    pub(crate) fn into_result(self, candidate: &Path) -> BenchResult {
         let kind = match &self {
             BenchError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "missing-dependency",
             _ => "harness",
@@ -318,7 +318,7 @@ fn plan(req: &BenchRequest, argv: Vec<String>, candidate: PathBuf) -> Result<pro
 }
 
 /// Milliseconds of one ranked file, by role and path, from a `rank` result.
-pub fn ranked_ms(result: &BenchResult, file: &Path) -> Option<f64> {
+pub(crate) fn ranked_ms(result: &BenchResult, file: &Path) -> Option<f64> {
     let file = std::path::absolute(file).ok()?;
     result
         .extra
@@ -362,7 +362,7 @@ pub fn resolve_python(req: &BenchRequest) -> String {
 }
 
 /// The interpreter [`resolve_python`] picks, and where it came from (for messages).
-pub fn python_and_source(req: &BenchRequest) -> (String, &'static str) {
+pub(crate) fn python_and_source(req: &BenchRequest) -> (String, &'static str) {
     if let Some(p) = &req.python {
         return (p.clone(), "--python");
     }
@@ -442,7 +442,7 @@ fn harness_args(req: &BenchRequest, candidate: &Path) -> Vec<String> {
 }
 
 /// The `reference` setting is relative to the config file that set it.
-pub fn config_relative(candidate: &Path, reference: &str) -> PathBuf {
+pub(crate) fn config_relative(candidate: &Path, reference: &str) -> PathBuf {
     let base = match Settings::discover(candidate) {
         Ok((_, Some(cfg))) => cfg.parent().map(Path::to_path_buf),
         _ => None,
@@ -500,7 +500,7 @@ pub(crate) fn interpreter_timeout_hint(candidate: &Path) -> String {
 /// candidate in the sandbox's directory has no siblings, and an answer's own
 /// reference comment must not choose what it is checked against), and its
 /// path for the prompt. `None`: `Model` is in the file.
-pub fn find_reference(file: &Path, text: &str, explicit: Option<&Path>, settings: &Settings) -> Option<PathBuf> {
+pub(crate) fn find_reference(file: &Path, text: &str, explicit: Option<&Path>, settings: &Settings) -> Option<PathBuf> {
     if let Some(r) = explicit {
         return Some(std::path::absolute(r).unwrap_or_else(|_| r.to_path_buf()));
     }

@@ -79,19 +79,20 @@ impl Sandbox {
         &self.dir
     }
 
-    pub fn is_sandboxed(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_sandboxed(&self) -> bool {
         self.bwrap.is_some()
     }
 
     /// Values (the API key) that no text out of this sandbox may carry.
-    pub fn keep_secret(&mut self, secret: String) {
+    pub(crate) fn keep_secret(&mut self, secret: String) {
         if !secret.is_empty() {
             self.secrets.push(secret);
         }
     }
 
     /// `text` (printed by sandboxed code) with the secrets and anything key-shaped redacted.
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         redact(text, &self.secrets)
     }
 
@@ -181,7 +182,7 @@ impl Drop for Sandbox {
 /// Starts `cmd`'s process below the editor's priority: with `idle`, only on
 /// a core nothing else wants (`SCHED_IDLE`: any ordinary thread that wakes
 /// takes the core at once); otherwise, or where that is refused, at `nice`.
-pub fn below_the_editor(cmd: &mut tokio::process::Command, idle: bool, nice: i32) {
+pub(crate) fn below_the_editor(cmd: &mut tokio::process::Command, idle: bool, nice: i32) {
     // SAFETY: `nice` and `sched_setscheduler` are async-signal-safe system
     // calls; the closure runs in the child before exec.
     unsafe {
@@ -198,7 +199,7 @@ pub fn below_the_editor(cmd: &mut tokio::process::Command, idle: bool, nice: i32
 /// The data limit for `setting_mb`, never above three quarters of this
 /// machine's memory: an answer that allocates without end meets its limit
 /// before the machine's OOM killer picks a victim (the server, say).
-pub fn memory_limit(setting_mb: u64) -> u64 {
+pub(crate) fn memory_limit(setting_mb: u64) -> u64 {
     let asked = setting_mb.saturating_mul(1 << 20);
     // SAFETY: sysinfo fills the struct it is given and has no other effect.
     let total = unsafe {
@@ -229,7 +230,7 @@ fn forget_live(dir: &Path) {
 
 /// Removes every sandbox directory still alive: the signal handlers call this
 /// before the process exits, where no destructor will run.
-pub fn remove_all_live() {
+pub(crate) fn remove_all_live() {
     let dirs = match live().lock() {
         Ok(mut l) => std::mem::take(&mut *l),
         Err(_) => return,
@@ -243,7 +244,7 @@ pub fn remove_all_live() {
 /// sandboxes: live sandbox directories are removed, then the process exits
 /// with 128 + the signal (children die with it: `PR_SET_PDEATHSIG`). Call
 /// inside a tokio runtime.
-pub fn exit_cleanly_on_signals() {
+pub(crate) fn exit_cleanly_on_signals() {
     use tokio::signal::unix::{signal, SignalKind};
     for (kind, code) in [(SignalKind::interrupt(), 130), (SignalKind::terminate(), 143), (SignalKind::hangup(), 129)] {
         let Ok(mut s) = signal(kind) else { continue };
@@ -608,7 +609,7 @@ fn gpu_nodes() -> Vec<String> {
 /// long mixed letter-and-digit tokens) with `[redacted]`. Applied to all text
 /// that came out of sandboxed code before it reaches a prompt, the timeline or
 /// the history: the sandbox keeps the key out, this keeps a leak from travelling.
-pub fn redact(text: &str, secrets: &[String]) -> String {
+pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for s in secrets.iter().filter(|s| s.len() >= 4) {
         out = out.replace(s.as_str(), "[redacted]");

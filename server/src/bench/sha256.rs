@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 
 /// The SHA-256 digest of `data` as 64 lowercase hex digits.
-pub fn hex(data: &[u8]) -> String {
+pub(crate) fn hex(data: &[u8]) -> String {
     Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
 }
 

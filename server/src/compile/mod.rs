@@ -139,7 +139,7 @@ impl Compiler {
 
     /// The same for the editor: its workers compile at idle priority, on
     /// cores the editor's own threads do not want.
-    pub fn in_background(python: &str, settings: &Settings, n: usize) -> Result<Compiler, String> {
+    pub(crate) fn in_background(python: &str, settings: &Settings, n: usize) -> Result<Compiler, String> {
         let mut c = Compiler::new(python, settings, n)?;
         for w in &mut c.workers {
             w.get_mut().background = true;
@@ -505,7 +505,7 @@ pub fn report(src: &str, outcomes: &[Outcome]) -> (Vec<Diagnostic>, Vec<Resource
 /// The compile errors of a file the compiler is sure of (KL901 at error severity: none that
 /// may come from an assumed type), from its outcomes: what refuses an LLM answer or a batch
 /// candidate before anything runs it.
-pub fn sure_errors(src: &str, outcomes: &[Outcome]) -> Vec<Diagnostic> {
+pub(crate) fn sure_errors(src: &str, outcomes: &[Outcome]) -> Vec<Diagnostic> {
     let (diagnostics, _) = report(src, outcomes);
     diagnostics.into_iter().filter(|d| d.code == "KL901" && d.severity == Severity::Error).collect()
 }

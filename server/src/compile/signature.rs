@@ -51,7 +51,7 @@ impl Variant {
     /// scalars, then i32 pointers and i32 scalars, other constexpr values in both. An error the
     /// compiler gives in all three does not come from them. Unknown scalars stay integers (sizes,
     /// strides, counts: what a kernel takes them for; a float there fails differently anyway).
-    pub fn other_assumptions(&self) -> Vec<Variant> {
+    pub(crate) fn other_assumptions(&self) -> Vec<Variant> {
         if self.guesses.is_empty() {
             return Vec::new();
         }
@@ -107,7 +107,7 @@ enum Ty {
 /// Plans every kernel that is launched, or that nothing launches or calls (a
 /// library kernel: compiled with assumed types). Helpers are compiled inside
 /// the kernels that call them.
-pub fn plan(model: &FileModel, settings: &Settings, max_configs: usize) -> Vec<KernelPlan> {
+pub(crate) fn plan(model: &FileModel, settings: &Settings, max_configs: usize) -> Vec<KernelPlan> {
     let mut out = Vec::new();
     for k in &model.kernels {
         let launches: Vec<&Launch> = model.launches_of_kernel(k).collect();

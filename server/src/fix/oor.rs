@@ -33,7 +33,7 @@ pub struct SmemOverflow {
 
 /// Reads `Required` and `Hardware limit` from Triton's message; `None` for any
 /// other message, including an `OutOfResources` about another resource.
-pub fn parse_message(message: &str) -> Option<SmemOverflow> {
+pub(crate) fn parse_message(message: &str) -> Option<SmemOverflow> {
     let at = message.find("out of resource: shared memory")?;
     let rest = &message[at..];
     let number_after = |label: &str| -> Option<i64> {

@@ -236,7 +236,7 @@ fn mask_edits(
 /// store addressed through `cols` gets the mask `cols < 48` (and the `other=`
 /// under which the padded lanes change no reduction), as [`fix`] does for a
 /// runtime bound. `None` where the padded lanes cannot be followed.
-pub fn fix_literal<'a>(model: &FileModel<'a>, k: &Kernel<'a>, arange: &KCall<'a>) -> Option<Fix> {
+pub(crate) fn fix_literal<'a>(model: &FileModel<'a>, k: &Kernel<'a>, arange: &KCall<'a>) -> Option<Fix> {
     let src = model.src;
     let (start, end) = (arange.arg(0, "start")?, arange.arg(1, "end")?);
     let (s, e) = (model::parse_int(model.text(start).trim())?, model::parse_int(model.text(end).trim())?);

@@ -11,7 +11,7 @@ use crate::text::TextRange;
 /// largest output tile (BLOCK_M × BLOCK_N), then the deepest pipeline
 /// (BLOCK_K × stages), then the most stages. Sizes stay powers of two and at
 /// least 16 (`tl.dot`'s minimum); nothing grows. `None` when nothing fits.
-pub fn shrink_to_fit(tile: Tile, elem_bytes: i64, sm: u32, limit: i64) -> Option<Tile> {
+pub(crate) fn shrink_to_fit(tile: Tile, elem_bytes: i64, sm: u32, limit: i64) -> Option<Tile> {
     let halvings = |v: i64| {
         let mut out = vec![v];
         let mut x = v;
@@ -45,7 +45,7 @@ impl Config<'_> {
     /// The edits that turn this configuration's `old` tile into `new`, and
     /// `NAME=value` for each changed value. `None` when a changed value is not
     /// written as a literal this configuration owns.
-    pub fn shrink_edits(&self, (m, n, kd): &Dims, old: Tile, new: Tile) -> Option<(Vec<Edit>, Vec<String>)> {
+    pub(crate) fn shrink_edits(&self, (m, n, kd): &Dims, old: Tile, new: Tile) -> Option<(Vec<Edit>, Vec<String>)> {
         let mut edits = Vec::new();
         let mut changed = Vec::new();
         for (name, before, after) in [
@@ -74,7 +74,7 @@ impl Config<'_> {
 
 /// Fewer stages keep the tile and the kernel's results: safe. Smaller blocks
 /// change what each program computes, which a kernel may depend on: review.
-pub fn shrink_applicability(old: Tile, new: Tile) -> Applicability {
+pub(crate) fn shrink_applicability(old: Tile, new: Tile) -> Applicability {
     if (old.m, old.n, old.k) == (new.m, new.n, new.k) {
         Applicability::Safe
     } else {

@@ -181,7 +181,7 @@ pub fn run_cli(args: RewriteArgs) -> i32 {
 }
 
 /// The run's timeline, each candidate's outcome, the title and the diff.
-pub fn render_text(o: &RewriteOutcome) -> String {
+pub(crate) fn render_text(o: &RewriteOutcome) -> String {
     let mut out = timeline::render_table(&o.timeline);
     out.push('\n');
     for c in &o.candidates {

@@ -29,7 +29,7 @@ impl Secret {
     }
 
     /// Replaces every occurrence of the key in `text`.
-    pub fn scrub(&self, text: &str) -> String {
+    pub(crate) fn scrub(&self, text: &str) -> String {
         if self.0.len() < 4 {
             return text.to_string();
         }
@@ -128,13 +128,6 @@ pub enum LlmError {
     Bench(String),
 }
 
-impl LlmError {
-    /// Errors of the transport or the server, as opposed to a bad answer.
-    pub fn is_transport(&self) -> bool {
-        !matches!(self, LlmError::NoCode | LlmError::Bench(_) | LlmError::Setup(_))
-    }
-}
-
 /// What a client needs; build it from the settings with [`ClientConfig::from_settings`].
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -160,7 +153,10 @@ pub struct ClientConfig {
 impl ClientConfig {
     /// Reads the key from the variable `llm.api-key-env` names (none: no key).
     /// `timeout` overrides `llm.timeout`; the stall limit is half the timeout, at most 60 s.
-    pub fn from_settings(llm: &crate::config::LlmSettings, timeout: Option<f64>) -> Result<ClientConfig, LlmError> {
+    pub(crate) fn from_settings(
+        llm: &crate::config::LlmSettings,
+        timeout: Option<f64>,
+    ) -> Result<ClientConfig, LlmError> {
         let api_key = match &llm.api_key_env {
             None => None,
             Some(var) => match std::env::var(var) {
@@ -353,7 +349,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// The first `max` characters of `text` on one line.
-pub fn excerpt(text: &str, max: usize) -> String {
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
     let flat: String = text.trim().chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let mut out: String = flat.chars().take(max).collect();
     if flat.chars().count() > max {

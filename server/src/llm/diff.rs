@@ -19,7 +19,7 @@ pub struct Hunk {
 }
 
 /// The changed regions of `old` -> `new`, in order, adjacent changes merged.
-pub fn hunks(old: &str, new: &str) -> Vec<Hunk> {
+pub(crate) fn hunks(old: &str, new: &str) -> Vec<Hunk> {
     let diff = TextDiff::from_lines(old, new);
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
     let mut out: Vec<Hunk> = Vec::new();

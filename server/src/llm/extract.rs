@@ -31,7 +31,7 @@ impl std::fmt::Display for ExtractError {
 }
 
 /// The Python code blocks of a Markdown answer (```python, ```py or bare ```), in order.
-pub fn code_blocks(answer: &str) -> Vec<String> {
+pub(crate) fn code_blocks(answer: &str) -> Vec<String> {
     let mut blocks = Vec::new();
     let mut current: Option<(bool, String)> = None;
     for line in answer.lines() {
@@ -62,7 +62,7 @@ pub fn code_blocks(answer: &str) -> Vec<String> {
 /// The candidate file an answer describes: a block that is a whole file
 /// (`class ModelNew` and imports), or the answer's definitions spliced into
 /// `original` by name.
-pub fn candidate_file(answer: &str, original: &str) -> Result<String, ExtractError> {
+pub(crate) fn candidate_file(answer: &str, original: &str) -> Result<String, ExtractError> {
     let blocks = code_blocks(answer);
     if blocks.is_empty() {
         return Err(ExtractError::NoCode);
@@ -88,7 +88,7 @@ fn directive(line: &str) -> Option<&str> {
 /// change what the file is checked against or what it suppresses. Directive
 /// lines the user's file does not have are dropped; the user's directive
 /// lines the answer lost are put back at their line (or the end).
-pub fn keep_directives(original: &str, candidate: &str) -> String {
+pub(crate) fn keep_directives(original: &str, candidate: &str) -> String {
     let theirs: Vec<(usize, &str)> =
         original.lines().enumerate().filter_map(|(i, l)| directive(l).map(|d| (i, d))).collect();
     let mut lines: Vec<String> = candidate
@@ -115,7 +115,7 @@ fn is_whole_file(code: &str) -> bool {
 }
 
 /// `Err` with the first syntax error's line when `text` does not parse.
-pub fn check_syntax(text: &str) -> Result<(), ExtractError> {
+pub(crate) fn check_syntax(text: &str) -> Result<(), ExtractError> {
     let tree = crate::model::parse(text, None);
     let root = tree.root_node();
     if !root.has_error() {
@@ -172,7 +172,7 @@ fn items(text: &str) -> (Vec<Item>, bool) {
 
 /// Replaces each definition of `snippet` in `original` by name; definitions
 /// the file lacks go before the first one replaced, imports it lacks after its imports.
-pub fn splice(snippet: &str, original: &str) -> Result<String, ExtractError> {
+pub(crate) fn splice(snippet: &str, original: &str) -> Result<String, ExtractError> {
     let (new_items, broken) = items(snippet);
     if broken {
         check_syntax(snippet)?;
@@ -223,7 +223,7 @@ pub fn splice(snippet: &str, original: &str) -> Result<String, ExtractError> {
 }
 
 /// `line` (1-based) of `text`, for error context.
-pub fn source_line(text: &str, line: u32) -> Option<String> {
+pub(crate) fn source_line(text: &str, line: u32) -> Option<String> {
     let index = LineIndex::new(text);
     let l = (line as usize).checked_sub(1)?;
     if l >= index.line_count() {

@@ -22,7 +22,7 @@ pub const REFUSING: &[&str] = &["KL101", "KL102", "KL103", "KL104", "KL105", "KL
 /// Why `text` is refused, one `- ` line per reason; empty when it passes.
 /// `reference`: the file the benchmark compares against, read here (the edge)
 /// so that KL102 knows the task's main computation when the answer has no `Model`.
-pub fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
+pub(crate) fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
     let tree = parse(text, None);
     let model = FileModel::build(text, &tree);
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
@@ -56,7 +56,7 @@ pub fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
 }
 
 /// The pipeline's own gate reasons (action-specific) followed by the hygiene refusals.
-pub fn merge(gate: Option<String>, refusals: Vec<String>) -> Option<String> {
+pub(crate) fn merge(gate: Option<String>, refusals: Vec<String>) -> Option<String> {
     let mut parts: Vec<String> = gate.into_iter().collect();
     parts.extend(refusals);
     (!parts.is_empty()).then(|| parts.join("\n"))

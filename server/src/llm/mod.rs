@@ -80,7 +80,7 @@ impl Action {
 
     /// Diagnostics that reject an answer before it runs: the mistake the
     /// action exists to remove, and the KL003 race, which no answer may have.
-    pub fn gate_codes(self) -> &'static [&'static str] {
+    pub(crate) fn gate_codes(self) -> &'static [&'static str] {
         match self {
             Action::Persistent => &["KL001", "KL003"],
             Action::Grid2d => &["KL002", "KL003"],

@@ -45,7 +45,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
 
 /// The example closest to the task: an LSTM, a bidirectional GRU, or else the
 /// unidirectional GRU (the reference and the file are searched).
-pub fn example_for(task_text: &str) -> &'static str {
+pub(crate) fn example_for(task_text: &str) -> &'static str {
     let compact: String = task_text.chars().filter(|c| !c.is_whitespace()).collect();
     if compact.contains("nn.LSTM(") || compact.contains("LSTM(") {
         EXAMPLES[2].0
@@ -57,7 +57,7 @@ pub fn example_for(task_text: &str) -> &'static str {
 }
 
 /// The prompt section that shows the example `name` (as loaded by [`load`]).
-pub fn example_section(name: &str, dir: Option<&Path>) -> Result<String, LlmError> {
+pub(crate) fn example_section(name: &str, dir: Option<&Path>) -> Result<String, LlmError> {
     let what = EXAMPLES.iter().find(|(n, _, _)| *n == name).map(|(_, w, _)| *w).unwrap_or("a verified example");
     let code = load(name, dir)?;
     Ok(format!("A verified kernel for a related task: {what}.\n\n```python\n{}\n```", code.trim_end()))

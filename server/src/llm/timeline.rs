@@ -31,7 +31,7 @@ pub struct StageRecord {
     pub tokens: Option<Usage>,
 }
 
-pub fn timeline_path(root: &Path) -> PathBuf {
+pub(crate) fn timeline_path(root: &Path) -> PathBuf {
     root.join(".kernel-lsp").join("timeline.jsonl")
 }
 
@@ -59,7 +59,7 @@ pub fn read(root: &Path) -> std::io::Result<Vec<StageRecord>> {
 }
 
 /// The records as a Markdown-style table.
-pub fn render_table(records: &[StageRecord]) -> String {
+pub(crate) fn render_table(records: &[StageRecord]) -> String {
     let rows: Vec<[String; 8]> = records
         .iter()
         .map(|r| {

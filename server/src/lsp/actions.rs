@@ -33,7 +33,7 @@ fn wanted(only: Option<&[CodeActionKind]>, kind: &str) -> bool {
 
 /// The actions for `params`; `bench` holds the diagnostics of the last
 /// benchmark of `doc` (dropped at its next change: they describe its text).
-pub fn code_actions(
+pub(crate) fn code_actions(
     uri: &Uri,
     doc: &Document,
     bench: &[Diagnostic],
@@ -145,7 +145,7 @@ pub fn code_actions(
 pub const REWRITE_KIND: &str = "refactor.rewrite";
 
 /// The LLM rewrite offered on a diagnostic, with its code action title.
-pub fn llm_action_for(code: &str) -> Option<(Action, &'static str)> {
+pub(crate) fn llm_action_for(code: &str) -> Option<(Action, &'static str)> {
     Some(match code {
         "KL001" => (Action::Persistent, "Make persistent with LLM"),
         "KL002" => (Action::Grid2d, "Convert to 2-D grid with LLM"),
@@ -156,7 +156,7 @@ pub fn llm_action_for(code: &str) -> Option<(Action, &'static str)> {
 }
 
 /// `kernel-lsp.rewrite [uri, action, range]` for a rewrite action's `data`.
-pub fn rewrite_command(title: &str, data: &serde_json::Value) -> Command {
+pub(crate) fn rewrite_command(title: &str, data: &serde_json::Value) -> Command {
     Command {
         title: title.to_string(),
         command: "kernel-lsp.rewrite".to_string(),
@@ -201,7 +201,7 @@ fn lsp_edits(doc: &Document, edits: &[Edit], encoding: Encoding) -> Vec<TextEdit
 
 /// The safe fixes of the document's diagnostics, without overlaps (the first
 /// wins); none while the analysis lags behind the text.
-pub fn fix_all(doc: &Document, encoding: Encoding) -> Vec<TextEdit> {
+pub(crate) fn fix_all(doc: &Document, encoding: Encoding) -> Vec<TextEdit> {
     if !doc.is_analyzed() {
         return Vec::new();
     }
@@ -226,7 +226,7 @@ pub fn fix_all(doc: &Document, encoding: Encoding) -> Vec<TextEdit> {
 
 /// Inserts `# kernel-lsp: ignore[CODE]` at the end of `line`, or adds CODE to
 /// the list of an existing one. None when the line already ignores it.
-pub fn suppression_edit(doc: &Document, line: usize, code: &str, encoding: Encoding) -> Option<TextEdit> {
+pub(crate) fn suppression_edit(doc: &Document, line: usize, code: &str, encoding: Encoding) -> Option<TextEdit> {
     let text = doc.line_text(line);
     let line_start = doc.line_index().line_start(line);
     const MARK: &str = "# kernel-lsp: ignore";

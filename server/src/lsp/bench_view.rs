@@ -195,16 +195,16 @@ pub static BENCH_CODES: &[BenchCode] = &[
     },
 ];
 
-pub fn bench_code(kind: &str) -> &'static BenchCode {
+pub(crate) fn bench_code(kind: &str) -> &'static BenchCode {
     BENCH_CODES.iter().find(|c| c.kind == kind).unwrap_or(&BENCH_CODES[BENCH_CODES.len() - 1])
 }
 
-pub fn bench_code_by_code(code: &str) -> Option<&'static BenchCode> {
+pub(crate) fn bench_code_by_code(code: &str) -> Option<&'static BenchCode> {
     BENCH_CODES.iter().find(|c| c.code.eq_ignore_ascii_case(code.trim()))
 }
 
 /// The code-lens title for a finished benchmark.
-pub fn lens_title(r: &BenchResult) -> String {
+pub(crate) fn lens_title(r: &BenchResult) -> String {
     let correct = match r.correct {
         Some(true) => "correct",
         Some(false) => "INCORRECT",
@@ -250,7 +250,7 @@ pub fn lens_title(r: &BenchResult) -> String {
 /// Markdown for the hover over `ModelNew` once it was benchmarked: every
 /// figure with what it is, so the robust number and KernelBench's are never
 /// confused.
-pub fn hover_section(r: &BenchResult) -> String {
+pub(crate) fn hover_section(r: &BenchResult) -> String {
     let extra = |k: &str| r.extra.get(k).and_then(|v| v.as_f64());
     let text = |k: &str| r.extra.get(k).and_then(|v| v.as_str()).map(str::to_string);
     let mut lines = vec![format!("**Benchmark** ({})", if r.mode == "gpu" { "GPU" } else { r.mode.as_str() })];
@@ -305,7 +305,7 @@ pub fn hover_section(r: &BenchResult) -> String {
 }
 
 /// The inlay-hint label for one compiled kernel.
-pub fn kernel_hint(k: &KernelStats) -> Option<String> {
+pub(crate) fn kernel_hint(k: &KernelStats) -> Option<String> {
     let mut parts = Vec::new();
     if let Some(r) = k.registers {
         parts.push(format!("regs {r}"));
@@ -326,7 +326,7 @@ pub fn kernel_hint(k: &KernelStats) -> Option<String> {
 /// it concerns this file; without a line, on `fallback`. A shared-memory
 /// `OutOfResources` (KL902) carries the deterministic shrink as its fix
 /// (`fix::oor`), when one can be built and verified on `text`.
-pub fn error_diagnostic(
+pub(crate) fn error_diagnostic(
     e: &BenchErrorInfo,
     this_file: &std::path::Path,
     text: &str,

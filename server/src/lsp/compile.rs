@@ -70,7 +70,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Compiling {
     /// Compiles `uri` after the debounce (or at once, on save), cancelling the
     /// compilation pending or running for it.
-    pub fn schedule(
+    pub(crate) fn schedule(
         &self,
         state: &Arc<Mutex<State>>,
         publish_tx: &Publisher,
@@ -281,7 +281,7 @@ pub fn diagnostics<'s>(st: &'s State, uri: &Uri) -> &'s [Diagnostic] {
 
 /// Whether the document's KL900 (tree-sitter's word) waits for CPython's parser in the
 /// compile worker: compiling is on for it and has not answered for this version yet.
-pub fn kl900_unconfirmed(st: &State, uri: &Uri) -> bool {
+pub(crate) fn kl900_unconfirmed(st: &State, uri: &Uri) -> bool {
     let Some(doc) = st.docs.get(uri) else { return false };
     doc.settings.compile.enabled
         && file_path(uri).is_some()
@@ -290,7 +290,7 @@ pub fn kl900_unconfirmed(st: &State, uri: &Uri) -> bool {
 }
 
 /// A KL900 shown before Python's parser confirmed it: a warning that says so.
-pub fn tentative(d: &Diagnostic) -> Diagnostic {
+pub(crate) fn tentative(d: &Diagnostic) -> Diagnostic {
     Diagnostic {
         severity: crate::diagnostic::Severity::Warning,
         message: format!("{} (Python's parser has not confirmed it yet)", d.message).into(),
@@ -342,7 +342,7 @@ pub fn hover(st: &State, uri: &Uri, offset: usize) -> Option<String> {
 /// One hint per compiled kernel at the end of its `def` line: the largest
 /// figures over its configurations ("sm_90: 22 regs, 0 spills, 0 B shared").
 /// None where a benchmark's hint is there already.
-pub fn inlay_hints(
+pub(crate) fn inlay_hints(
     st: &State,
     uri: &Uri,
     encoding: super::convert::Encoding,

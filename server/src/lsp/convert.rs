@@ -28,7 +28,7 @@ pub enum Encoding {
 
 impl Encoding {
     /// UTF-8 when the client offers it, UTF-16 (the protocol's default) otherwise.
-    pub fn negotiate(offered: Option<&[PositionEncodingKind]>) -> Encoding {
+    pub(crate) fn negotiate(offered: Option<&[PositionEncodingKind]>) -> Encoding {
         match offered {
             Some(kinds) if kinds.contains(&PositionEncodingKind::UTF8) => Encoding::Utf8,
             _ => Encoding::Utf16,
@@ -123,7 +123,7 @@ pub fn diagnostic(at: &Place, d: &Diagnostic) -> lsp::Diagnostic {
 /// turns hundreds of diagnostics into JSON on every keystroke, and each
 /// built one cost four allocations and a copy of its message. A diagnostic
 /// that shows related information is built and written the usual way.
-pub fn write_diagnostic(out: &mut Vec<u8>, at: &Place, d: &Diagnostic) -> serde_json::Result<()> {
+pub(crate) fn write_diagnostic(out: &mut Vec<u8>, at: &Place, d: &Diagnostic) -> serde_json::Result<()> {
     if at.related && !d.related.is_empty() {
         return serde_json::to_writer(out, &diagnostic(at, d));
     }
@@ -148,7 +148,7 @@ pub fn write_diagnostic(out: &mut Vec<u8>, at: &Place, d: &Diagnostic) -> serde_
     Ok(())
 }
 
-pub fn code_of(d: &lsp::Diagnostic) -> Option<&str> {
+pub(crate) fn code_of(d: &lsp::Diagnostic) -> Option<&str> {
     match &d.code {
         Some(NumberOrString::String(s)) if d.source.as_deref() == Some(SOURCE) => Some(s),
         _ => None,

@@ -219,18 +219,18 @@ impl Document {
     }
 
     /// The text, shared (for work done after the state lock is let go).
-    pub fn shared_text(&self) -> Arc<str> {
+    pub(crate) fn shared_text(&self) -> Arc<str> {
         self.text.clone()
     }
 
-    pub fn line_index(&self) -> &LineIndex {
+    pub(crate) fn line_index(&self) -> &LineIndex {
         &self.line_index
     }
 
     /// Applies the changes of one `didChange` in order and reparses
     /// incrementally; the analysis runs separately (`analysis_job`, then
     /// `install`). Returns warnings about ranges it had to clamp.
-    pub fn apply_changes(
+    pub(crate) fn apply_changes(
         &mut self,
         version: i32,
         changes: &[TextDocumentContentChangeEvent],
@@ -312,12 +312,12 @@ impl Document {
 
     /// Whether the last `apply_changes` reparsed from the edited old tree
     /// (tree-sitter reusing what the edit did not touch) rather than afresh.
-    pub fn reparsed_incrementally(&self) -> bool {
+    pub(crate) fn reparsed_incrementally(&self) -> bool {
         self.reparsed_incrementally
     }
 
     /// The analysis of the current version, to run off the state lock.
-    pub fn analysis_job(&self) -> AnalysisJob {
+    pub(crate) fn analysis_job(&self) -> AnalysisJob {
         AnalysisJob {
             version: self.version,
             text: self.text.clone(),
@@ -340,7 +340,7 @@ impl Document {
     /// Hands back what it replaced (`None` if it was not installed), for the
     /// caller to free after it has published: a large file's old result is
     /// hundreds of diagnostics.
-    pub fn install_replacing(&mut self, version: i32, analysis: Analysis) -> Option<Replaced> {
+    pub(crate) fn install_replacing(&mut self, version: i32, analysis: Analysis) -> Option<Replaced> {
         // The same `Arc` unless the settings changed since the job started: no deep comparison per edit.
         let same_settings = Arc::ptr_eq(&analysis.settings, &self.settings) || *analysis.settings == *self.settings;
         if version != self.version || !same_settings {
@@ -361,17 +361,17 @@ impl Document {
 
     /// The versions whose analysis is installed, from now on: a reader awaits
     /// the one it needs instead of polling (closed when the document is).
-    pub fn analyzed_changes(&self) -> tokio::sync::watch::Receiver<i32> {
+    pub(crate) fn analyzed_changes(&self) -> tokio::sync::watch::Receiver<i32> {
         self.analyzed_tx.subscribe()
     }
 
     /// Whether `result` describes the current text.
-    pub fn is_analyzed(&self) -> bool {
+    pub(crate) fn is_analyzed(&self) -> bool {
         self.analyzed == self.version
     }
 
     /// Re-runs the analysis on the current text from scratch (after a settings change).
-    pub fn reanalyze(&mut self) {
+    pub(crate) fn reanalyze(&mut self) {
         let tree = match self.tree.take() {
             Some(tree) => tree,
             None => {
@@ -389,7 +389,7 @@ impl Document {
     /// Takes away the tree (and the analysis snapshot) of a document nobody
     /// is typing in; the caller frees them, outside the state lock (freeing
     /// the tree of a 5,000-line file takes ~15 ms).
-    pub fn take_tree(&mut self) -> Evicted {
+    pub(crate) fn take_tree(&mut self) -> Evicted {
         let semantic = std::mem::take(&mut self.semantic).into_inner();
         Evicted {
             _tree: self.tree.take(),
@@ -416,7 +416,7 @@ impl Document {
     /// the current text. A diagnostic the next
     /// analysis adds on an unedited line is not there yet: it is published
     /// when that analysis lands.
-    pub fn analysis_at(&self, offset: usize) -> Option<AnalysisAt> {
+    pub(crate) fn analysis_at(&self, offset: usize) -> Option<AnalysisAt> {
         let offset = offset.min(self.text.len());
         let line_start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
         let line_end = self.text[offset..].find('\n').map_or(self.text.len(), |i| offset + i);

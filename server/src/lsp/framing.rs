@@ -72,12 +72,12 @@ pub async fn sanitize(input: impl AsyncRead + Unpin, mut output: impl AsyncWrite
 /// thread to wake per message. `None` (stdin left as it is) for a file, a
 /// terminal or a socket, or where it cannot be watched.
 #[cfg(unix)]
-pub fn watched_stdin() -> Option<impl AsyncRead + Unpin> {
+pub(crate) fn watched_stdin() -> Option<impl AsyncRead + Unpin> {
     watched(0)
 }
 
 #[cfg(not(unix))]
-pub fn watched_stdin() -> Option<tokio::io::Stdin> {
+pub(crate) fn watched_stdin() -> Option<tokio::io::Stdin> {
     None
 }
 
@@ -254,7 +254,7 @@ impl Frames {
     /// (false: nothing to send) straight into the frame, behind room left
     /// for the header: no copy of a large body. `size` is a guess of the
     /// frame's length, to allocate once.
-    pub fn notify_with(&self, method: &str, size: usize, params: impl FnOnce(&mut Vec<u8>) -> bool) -> bool {
+    pub(crate) fn notify_with(&self, method: &str, size: usize, params: impl FnOnce(&mut Vec<u8>) -> bool) -> bool {
         let mut frame = Vec::with_capacity(HEADER_ROOM + size);
         frame.resize(HEADER_ROOM, b' ');
         frame.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
@@ -332,7 +332,7 @@ impl AsyncWrite for FrameSplitter {
 /// Writes queued frames to `out` in order, flushing after each burst; run on
 /// a thread of its own (a frame is written by the thread it wakes, not handed
 /// on again to the runtime's blocking pool as `tokio::io::stdout` does).
-pub fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl std::io::Write) {
+pub(crate) fn write_frames(mut rx: mpsc::UnboundedReceiver<Out>, mut out: impl std::io::Write) {
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         while let Some(item) = next.take() {
@@ -388,7 +388,7 @@ impl std::io::Write for RawStdout {
 /// Makes the pipe `fd` writes into hold `bytes` (Linux; where it is a pipe and
 /// the size allowed), so that a large publication is written in one go rather
 /// than in turns with the client's reads. Says whether it was done.
-pub fn widen_pipe(fd: i32, bytes: i32) -> bool {
+pub(crate) fn widen_pipe(fd: i32, bytes: i32) -> bool {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: F_SETPIPE_SZ only resizes the pipe's buffer; on anything else it fails with EBADF or EINVAL.

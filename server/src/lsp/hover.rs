@@ -24,7 +24,7 @@ pub struct HoverInputs<'a> {
 }
 
 /// Markdown for the hover at byte `offset`, if any.
-pub fn hover_markdown(doc: &Document, offset: usize, inputs: &HoverInputs) -> Option<String> {
+pub(crate) fn hover_markdown(doc: &Document, offset: usize, inputs: &HoverInputs) -> Option<String> {
     let mut sections = Vec::new();
     let result = inputs.bench.and_then(|b| b.result.as_ref());
     if let Some(r) = result {
@@ -73,7 +73,7 @@ fn jit_under<'f>(text: &str, facts: &'f Facts, offset: usize) -> Option<&'f supe
 }
 
 /// A rule's documentation: the registry's doc, or the `KL9xx` table's.
-pub fn rule_doc(code: &str) -> Option<String> {
+pub(crate) fn rule_doc(code: &str) -> Option<String> {
     // A doc that opens with its own heading keeps it; the heading is never shown twice.
     let titled = |code: &str, name: &str, doc: &str| match doc.trim_start().starts_with("# ") {
         true => doc.trim_start().to_string(),
@@ -90,7 +90,7 @@ fn is_ident(b: u8) -> bool {
 }
 
 /// The `NAME` of a `tl.NAME` that `offset` sits on.
-pub fn tl_name_at(text: &str, offset: usize) -> Option<(usize, &str)> {
+pub(crate) fn tl_name_at(text: &str, offset: usize) -> Option<(usize, &str)> {
     let bytes = text.as_bytes();
     let offset = offset.min(bytes.len());
     let mut start = offset;

@@ -25,7 +25,7 @@ fn lens(
     }
 }
 
-pub fn code_lenses(uri: &Uri, doc: &Document, bench: Option<&BenchState>, encoding: Encoding) -> Vec<CodeLens> {
+pub(crate) fn code_lenses(uri: &Uri, doc: &Document, bench: Option<&BenchState>, encoding: Encoding) -> Vec<CodeLens> {
     let mut out = Vec::new();
     for k in &doc.result.kernels {
         let sites = match k.launch_sites {
@@ -59,7 +59,7 @@ pub fn code_lenses(uri: &Uri, doc: &Document, bench: Option<&BenchState>, encodi
     out
 }
 
-pub fn inlay_hints(doc: &Document, bench: Option<&BenchState>, encoding: Encoding) -> Vec<InlayHint> {
+pub(crate) fn inlay_hints(doc: &Document, bench: Option<&BenchState>, encoding: Encoding) -> Vec<InlayHint> {
     let Some(result) = bench.and_then(|b| b.result.as_ref()) else {
         return Vec::new();
     };

@@ -55,7 +55,7 @@ pub enum Target {
 }
 
 /// The identifier at `offset` (or just before it, the cursor at a word's end).
-pub fn identifier_at<'t>(tree: &'t Tree, offset: usize) -> Option<Node<'t>> {
+pub(crate) fn identifier_at<'t>(tree: &'t Tree, offset: usize) -> Option<Node<'t>> {
     let root = tree.root_node();
     [offset, offset.saturating_sub(1)]
         .into_iter()
@@ -227,12 +227,12 @@ pub fn references(m: &FileModel, t: &Target, with_definition: bool) -> Vec<TextR
 }
 
 /// Whether kernel `k` is a jit helper: called from other kernels, launched from none.
-pub fn is_helper(m: &FileModel, k: &Kernel) -> bool {
+pub(crate) fn is_helper(m: &FileModel, k: &Kernel) -> bool {
     m.launches_of_kernel(k).next().is_none() && !m.kernel_calls_to(k).is_empty()
 }
 
 /// The whole statement a definition spans: with its decorators.
-pub fn full_range(node: Node) -> TextRange {
+pub(crate) fn full_range(node: Node) -> TextRange {
     match node.parent() {
         Some(p) if p.kind_name() == "decorated_definition" => range_of(p),
         _ => range_of(node),
@@ -293,13 +293,13 @@ fn kernel_symbol(m: &FileModel, k: &Kernel) -> Symbol {
 }
 
 /// The kernels of a file (for `workspace/symbol`), without their parameters.
-pub fn kernel_symbols(m: &FileModel) -> Vec<Symbol> {
+pub(crate) fn kernel_symbols(m: &FileModel) -> Vec<Symbol> {
     m.kernels.iter().map(|k| Symbol { children: Vec::new(), ..kernel_symbol(m, k) }).collect()
 }
 
 /// The file's symbols, nested: kernels and helpers (their parameters inside),
 /// classes (their methods inside), top-level functions, module constants.
-pub fn document_symbols(m: &FileModel) -> Vec<Symbol> {
+pub(crate) fn document_symbols(m: &FileModel) -> Vec<Symbol> {
     let mut out: Vec<Symbol> =
         m.kernels.iter().filter(|k| is_module_level(k.node)).map(|k| kernel_symbol(m, k)).collect();
     for c in &m.classes {
@@ -393,7 +393,7 @@ fn host_end(m: &FileModel, f: usize) -> CallEnd {
 }
 
 /// The call-hierarchy item at a position: a kernel, helper or host function.
-pub fn call_item(m: &FileModel, t: &Target) -> Option<CallEnd> {
+pub(crate) fn call_item(m: &FileModel, t: &Target) -> Option<CallEnd> {
     match t {
         Target::Kernel(k) => Some(kernel_end(m, *k)),
         Target::HostFn(f) => Some(host_end(m, *f)),
@@ -402,7 +402,7 @@ pub fn call_item(m: &FileModel, t: &Target) -> Option<CallEnd> {
 }
 
 /// The target an item names again (by its name and the start of its definition).
-pub fn item_target(m: &FileModel, name: &str, selection_start: usize) -> Option<Target> {
+pub(crate) fn item_target(m: &FileModel, name: &str, selection_start: usize) -> Option<Target> {
     if let Some(k) = m.kernels.iter().position(|k| k.name == name && k.name_range.start == selection_start) {
         return Some(Target::Kernel(k));
     }

@@ -29,13 +29,13 @@ pub struct Options {
     pub bench_timeout: Option<f64>,
 }
 
-pub fn parse_action(v: Option<&Value>) -> Result<Action, String> {
+pub(crate) fn parse_action(v: Option<&Value>) -> Result<Action, String> {
     let known = "persistent, grid-2d, block-size, repair";
     let s = v.and_then(Value::as_str).ok_or_else(|| format!("argument 1 must be the action: {known}"))?;
     serde_json::from_value(Value::String(s.to_string())).map_err(|_| format!("unknown action {s:?}; known: {known}"))
 }
 
-pub fn parse_options(v: Option<&Value>) -> Result<Options, String> {
+pub(crate) fn parse_options(v: Option<&Value>) -> Result<Options, String> {
     let Some(v) = v.filter(|v| !v.is_null()) else {
         return Ok(Options::default());
     };
@@ -67,7 +67,7 @@ pub fn parse_options(v: Option<&Value>) -> Result<Options, String> {
 }
 
 /// "candidate 2: repair 1: bench — compile-error: ..." for one stage event.
-pub fn stage_message(ev: &StageEvent) -> String {
+pub(crate) fn stage_message(ev: &StageEvent) -> String {
     let r = &ev.record;
     let mut s = match r.candidate {
         Some(c) => format!("candidate {c}: "),
@@ -96,7 +96,7 @@ pub fn stage_message(ev: &StageEvent) -> String {
 }
 
 /// One line per candidate: "candidate 1: rejected after 2 answers — KL001 ...".
-pub fn candidates_summary(outcome: &RewriteOutcome) -> String {
+pub(crate) fn candidates_summary(outcome: &RewriteOutcome) -> String {
     outcome
         .candidates
         .iter()
@@ -122,7 +122,7 @@ pub fn candidates_summary(outcome: &RewriteOutcome) -> String {
 /// with one edit per changed region (the preview shows the real diff, hunk by
 /// hunk), all under one annotation that needs confirmation so the client
 /// previews them; `description` says what was verified.
-pub fn confirmed_edit(
+pub(crate) fn confirmed_edit(
     uri: &Uri,
     version: Option<i32>,
     old: &str,
@@ -164,7 +164,7 @@ pub fn confirmed_edit(
 }
 
 /// What the command returns: the editors read `edit`, `title`, `speedup`, `message`.
-pub fn result_value(
+pub(crate) fn result_value(
     outcome: &RewriteOutcome,
     edit: Option<&WorkspaceEdit>,
     applied: Option<bool>,

@@ -157,7 +157,7 @@ impl Server {
 
     /// A server that writes its diagnostics notifications straight to `frames`
     /// (see `framing::Frames`) rather than through the client.
-    pub fn with_frames(client: Client, frames: Frames) -> Self {
+    pub(crate) fn with_frames(client: Client, frames: Frames) -> Self {
         Self::build(client, Some(frames))
     }
 

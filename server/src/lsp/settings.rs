@@ -13,7 +13,7 @@ use crate::config::Settings;
 /// The editor's settings object: under a `kernel-lsp` key, or the whole value.
 /// Validated here so that an invalid change can be refused before it replaces
 /// the previous settings.
-pub fn editor_settings(value: &Value) -> Result<Value, String> {
+pub(crate) fn editor_settings(value: &Value) -> Result<Value, String> {
     let inner = match value {
         Value::Null => Value::Object(Map::new()),
         Value::Object(map) => match map.get("kernel-lsp").or_else(|| map.get("kernelLsp")) {
@@ -30,7 +30,7 @@ pub fn editor_settings(value: &Value) -> Result<Value, String> {
 /// The settings for the file at `path` (none for unsaved buffers), and an
 /// error to show if the project file is invalid (then the editor's settings
 /// over the defaults apply).
-pub fn for_file(editor: &Value, path: Option<&Path>) -> (Settings, Option<String>) {
+pub(crate) fn for_file(editor: &Value, path: Option<&Path>) -> (Settings, Option<String>) {
     let (base, error) = match path.map(Settings::discover) {
         Some(Ok((s, _))) => (s, None),
         Some(Err(e)) => (Settings::default(), Some(e.to_string())),

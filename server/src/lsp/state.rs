@@ -175,7 +175,7 @@ impl Publisher {
     /// pushed, so no diagnostic shows twice); false if nothing was sent.
     /// Frames are written straight from the document's diagnostics
     /// ([`State::write_publication`]).
-    pub fn publish(&self, st: &State, uri: &Uri) -> bool {
+    pub(crate) fn publish(&self, st: &State, uri: &Uri) -> bool {
         if st.caps.pull_diagnostics {
             return false;
         }
@@ -210,7 +210,7 @@ impl Publisher {
     }
 }
 
-pub fn file_path(uri: &Uri) -> Option<PathBuf> {
+pub(crate) fn file_path(uri: &Uri) -> Option<PathBuf> {
     if uri.scheme().as_str() != "file" {
         return None;
     }
@@ -228,7 +228,7 @@ impl State {
     /// Marks `uri` as the document being worked on; takes the trees of the
     /// others, for the caller to free once it has let go of the state lock.
     #[must_use = "the evicted trees are freed where they are dropped"]
-    pub fn touch(&mut self, uri: &Uri) -> Vec<Evicted> {
+    pub(crate) fn touch(&mut self, uri: &Uri) -> Vec<Evicted> {
         self.recent.retain(|u| u != uri);
         self.recent.insert(0, uri.clone());
         let old = self.recent.split_off(TREES_KEPT.min(self.recent.len()));
@@ -243,7 +243,7 @@ impl State {
 
     /// All diagnostics of a document in LSP form: the analysis's (as the
     /// compiler settled them), the last benchmark's and the compiler's.
-    pub fn lsp_diagnostics(&self, uri: &Uri) -> Vec<lsp::Diagnostic> {
+    pub(crate) fn lsp_diagnostics(&self, uri: &Uri) -> Vec<lsp::Diagnostic> {
         let mut out = Vec::new();
         if let Some(at) = self.place(uri) {
             self.each_diagnostic(uri, |d| out.push(convert::diagnostic(&at, d)));
@@ -284,7 +284,7 @@ impl State {
     /// for them), built straight from the document's diagnostics; returns
     /// the version, or `None` (nothing written) when [`Self::publish`] has
     /// nothing to publish.
-    pub fn write_publication(&self, uri: &Uri, out: &mut Vec<u8>) -> Option<i32> {
+    pub(crate) fn write_publication(&self, uri: &Uri, out: &mut Vec<u8>) -> Option<i32> {
         let doc = self.docs.get(uri).filter(|d| d.is_analyzed())?;
         let at = self.place(uri)?;
         out.extend_from_slice(br#"{"uri":"#);
@@ -307,13 +307,13 @@ impl State {
     /// lags behind its text (the analysis publishes when it lands): the
     /// analysis of an older text at its byte ranges in the newer one would go
     /// out under the newer version.
-    pub fn publish(&self, uri: &Uri) -> Option<Publish> {
+    pub(crate) fn publish(&self, uri: &Uri) -> Option<Publish> {
         let doc = self.docs.get(uri).filter(|d| d.is_analyzed())?;
         Some(Publish { uri: uri.clone(), version: Some(doc.version), diagnostics: self.lsp_diagnostics(uri) })
     }
 
     /// The workspace folder that holds `path` (the deepest), else the file's directory.
-    pub fn root_for(&self, path: &Path) -> Option<PathBuf> {
+    pub(crate) fn root_for(&self, path: &Path) -> Option<PathBuf> {
         self.folders
             .iter()
             .filter(|f| path.starts_with(f))

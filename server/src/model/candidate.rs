@@ -20,7 +20,7 @@ use crate::text::TextRange;
 const MAX_TRACE: usize = 12;
 
 /// A candidate file defines `class ModelNew`; a reference file gets none of the hygiene rules.
-pub fn is_candidate(model: &FileModel) -> bool {
+pub(crate) fn is_candidate(model: &FileModel) -> bool {
     model.classes.iter().any(|c| c.name == "ModelNew")
 }
 
@@ -31,14 +31,14 @@ pub fn method(model: &FileModel, class: &str, name: &str) -> Option<usize> {
 }
 
 /// The class node named `name`.
-pub fn class_node<'a>(model: &FileModel<'a>, name: &str) -> Option<Node<'a>> {
+pub(crate) fn class_node<'a>(model: &FileModel<'a>, name: &str) -> Option<Node<'a>> {
     model.classes.iter().find(|c| c.name == name).map(|c| c.node)
 }
 
 /// Host functions `from` reaches through calls (itself included): helpers of
 /// this file, methods, and the `forward` of an autograd `Function` called as
 /// `F.apply(...)`. In the order they are found.
-pub fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
+pub(crate) fn reachable(model: &FileModel, from: usize) -> Vec<usize> {
     let mut found = Vec::new();
     reaches(model, from, |f| {
         found.push(f);
@@ -102,7 +102,7 @@ pub fn reaches(model: &FileModel, from: usize, mut visit: impl FnMut(usize) -> b
 /// Host code of a candidate that the hygiene rules look at: every function
 /// and method except the reference `Model`'s, `get_inputs`, `get_init_inputs`
 /// and the `@triton.jit` kernels.
-pub fn candidate_host_nodes<'m, 'a>(model: &'m FileModel<'a>) -> &'m [Node<'a>] {
+pub(crate) fn candidate_host_nodes<'m, 'a>(model: &'m FileModel<'a>) -> &'m [Node<'a>] {
     model.candidate_host.get_or_init(|| {
         let kernels: HashSet<usize> = model.kernels.iter().map(|k| k.node.start_byte()).collect();
         model.host_fns[1..]
@@ -187,13 +187,13 @@ fn split_alias(name: Node, src: &str) -> (String, Option<String>) {
 
 impl Imports {
     /// What the last import binding `local` names (`F` -> `torch.nn.functional`).
-    pub fn full_name(&self, local: &str) -> Option<&str> {
+    pub(crate) fn full_name(&self, local: &str) -> Option<&str> {
         self.last.get(local).map(|&i| self.bound[i].1.as_str())
     }
 
     /// `F.relu` -> `torch.nn.functional.relu`; a chain whose head is not
     /// imported is returned as written. `None` for anything but a dotted name.
-    pub fn qualify(&self, node: Node, src: &str) -> Option<String> {
+    pub(crate) fn qualify(&self, node: Node, src: &str) -> Option<String> {
         if !matches!(node.kind_name(), "identifier" | "attribute") {
             return None;
         }
@@ -215,7 +215,7 @@ impl Imports {
 
     /// Whether [`Self::qualify`] of `node` may be `module` or inside it: a
     /// check of the chain's head, without building the qualified name.
-    pub fn may_name_module(&self, node: Node, src: &str, module: &str) -> bool {
+    pub(crate) fn may_name_module(&self, node: Node, src: &str, module: &str) -> bool {
         let text = src.get(node.byte_range()).unwrap_or_default();
         let head: String = text.split('.').next().unwrap_or_default().split_whitespace().collect();
         let base = self.full_name(&head).unwrap_or(head.as_str());
@@ -223,13 +223,13 @@ impl Imports {
     }
 
     /// The qualified callee of a call node.
-    pub fn callee(&self, call: Node, src: &str) -> Option<String> {
+    pub(crate) fn callee(&self, call: Node, src: &str) -> Option<String> {
         self.qualify(field!(call, "function")?, src)
     }
 }
 
 /// `torch.*` calls that build or move tensors rather than compute the task.
-pub fn is_torch_scaffolding(qualified: &str) -> bool {
+pub(crate) fn is_torch_scaffolding(qualified: &str) -> bool {
     let last = qualified.rsplit('.').next().unwrap_or_default();
     qualified.starts_with("torch.cuda.")
         || qualified.starts_with("torch.backends.")
@@ -280,7 +280,7 @@ pub fn is_torch_scaffolding(qualified: &str) -> bool {
 }
 
 /// Methods that return (a view or copy of) the value they are called on.
-pub fn is_passthrough_method(name: &str) -> bool {
+pub(crate) fn is_passthrough_method(name: &str) -> bool {
     matches!(
         name,
         "view"
@@ -337,7 +337,7 @@ fn is_epilogue_method(name: &str) -> bool {
 
 /// `self.X = nn.T(...)` in a class: X -> T, for the `torch.nn` module types
 /// that compute (not containers, parameters or dropout).
-pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(String, String)> {
+pub(crate) fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let Some(class_node) = class_node(model, class) else { return out };
     let src = model.src;
@@ -373,7 +373,7 @@ pub fn torch_modules(model: &FileModel, imports: &Imports, class: &str) -> Vec<(
 }
 
 /// `X` when `node` is `self.X`.
-pub fn self_attr<'s>(node: Node, src: &'s str) -> Option<&'s str> {
+pub(crate) fn self_attr<'s>(node: Node, src: &'s str) -> Option<&'s str> {
     if node.kind_name() != "attribute" {
         return None;
     }
@@ -388,7 +388,7 @@ pub fn self_attr<'s>(node: Node, src: &'s str) -> Option<&'s str> {
 /// assignments of `func` (any assignment of the name before `before`), tuples,
 /// subscripts and pass-through methods (`.view`, `.contiguous`, `.clone`):
 /// the calls and `self.X` attributes where it starts.
-pub fn origins<'a>(model: &FileModel<'a>, func: Node<'a>, expr: Node<'a>, before: usize) -> Vec<Node<'a>> {
+pub(crate) fn origins<'a>(model: &FileModel<'a>, func: Node<'a>, expr: Node<'a>, before: usize) -> Vec<Node<'a>> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     trace(model, func, expr, before, 0, &mut seen, &mut out);
@@ -560,7 +560,7 @@ pub(crate) fn mentions_half(node: tree_sitter::Node, imports: &Imports, src: &st
 }
 
 /// An fp16/bf16 task: `get_inputs` or the reference `Model` already use half precision.
-pub fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
+pub(crate) fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
     model.host_fns.iter().filter(|f| f.name == "get_inputs" || f.class.as_deref() == Some("Model")).any(|f| {
         let mut half = mentions_half(f.node, imports, model.src);
         for n in inside(&model.nodes().calls, f.node) {
@@ -577,7 +577,7 @@ pub fn task_is_half(model: &FileModel, imports: &Imports) -> bool {
 /// `self.X = ...` (also `self.X[...] = ...`, each target of a tuple) in the
 /// methods of `ModelNew` but `__init__`: attributes stored into during a
 /// call, with where.
-pub fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
+pub(crate) fn self_stores(model: &FileModel) -> Vec<(String, TextRange)> {
     let src = model.src;
     let mut stored: Vec<(String, TextRange)> = Vec::new();
     for f in (1..model.host_fns.len())

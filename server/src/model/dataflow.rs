@@ -15,7 +15,7 @@ use crate::model::NodeKind;
 /// identifier `@pid<a>` and `tl.num_programs(a)` reads `@nprog<a>`, so that
 /// data flow from grid axes can be followed like any variable. Attribute
 /// names and keyword names are not reads.
-pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
+pub(crate) fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
     let mut cursor = node.walk();
     let mut stack = vec![(node, 0usize)];
     while let Some((n, depth)) = stack.pop() {
@@ -67,13 +67,13 @@ pub fn collect_identifiers(node: Node, src: &str, out: &mut Vec<String>) {
 impl<'a> Kernel<'a> {
     /// Every identifier `expr` depends on through assignments inside the
     /// kernel (flow-insensitive), including itself and pseudo identifiers for grid axes.
-    pub fn deps(&self, expr: Node, src: &str) -> HashSet<String> {
+    pub(crate) fn deps(&self, expr: Node, src: &str) -> HashSet<String> {
         let mut ids = Vec::new();
         collect_identifiers(expr, src, &mut ids);
         self.closure(ids, src)
     }
 
-    pub fn var_deps(&self, var: &str, src: &str) -> HashSet<String> {
+    pub(crate) fn var_deps(&self, var: &str, src: &str) -> HashSet<String> {
         self.closure(vec![var.to_string()], src)
     }
 
@@ -84,7 +84,7 @@ impl<'a> Kernel<'a> {
     /// Like `deps`, but follows only assignments written before byte `before`:
     /// what a value at that point can depend on in the same iteration and
     /// before, not what the loop computes from it afterwards.
-    pub fn deps_before(&self, expr: Node, src: &str, before: usize) -> HashSet<String> {
+    pub(crate) fn deps_before(&self, expr: Node, src: &str, before: usize) -> HashSet<String> {
         let mut ids = Vec::new();
         collect_identifiers(expr, src, &mut ids);
         self.closure_before(ids, src, before)
@@ -104,13 +104,13 @@ impl<'a> Kernel<'a> {
     }
 
     /// Grid axes (`tl.program_id(axis)`) an expression depends on.
-    pub fn pid_axes(&self, expr: Node, src: &str) -> HashSet<String> {
+    pub(crate) fn pid_axes(&self, expr: Node, src: &str) -> HashSet<String> {
         self.deps(expr, src).into_iter().filter_map(|d| d.strip_prefix("@pid").map(str::to_string)).collect()
     }
 
     /// The leftmost name of a pointer expression after following local
     /// aliases: the buffer a `tl.load`/`tl.store` addresses.
-    pub fn pointer_base(&self, ptr: Node, src: &str) -> Option<String> {
+    pub(crate) fn pointer_base(&self, ptr: Node, src: &str) -> Option<String> {
         let mut node = ptr;
         for _ in 0..16 {
             match node.kind_name() {

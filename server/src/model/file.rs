@@ -114,7 +114,7 @@ impl<'a> Loop<'a> {
 }
 
 /// Whether loop `inner` is nested (at any depth) in loop `outer`, both of one function's `loops`.
-pub fn loop_within(loops: &[Loop], inner: usize, outer: usize) -> bool {
+pub(crate) fn loop_within(loops: &[Loop], inner: usize, outer: usize) -> bool {
     let mut p = loops[inner].parent;
     while let Some(x) = p {
         if x == outer {
@@ -212,13 +212,13 @@ pub struct Launch<'a> {
 }
 
 impl<'a> Launch<'a> {
-    pub fn kwarg(&self, name: &str) -> Option<Node<'a>> {
+    pub(crate) fn kwarg(&self, name: &str) -> Option<Node<'a>> {
         self.kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
     }
 
     /// What the launch passes for parameter `name`, the `index`-th of its
     /// kernel: by keyword, or by position (while no `*args` comes before it).
-    pub fn value_for(&self, name: &str, index: usize) -> Option<Node<'a>> {
+    pub(crate) fn value_for(&self, name: &str, index: usize) -> Option<Node<'a>> {
         self.kwarg(name).or_else(|| {
             let positional = &self.args[..self.args.len().min(index + 1)];
             if positional.iter().any(|a| a.kind_name() == "list_splat") {
@@ -237,7 +237,7 @@ pub enum Suppression {
 }
 
 impl Suppression {
-    pub fn covers(&self, code: &str) -> bool {
+    pub(crate) fn covers(&self, code: &str) -> bool {
         match self {
             Suppression::All => true,
             Suppression::Codes(codes) => codes.iter().any(|c| c.eq_ignore_ascii_case(code)),
@@ -360,7 +360,7 @@ impl<'a> FileModel<'a> {
 
     /// [`Self::build`] of a piece of a file (a statement a fix rewrote),
     /// read with the imports of the file it comes from, `whole`.
-    pub fn build_piece(src: &'a str, tree: &'a Tree, whole: &FileModel) -> Self {
+    pub(crate) fn build_piece(src: &'a str, tree: &'a Tree, whole: &FileModel) -> Self {
         let aliases = (whole.tl_aliases.clone(), whole.triton_aliases.clone());
         Self::build_from(src, tree, None, Some(&aliases), false, &StubReads::default())
     }
@@ -369,7 +369,7 @@ impl<'a> FileModel<'a> {
     /// built at the same time on the helper thread (`crate::fork`): what a file whose hygiene
     /// rules will ask for it (a candidate) saves of its wall time. The result
     /// is the same as asking [`Self::nodes`] later.
-    pub fn build_with_index(src: &'a str, tree: &'a Tree) -> Self {
+    pub(crate) fn build_with_index(src: &'a str, tree: &'a Tree) -> Self {
         Self::build_index_beside(src, tree, None, None, &StubReads::default())
     }
 
@@ -398,7 +398,7 @@ impl<'a> FileModel<'a> {
     /// the root, in document order): what the incremental analysis re-reads
     /// after an edit. Imports are still read from the whole module.
     /// `aliases` are what [`imports`] gives for the whole module.
-    pub fn build_partial(
+    pub(crate) fn build_partial(
         src: &'a str,
         tree: &'a Tree,
         units: &[Node<'a>],
@@ -417,7 +417,7 @@ impl<'a> FileModel<'a> {
     /// `None` if a stub's kernels are not the ones its views describe.
     /// With `index_beside`, the node index is built on the helper thread while the model is.
     /// A host stub whose calls are not where it says is walked, and recorded in `stubs`.
-    pub fn build_stubbed(
+    pub(crate) fn build_stubbed(
         src: &'a str,
         tree: &'a Tree,
         units: &[PartialUnit<'a, '_>],
@@ -586,7 +586,7 @@ impl<'a> FileModel<'a> {
 
     /// Imports, calls, assignments, attributes, `try` statements and
     /// `__builtins__` of the whole file, in document order (one walk, on first use).
-    pub fn nodes(&self) -> &NodeIndex<'a> {
+    pub(crate) fn nodes(&self) -> &NodeIndex<'a> {
         self.nodes.get_or_init(|| match &self.indexed {
             Some(units) => NodeIndex::build_units(units, self.src),
             None => NodeIndex::build(self.tree.root_node(), self.src),
@@ -596,7 +596,7 @@ impl<'a> FileModel<'a> {
     /// The Python time loops that relaunch kernels ([`super::time_loop_launches`]),
     /// found once; the host stubs that took read beyond what they keep are
     /// recorded in `reads` on every call.
-    pub fn time_loop_launches(&self, reads: &StubReads) -> &[super::TimeLoopLaunches] {
+    pub(crate) fn time_loop_launches(&self, reads: &StubReads) -> &[super::TimeLoopLaunches] {
         let (found, read) = self.time_loop_launches.get_or_init(|| {
             let own = StubReads::default();
             let found = super::time_loop_launches(self, &own);
@@ -621,7 +621,7 @@ impl<'a> FileModel<'a> {
     /// where a file defines a name again (a concatenated or generated module),
     /// each definition gets the launches written under it, and a question
     /// asked once per kernel stays linear in the file.
-    pub fn launches_of_kernel<'s>(&'s self, k: &Kernel<'_>) -> impl Iterator<Item = &'s Launch<'a>> + 's {
+    pub(crate) fn launches_of_kernel<'s>(&'s self, k: &Kernel<'_>) -> impl Iterator<Item = &'s Launch<'a>> + 's {
         let launches = named(&self.by_name().launches, &k.name, |&l| self.launches[l].kernel.as_str());
         let range = self.resolved_to(k, launches, |&li| self.launches[li].node.start_byte());
         launches[range].iter().map(|&i| &self.launches[i])
@@ -629,7 +629,7 @@ impl<'a> FileModel<'a> {
 
     /// The calls inside other kernels that reach helper `k` itself, resolved as
     /// [`Self::launches_of_kernel`] resolves launches: (calling kernel, index in its `calls`).
-    pub fn kernel_calls_to(&self, k: &Kernel<'_>) -> &[(usize, usize)] {
+    pub(crate) fn kernel_calls_to(&self, k: &Kernel<'_>) -> &[(usize, usize)] {
         let calls = named(&self.by_name().kernel_calls, &k.name, |&(ki, c)| self.kernels[ki].calls[c].callee.as_str());
         let range = self.resolved_to(k, calls, |&(ki, c)| self.kernels[ki].calls[c].node.start_byte());
         &calls[range]
@@ -672,7 +672,7 @@ impl<'a> FileModel<'a> {
         named(&self.by_name().kernels, name, |&k| self.kernels[k].name.as_str())
     }
 
-    pub fn is_tl_alias(&self, name: &str) -> bool {
+    pub(crate) fn is_tl_alias(&self, name: &str) -> bool {
         self.tl_aliases.iter().any(|a| a == name)
     }
 

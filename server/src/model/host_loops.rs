@@ -17,7 +17,7 @@ impl<'a> FileModel<'a> {
     /// variable indexes a tensor that is not a module attribute. A loop over
     /// `self.*` (layers, parameters) is not a time loop unless the attribute's
     /// name counts time steps (`self.seq_len`, `self.num_steps`).
-    pub fn is_time_loop(&self, f: usize, l: usize) -> bool {
+    pub(crate) fn is_time_loop(&self, f: usize, l: usize) -> bool {
         let func = &self.host_fns[f];
         let lp = &func.loops[l];
         let bound = match lp.kind {
@@ -115,7 +115,7 @@ impl<'a> FileModel<'a> {
     }
 
     /// A short name for what a host loop counts: `seq_len`, `num_layers`, `x.size(0)`.
-    pub fn loop_bound_text(&self, f: usize, l: usize) -> String {
+    pub(crate) fn loop_bound_text(&self, f: usize, l: usize) -> String {
         let lp = &self.host_fns[f].loops[l];
         let node = if lp.reversed && lp.step.is_some() { lp.start } else { lp.stop }.or(lp.head);
         let Some(mut node) = node else { return "?".to_string() };

@@ -46,7 +46,7 @@ impl<'a> NodeIndex<'a> {
     /// index holds inside it (`try` statements aside), and the module names
     /// inside its imports. Read off the lists, not by a walk of the
     /// statement (a 220-line class on every keystroke that changes it).
-    pub fn statement_nodes(&self, unit: Node<'a>) -> Vec<Node<'a>> {
+    pub(crate) fn statement_nodes(&self, unit: Node<'a>) -> Vec<Node<'a>> {
         let mut out: Vec<Node<'a>> = Vec::new();
         for list in [&self.assignments, &self.calls, &self.attributes, &self.builtins] {
             out.extend(inside(list, unit));

@@ -38,7 +38,7 @@ pub struct KCall<'a> {
 }
 
 impl<'a> KCall<'a> {
-    pub fn is_tl(&self, name: &str) -> bool {
+    pub(crate) fn is_tl(&self, name: &str) -> bool {
         self.tl_name.as_deref() == Some(name)
     }
     pub fn arg(&self, index: usize, keyword: &str) -> Option<Node<'a>> {
@@ -73,7 +73,7 @@ pub struct Kernel<'a> {
 impl<'a> Kernel<'a> {
     /// A kernel as its header reads: name, `def`, decorators and parameters,
     /// its body not yet walked (`stub`: read as a stub, see the field).
-    pub fn from_header(
+    pub(crate) fn from_header(
         name: String,
         name_range: TextRange,
         def: Node<'a>,
@@ -97,20 +97,20 @@ impl<'a> Kernel<'a> {
         }
     }
 
-    pub fn param(&self, name: &str) -> Option<&Param<'a>> {
+    pub(crate) fn param(&self, name: &str) -> Option<&Param<'a>> {
         self.params.iter().find(|p| p.name == name)
     }
 
-    pub fn is_constexpr(&self, name: &str) -> bool {
+    pub(crate) fn is_constexpr(&self, name: &str) -> bool {
         self.param(name).is_some_and(|p| p.constexpr)
     }
 
-    pub fn tl_calls<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s KCall<'a>> + 's {
+    pub(crate) fn tl_calls<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s KCall<'a>> + 's {
         self.calls.iter().filter(move |c| c.is_tl(name))
     }
 
     /// Calls inside loop `l` (at any depth).
-    pub fn calls_in_loop<'s>(&'s self, l: usize) -> impl Iterator<Item = &'s KCall<'a>> + 's {
+    pub(crate) fn calls_in_loop<'s>(&'s self, l: usize) -> impl Iterator<Item = &'s KCall<'a>> + 's {
         self.calls.iter().filter(move |c| c.loops.contains(&l))
     }
 
@@ -120,7 +120,7 @@ impl<'a> Kernel<'a> {
     /// `for t in range(T): ... x_ptr + t * H + cols` walks time steps of a
     /// row `H` wide (`tl.arange(0, H)` makes `H` a constexpr), where a tile
     /// walk's bound is counted in its blocks (`tl.cdiv(N, BLOCK)`, `N // BLOCK`).
-    pub fn is_tile_loop(&self, l: usize, model: &FileModel) -> bool {
+    pub(crate) fn is_tile_loop(&self, l: usize, model: &FileModel) -> bool {
         let src = model.src;
         let lp = &self.loops[l];
         if let Some(step) = lp.step {
@@ -156,7 +156,7 @@ impl<'a> Kernel<'a> {
 
     /// Whether the loop's variable starts from, or strides by, the grid (a
     /// grid-stride or per-program loop rather than a serial walk).
-    pub fn loop_follows_grid(&self, l: usize, src: &str) -> bool {
+    pub(crate) fn loop_follows_grid(&self, l: usize, src: &str) -> bool {
         let lp = &self.loops[l];
         let mut parts: Vec<Node> = [lp.start, lp.step].into_iter().flatten().collect();
         if lp.kind == LoopKind::While {
@@ -175,7 +175,7 @@ impl<'a> Kernel<'a> {
     /// A grid-stride loop over tiles: it starts at the program's id and steps
     /// by the number of programs (`tl.num_programs(0)` or a `NUM_SMS` the host
     /// passes), so a grid sized to the GPU walks every tile.
-    pub fn is_grid_stride(&self, l: usize, src: &str) -> bool {
+    pub(crate) fn is_grid_stride(&self, l: usize, src: &str) -> bool {
         let lp = &self.loops[l];
         let (Some(start), Some(step)) = (lp.start, lp.step) else { return false };
         let start_deps = self.deps(start, src);
@@ -189,7 +189,7 @@ impl<'a> Kernel<'a> {
     /// Time loops inside the kernel: outermost loops that are not tile loops,
     /// do not follow the grid, and both load and store in their body (they
     /// carry state from one step to the next).
-    pub fn time_loops(&self, model: &FileModel) -> Vec<usize> {
+    pub(crate) fn time_loops(&self, model: &FileModel) -> Vec<usize> {
         let src = model.src;
         let candidate = |l: usize| {
             !self.is_tile_loop(l, model)
@@ -226,7 +226,7 @@ impl<'a> Kernel<'a> {
     /// loop binds its variable at its header, before its body runs; a binding
     /// in a branch that does not hold the read (the `if` of an `if`/`else`)
     /// does not rebind it for the read.
-    pub fn holds_previous_step(&self, t: usize, name: &str, at: usize) -> bool {
+    pub(crate) fn holds_previous_step(&self, t: usize, name: &str, at: usize) -> bool {
         let mut later = false;
         for a in self.assigns.iter().filter(|a| a.loops.contains(&t) && !a.augmented && a.target == name) {
             let bound = match a.node.kind_name() {
@@ -250,7 +250,7 @@ impl<'a> Kernel<'a> {
     }
 
     /// Whether `name` is bound somewhere in the kernel to a value read from memory (`w = tl.load(...)`).
-    pub fn binds_load(&self, name: &str, src: &str) -> bool {
+    pub(crate) fn binds_load(&self, name: &str, src: &str) -> bool {
         self.assigns
             .iter()
             .any(|a| a.target == name && src.get(a.value.byte_range()).is_some_and(|v| v.contains("load(")))
@@ -268,7 +268,7 @@ impl<'a> Kernel<'a> {
     /// tl.load(w_ptr + ...); return tl.dot(x, w)`): the indexes of the
     /// parameters multiplied as they are passed, and of the pointer parameters
     /// the loaded factor is read through.
-    pub fn product_params(&self, model: &FileModel) -> Option<(Vec<usize>, Vec<usize>)> {
+    pub(crate) fn product_params(&self, model: &FileModel) -> Option<(Vec<usize>, Vec<usize>)> {
         let src = model.src;
         let (mut direct, mut pointers) = (Vec::new(), Vec::new());
         for call in self.calls.iter().filter(|c| c.is_tl("dot")) {
@@ -299,7 +299,7 @@ impl<'a> Kernel<'a> {
     /// stores to and loads from). A flash-attention key-block loop (its running
     /// `acc`, `m_i` are accumulators, never a product's operand) and a norm's row
     /// loop are not.
-    pub fn is_recurrence(&self, t: usize, model: &FileModel) -> bool {
+    pub(crate) fn is_recurrence(&self, t: usize, model: &FileModel) -> bool {
         let k = self;
         let src = model.src;
         let from_previous_step = |name: &str, at: usize| k.holds_previous_step(t, name, at);
@@ -365,7 +365,7 @@ impl<'a> Kernel<'a> {
 
     /// Whether the kernel (or a `@triton.jit` helper it calls) spins on a
     /// grid-wide barrier inside loop `l`: an atomic plus a spinning `while`.
-    pub fn has_grid_barrier_in(&self, l: usize, model: &FileModel) -> bool {
+    pub(crate) fn has_grid_barrier_in(&self, l: usize, model: &FileModel) -> bool {
         let atomics = self.calls_in_loop(l).any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));
         let spin = (0..self.loops.len()).any(|i| {
             let lp = &self.loops[i];
@@ -406,12 +406,12 @@ impl<'a> Kernel<'a> {
 
     /// Whether some `while` loop of this kernel spins on memory that other
     /// programs write (a grid-wide barrier or a wait for a neighbour).
-    pub fn spins(&self, model: &FileModel) -> bool {
+    pub(crate) fn spins(&self, model: &FileModel) -> bool {
         (0..self.loops.len()).any(|i| self.loops[i].kind == LoopKind::While && self.is_spin(i, model))
     }
 
     /// A helper that is itself a barrier: atomics and a spinning `while`.
-    pub fn is_grid_barrier(&self, model: &FileModel) -> bool {
+    pub(crate) fn is_grid_barrier(&self, model: &FileModel) -> bool {
         let atomics = self.calls.iter().any(|c| c.tl_name.as_deref().is_some_and(|n| n.starts_with("atomic_")));
         atomics && (0..self.loops.len()).any(|i| self.loops[i].kind == LoopKind::While && self.is_spin(i, model))
     }

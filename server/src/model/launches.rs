@@ -34,7 +34,7 @@ pub struct KernelSummary {
 impl<'a> FileModel<'a> {
     /// Launch sites a call to host function `f` reaches, transitively, with the
     /// number of launches one call makes (launches inside loops of the callee count once).
-    pub fn launches_reached(&self, f: usize, stubs: &StubReads) -> Vec<usize> {
+    pub(crate) fn launches_reached(&self, f: usize, stubs: &StubReads) -> Vec<usize> {
         let mut out = Vec::new();
         let mut seen = HashSet::new();
         self.collect_launches(f, &mut seen, &mut out, stubs);
@@ -61,7 +61,7 @@ impl<'a> FileModel<'a> {
 
     /// Whether a call to host function `f` reaches a launch site, transitively
     /// (`!self.launches_reached(f).is_empty()`, also through host stubs).
-    pub fn reaches_launch(&self, f: usize) -> bool {
+    pub(crate) fn reaches_launch(&self, f: usize) -> bool {
         let mut seen = HashSet::new();
         self.reaches_launch_from(f, &mut seen)
     }
@@ -81,7 +81,7 @@ impl<'a> FileModel<'a> {
     /// Launch sites reached from inside the body of loop `l` of host function `f`:
     /// direct launches and launches through helper calls. Each entry is
     /// (launch index, the call site that leads there if indirect).
-    pub fn launches_in_loop(&self, f: usize, l: usize, stubs: &StubReads) -> Vec<(usize, Option<Node<'a>>)> {
+    pub(crate) fn launches_in_loop(&self, f: usize, l: usize, stubs: &StubReads) -> Vec<(usize, Option<Node<'a>>)> {
         let func = &self.host_fns[f];
         let mut out: Vec<(usize, Option<Node<'a>>)> =
             func.launches.iter().filter(|&&i| self.launches[i].loops.contains(&l)).map(|&i| (i, None)).collect();
@@ -134,7 +134,7 @@ pub struct TimeLoopLaunches {
     pub estimate: String,
 }
 
-pub fn time_loop_launches(model: &FileModel, stubs: &StubReads) -> Vec<TimeLoopLaunches> {
+pub(crate) fn time_loop_launches(model: &FileModel, stubs: &StubReads) -> Vec<TimeLoopLaunches> {
     let mut out = Vec::new();
     // built on the first time loop that needs it: one pass over the calls, not one per loop
     let mut callers: Option<HashMap<usize, (usize, usize)>> = None;
@@ -395,7 +395,7 @@ enum Unknown {
 /// it calls) pass for a pointer the kernel loads from or stores to: tensors
 /// on the GPU. Arguments of kernels whose memory access is not visible are
 /// left out, so a scalar (`n`) is never taken for a tensor.
-pub fn gpu_tensor_names(model: &FileModel, f: usize, stubs: &StubReads) -> HashSet<String> {
+pub(crate) fn gpu_tensor_names(model: &FileModel, f: usize, stubs: &StubReads) -> HashSet<String> {
     let func = &model.host_fns[f];
     let identity: HashMap<String, HashSet<String>> = HashMap::new();
     let mut out = HashSet::new();
@@ -517,7 +517,7 @@ fn copies_to_device(value: &str, name: &str) -> bool {
 
 /// Whether expression text `value` moves data to the GPU: `.cuda(...)`, or
 /// `.to(...)` naming `cuda` or a device (not a dtype cast, which stays where it is).
-pub fn moves_to_gpu(value: &str) -> bool {
+pub(crate) fn moves_to_gpu(value: &str) -> bool {
     value.contains(".cuda(")
         || value.split(".to(").skip(1).any(|rest| {
             let arg = rest.split(')').next().unwrap_or("");
@@ -564,7 +564,7 @@ impl PartialEq for KernelHostView {
 impl Eq for KernelHostView {}
 
 /// With `header`, the view keeps the kernel's header ([`KernelHeader`]).
-pub fn kernel_host_view(model: &FileModel, k: &Kernel, header: bool) -> KernelHostView {
+pub(crate) fn kernel_host_view(model: &FileModel, k: &Kernel, header: bool) -> KernelHostView {
     if let Some(view) = &k.stub {
         let mut view = KernelHostView::clone(view);
         if header && view.header.is_none() {
@@ -585,7 +585,7 @@ pub fn kernel_host_view(model: &FileModel, k: &Kernel, header: bool) -> KernelHo
 }
 
 /// The header of kernel `k` as a stub keeps it.
-pub fn kernel_header(k: &Kernel) -> KernelHeader {
+pub(crate) fn kernel_header(k: &Kernel) -> KernelHeader {
     let start = k.node.start_byte();
     let rel = |r: TextRange| -> (u32, u32) {
         let at = |b: usize| u32::try_from(b.saturating_sub(start)).unwrap_or(u32::MAX);
@@ -682,7 +682,7 @@ fn first_callers_in_loops(model: &FileModel) -> HashMap<usize, (usize, usize)> {
 }
 
 /// Kernel name -> launches-per-forward estimate, for kernels a Python time loop launches per step.
-pub fn launch_estimates(model: &FileModel, stubs: &StubReads) -> HashMap<String, String> {
+pub(crate) fn launch_estimates(model: &FileModel, stubs: &StubReads) -> HashMap<String, String> {
     let mut out = HashMap::new();
     for tl in model.time_loop_launches(stubs) {
         for (li, _) in &tl.launches {

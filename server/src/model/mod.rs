@@ -98,15 +98,16 @@ pub mod triton_api;
 pub mod triton_names;
 pub mod untrusted;
 mod walk;
-pub use walk::host_param_ranges;
+pub(crate) use walk::host_param_ranges;
 
-pub use dataflow::collect_identifiers;
+pub(crate) use dataflow::collect_identifiers;
 pub use file::*;
 pub use index::{inside, NodeIndex};
 pub use kernel::*;
 pub use launches::*;
-pub use nodes::*;
-pub use scopes::{bound_from, import_binds, imports, imports_of, module_reads, triton_imported, version_flags};
+pub(crate) use nodes::*;
+pub use scopes::imports;
+pub(crate) use scopes::{bound_from, import_binds, imports_of, module_reads, triton_imported, version_flags};
 
 /// Parses Python source; pass the previous (already `edit`ed) tree to reparse
 /// incrementally (where a bracket left open may have moved, see [`reparse`]).
@@ -121,7 +122,7 @@ pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
 ///
 /// Each thread keeps its parser (and the buffers it grew) between calls: a
 /// keystroke's reparse does not build and free one.
-pub fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> Tree {
+pub(crate) fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> Tree {
     parse_within(text, gaps, old, None).expect("a parse without a budget always yields a tree")
 }
 

@@ -11,11 +11,11 @@ use crate::text::TextRange;
 /// or hostile input, and the walk must not overflow the stack.
 pub(super) const MAX_DEPTH: usize = 200;
 
-pub fn range_of(node: Node) -> TextRange {
+pub(crate) fn range_of(node: Node) -> TextRange {
     TextRange::new(node.start_byte(), node.end_byte())
 }
 
-pub fn parse_int(t: &str) -> Option<i64> {
+pub(crate) fn parse_int(t: &str) -> Option<i64> {
     let t = t.replace('_', "");
     if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         return i64::from_str_radix(h, 16).ok();
@@ -24,7 +24,7 @@ pub fn parse_int(t: &str) -> Option<i64> {
 }
 
 /// Calls `f` on `node` and every descendant, without recursion.
-pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
+pub(crate) fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
     visit_nodes_where(node, |_| true, &mut |n| {
         f(n);
         false
@@ -32,14 +32,14 @@ pub fn visit_nodes<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
 }
 
 /// Whether `node` or a descendant satisfies `pred` (the walk stops at the first).
-pub fn any_node<'t>(node: Node<'t>, mut pred: impl FnMut(Node<'t>) -> bool) -> bool {
+pub(crate) fn any_node<'t>(node: Node<'t>, mut pred: impl FnMut(Node<'t>) -> bool) -> bool {
     visit_nodes_where(node, |_| true, &mut pred)
 }
 
 /// [`visit_nodes`] over the statements under `node` and the assignments they
 /// make (`a = b = c` visits both), without entering expressions: a walk for
 /// what only statements hold, which skips most of a function's nodes.
-pub fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
+pub(crate) fn visit_statements<'t>(node: Node<'t>, f: &mut impl FnMut(Node<'t>)) {
     let holds_statements = |n: Node| {
         let k = n.kind_name();
         k == "block"
@@ -94,7 +94,7 @@ fn visit_nodes_where<'t>(
 /// Calls `f` on each child of `node` in order (only the named ones with
 /// `named`), moving `cursor` there: one cursor serves a whole traversal,
 /// where `node.walk()` for every node visited allocates a cursor each time.
-pub fn for_each_child<'t>(
+pub(crate) fn for_each_child<'t>(
     cursor: &mut tree_sitter::TreeCursor<'t>,
     node: Node<'t>,
     named: bool,
@@ -116,7 +116,7 @@ pub fn for_each_child<'t>(
 }
 
 /// Positional arguments and keyword arguments of a call.
-pub fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(String, Node<'a>)>) {
+pub(crate) fn call_arguments<'a>(call: Node<'a>, src: &str) -> (Vec<Node<'a>>, Vec<(String, Node<'a>)>) {
     let mut args = Vec::new();
     let mut kwargs = Vec::new();
     if let Some(list) = field!(call, "arguments") {

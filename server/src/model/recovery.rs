@@ -648,7 +648,7 @@ pub struct Scanned {
 }
 
 /// The gaps of `text`, in order (none for valid Python).
-pub fn gaps(text: &str) -> Vec<Gap> {
+pub(crate) fn gaps(text: &str) -> Vec<Gap> {
     scanned(text).gaps
 }
 
@@ -662,7 +662,7 @@ pub fn scanned(text: &str) -> Scanned {
 /// `edits`, `(start, old_end, new_end)` in order): read from the last
 /// checkpoint before the edit until the scan meets a checkpoint of the old
 /// text again; the rest moves with the edit. More than one edit: read whole.
-pub fn rescan(text: &str, old: &Scanned, edits: &[(usize, usize, usize)]) -> Scanned {
+pub(crate) fn rescan(text: &str, old: &Scanned, edits: &[(usize, usize, usize)]) -> Scanned {
     let &[(start, old_end, new_end)] = edits else { return scanned(text) };
     let delta = new_end as isize - old_end as isize;
     let shift = |p: usize| (p as isize + delta) as usize;
@@ -691,7 +691,7 @@ pub fn rescan(text: &str, old: &Scanned, edits: &[(usize, usize, usize)]) -> Sca
 }
 
 /// The gap that starts at `line_start` (a line where a logical line starts), if any.
-pub fn gap_at(text: &str, line_start: usize) -> Option<Gap> {
+pub(crate) fn gap_at(text: &str, line_start: usize) -> Option<Gap> {
     scan(text, line_start, Stop::FirstLine).0.into_iter().next().filter(|g| g.start == line_start)
 }
 
@@ -734,7 +734,7 @@ pub fn masked<'t>(text: &'t str, gaps: &[Gap]) -> Cow<'t, str> {
 /// tree was parsed with) and `new`, as same-length edits, so that an
 /// incremental parse reads them again. Returns whether any masking changed
 /// (beyond moving with the edits).
-pub fn mark_changed(
+pub(crate) fn mark_changed(
     tree: &mut Tree,
     old: &[Gap],
     new: &[Gap],

@@ -51,7 +51,7 @@ impl<'a> FileModel<'a> {
     /// later in the file). One callee per call keeps a file that repeats the
     /// same definitions (a concatenated or generated module) linear: each copy
     /// relates only to its own definitions.
-    pub fn callees(&self, caller: usize, call: &HCall) -> Vec<usize> {
+    pub(crate) fn callees(&self, caller: usize, call: &HCall) -> Vec<usize> {
         let class = self.host_fns[caller].class.as_deref();
         let at = call.node.start_byte();
         let index = self.fn_index.get_or_init(|| FnIndex::new(self));
@@ -212,7 +212,7 @@ impl<'a> FileModel<'a> {
     /// Integer value of a host expression where it is written as a literal,
     /// a constant assigned in the same function or at module level, or
     /// simple arithmetic of those.
-    pub fn eval_int(&self, f: usize, node: Node, depth: usize) -> Option<i64> {
+    pub(crate) fn eval_int(&self, f: usize, node: Node, depth: usize) -> Option<i64> {
         if depth > 8 {
             return None;
         }
@@ -261,7 +261,7 @@ impl<'a> FileModel<'a> {
 
     /// The integer literal a host expression stands for: the literal itself,
     /// or the literal a constant was assigned once (where an edit must go).
-    pub fn int_literal_node(&self, f: usize, node: Node<'a>) -> Option<Node<'a>> {
+    pub(crate) fn int_literal_node(&self, f: usize, node: Node<'a>) -> Option<Node<'a>> {
         match node.kind_name() {
             "integer" => Some(node),
             "identifier" => {
@@ -327,7 +327,7 @@ fn import_statements<'t>(statements: &[Node<'t>], module_level: bool, out: &mut 
 
 /// The module a `from M import name` statement among `statements` (or the
 /// blocks nested in them) binds `name` from, the first one found.
-pub fn bound_from(statements: &[Node], src: &str, name: &str) -> Option<String> {
+pub(crate) fn bound_from(statements: &[Node], src: &str, name: &str) -> Option<String> {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let mut found = Vec::new();
     import_statements(statements, true, &mut found);
@@ -350,7 +350,7 @@ pub fn bound_from(statements: &[Node], src: &str, name: &str) -> Option<String> 
 /// [`imports`] from the module's top-level statements.
 /// Whether `statements` (or the blocks nested in them) import Triton anywhere:
 /// then a `@triton.` decorator cannot change what `imports_of` answers.
-pub fn triton_imported(statements: &[Node], src: &str) -> bool {
+pub(crate) fn triton_imported(statements: &[Node], src: &str) -> bool {
     let mut found = Vec::new();
     import_statements(statements, true, &mut found);
     any_imports_triton(&found, src)
@@ -372,7 +372,7 @@ fn any_imports_triton(found: &[(Node, bool)], src: &str) -> bool {
     })
 }
 
-pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) {
+pub(crate) fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) {
     let text = |n: Node| src.get(n.byte_range()).unwrap_or("");
     let mut tl_aliases = Vec::new();
     let mut triton_aliases = Vec::new();
@@ -456,7 +456,7 @@ pub fn imports_of(statements: &[Node], src: &str) -> (Vec<String>, Vec<String>) 
 /// comprehension, a nested function's body) are not subtracted. What the
 /// decorators, parameter defaults and annotations name is read at definition
 /// time, from the module, and is always kept.
-pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
+pub(crate) fn module_reads(unit: Node, src: &str) -> Vec<String> {
     let func = match unit.kind_name() {
         "function_definition" => Some(unit),
         "decorated_definition" => field!(unit, "definition").filter(|d| d.kind_name() == "function_definition"),
@@ -509,7 +509,7 @@ pub fn module_reads(unit: Node, src: &str) -> Vec<String> {
 /// The names the import statements in `unit` (at any depth) bind: `a` for
 /// `import a.b`, `c` for `import a.b as c` or `from m import c`, `d` for
 /// `from m import c as d`; `*` for a wildcard import (it may bind any name).
-pub fn import_binds(unit: Node, src: &str) -> Vec<String> {
+pub(crate) fn import_binds(unit: Node, src: &str) -> Vec<String> {
     let mut out: Vec<String> = import_bound(unit, src).into_iter().map(str::to_string).collect();
     out.sort_unstable();
     out.dedup();
@@ -713,7 +713,7 @@ fn plain_kind(id: u16) -> bool {
 /// (`TRITON3 = version.parse(triton.__version__) >= ...`): read in one pass
 /// over the text (KL005 reads them, on the first condition that needs them;
 /// the checker, for the lines an edit changed).
-pub fn version_flags(src: &str) -> std::collections::HashSet<&str> {
+pub(crate) fn version_flags(src: &str) -> std::collections::HashSet<&str> {
     src.lines()
         .filter_map(|l| {
             let end = l.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(l.len());

@@ -25,7 +25,7 @@ const MAX_CONFIGS: usize = 32;
 /// integer is unknown, never the default), else the defaults. Names a
 /// `@triton.heuristics` decorator sets are unknown. A helper called from
 /// other kernels gets what its callers pass, so nothing is known of it.
-pub fn constexpr_configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>) -> Vec<ConstexprConfig> {
+pub(crate) fn constexpr_configs<'a>(k: &Kernel<'a>, model: &FileModel<'a>) -> Vec<ConstexprConfig> {
     let constexprs: Vec<(usize, &str)> =
         k.params.iter().enumerate().filter(|(_, p)| p.constexpr).map(|(i, p)| (i, p.name)).collect();
     let heuristic: HashSet<String> = k

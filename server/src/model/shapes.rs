@@ -76,7 +76,7 @@ pub(super) fn broadcast(a: &[i64], b: &[i64]) -> Result<Vec<i64>, usize> {
 /// operations among them that Triton refuses. `params_are_scalars`: the
 /// kernel's other parameters are scalars (pointers, sizes), true of a kernel
 /// launched from host code; a helper's parameters are whatever its callers pass.
-pub fn shape_conflicts<'a>(
+pub(crate) fn shape_conflicts<'a>(
     k: &Kernel<'a>,
     model: &FileModel<'a>,
     values: &HashMap<String, i64>,

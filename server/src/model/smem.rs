@@ -55,7 +55,7 @@ pub fn buffers(tile: Tile, sm: u32) -> i64 {
 }
 
 /// Names of the constexpr parameters that size the first `tl.dot`: (M, N, K).
-pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String)> {
+pub(crate) fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String)> {
     let src = model.src;
     let dot = k.tl_calls("dot").next()?;
     let (a, b) = (dot.arg(0, "input")?, dot.arg(1, "other")?);
@@ -92,7 +92,7 @@ pub fn dot_dims(k: &Kernel, model: &FileModel) -> Option<(String, String, String
 /// Bytes per operand element: 1 for fp8 and int8, 2 for fp16/bf16, 4 for
 /// fp32 (named in the kernel, or in every host function that launches it),
 /// else 4, assumed.
-pub fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
+pub(crate) fn elem_bytes(k: &Kernel, model: &FileModel) -> i64 {
     elem_width(k, model).0
 }
 
@@ -115,7 +115,7 @@ fn named_width(t: &str) -> Option<i64> {
 /// accumulator is fp32 whatever the operands), or every host function that
 /// launches it does (fp32 included), or the file's host code names one
 /// width only. `false`: 4 bytes is an assumption.
-pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
+pub(crate) fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
     if let Some(w) = closer_width(k, model) {
         return (w, true);
     }
@@ -144,7 +144,7 @@ pub fn elem_width(k: &Kernel, model: &FileModel) -> (i64, bool) {
 /// 2 for 2 bytes (fp16, bf16), 4 for 4 bytes (fp32, or `torch.randn(...)`
 /// inputs). The last resort of [`elem_width`], read over the whole file's host
 /// code: a kernel rule that reads it reads every statement's host code.
-pub fn width_families(host: &str) -> u8 {
+pub(crate) fn width_families(host: &str) -> u8 {
     let fp32_default = host.contains("torch.randn(") || host.contains("torch.rand(");
     let one = host.contains("float8") || host.contains("int8") || host.contains("fp8");
     let two = host.contains("float16") || host.contains("bfloat16") || host.contains(".half()");
@@ -172,7 +172,7 @@ fn closer_width(k: &Kernel, model: &FileModel) -> Option<i64> {
 /// Whether what KL006 finds of `k` reads the widths the whole file's host
 /// code names ([`width_families`]): it has a `tl.dot` pipeline, and neither
 /// it nor its launchers name a width.
-pub fn reads_host_widths(k: &Kernel, model: &FileModel) -> bool {
+pub(crate) fn reads_host_widths(k: &Kernel, model: &FileModel) -> bool {
     dot_dims(k, model).is_some() && closer_width(k, model).is_none()
 }
 

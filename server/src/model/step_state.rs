@@ -39,7 +39,7 @@ impl<'a> FileModel<'a> {
     ///   mentioned after it, so what a step leaves there is never the result
     ///   (a workspace reused per chunk; the state of a recurrence is what the
     ///   loop computes, and outlives it).
-    pub fn step_local_memory(&self, f: usize, l: usize) -> HashSet<String> {
+    pub(crate) fn step_local_memory(&self, f: usize, l: usize) -> HashSet<String> {
         let func = &self.host_fns[f];
         let lp = &func.loops[l];
         let mut out = HashSet::new();
@@ -92,7 +92,7 @@ impl<'a> FileModel<'a> {
     /// A whole-tensor operation (`torch.sort(keys)`) that a step of loop `l`
     /// runs between its launches, directly or in a helper of the file it
     /// calls: the text of the call, for the message.
-    pub fn whole_tensor_step(&self, f: usize, l: usize) -> Option<String> {
+    pub(crate) fn whole_tensor_step(&self, f: usize, l: usize) -> Option<String> {
         let func = &self.host_fns[f];
         let find = |body: Node| -> Option<String> {
             let mut hit = None;
@@ -134,7 +134,7 @@ impl<'a> FileModel<'a> {
     ///   (`enumerate(x.transpose(0, 1))`);
     /// - its bound names time steps (`self.seq_len`, `num_steps`);
     /// - a launch in it has a fixed grid of a few programs (`(1,)`).
-    pub fn time_step_evidence(&self, f: usize, l: usize, launches: &[usize]) -> Option<String> {
+    pub(crate) fn time_step_evidence(&self, f: usize, l: usize, launches: &[usize]) -> Option<String> {
         let func = &self.host_fns[f];
         let lp = &func.loops[l];
         if let Some(var) = &lp.var {

@@ -39,7 +39,7 @@ pub fn errors(text: &str, tree: &Tree) -> Vec<Diagnostic> {
 }
 
 /// [`errors`], given the root's children (`top`, as the checker has them already).
-pub fn errors_among(text: &str, tree: &Tree, top: &[Node]) -> Vec<Diagnostic> {
+pub(crate) fn errors_among(text: &str, tree: &Tree, top: &[Node]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let root = tree.root_node();
     if !root.has_error() {

@@ -38,7 +38,12 @@ fn is_heavy(op: &str) -> bool {
 
 /// The lower-cased name an op is known by: the module type of `self.X(...)`,
 /// or the last name of a `torch.*` call (`torch.nn.functional.relu` -> `relu`).
-pub fn op_key(call: tree_sitter::Node, imports: &Imports, modules: &[(String, String)], src: &str) -> Option<String> {
+pub(crate) fn op_key(
+    call: tree_sitter::Node,
+    imports: &Imports,
+    modules: &[(String, String)],
+    src: &str,
+) -> Option<String> {
     let func = field!(call, "function")?;
     if let Some(attr) = candidate::self_attr(func, src) {
         return modules.iter().find(|(a, _)| a == attr).map(|(_, ty)| ty.to_ascii_lowercase());
@@ -73,7 +78,7 @@ pub fn ops(model: &FileModel, imports: &Imports) -> Vec<String> {
 /// The task's main ops as the reference `Model` in `reference` (a parsed
 /// model of another file, read by the caller) computes them; `None` when that
 /// file has no `Model.forward`.
-pub fn of_reference(reference: &FileModel) -> Option<Vec<String>> {
+pub(crate) fn of_reference(reference: &FileModel) -> Option<Vec<String>> {
     candidate::method(reference, "Model", "forward")?;
     Some(ops(reference, &candidate::imports(reference)))
 }

@@ -131,7 +131,7 @@ impl ApiEntry {
     }
 
     /// What the docstring says of one parameter (`:param NAME: text`).
-    pub fn param_doc(&self, name: &str) -> Option<String> {
+    pub(crate) fn param_doc(&self, name: &str) -> Option<String> {
         let doc = self.doc.as_deref()?;
         let tag = format!(":param {name}:");
         let at = doc.find(&tag)? + tag.len();
@@ -141,14 +141,14 @@ impl ApiEntry {
     }
 
     /// The page of Triton's documentation for a top-level name.
-    pub fn docs_url(&self) -> Option<String> {
+    pub(crate) fn docs_url(&self) -> Option<String> {
         (!self.name.contains('.'))
             .then(|| format!("https://triton-lang.org/main/python-api/generated/triton.language.{}.html", self.name))
     }
 }
 
 /// Each parameter as the signature shows it, with the `/` and `*` markers.
-pub fn param_labels(params: &[ApiParam]) -> Vec<String> {
+pub(crate) fn param_labels(params: &[ApiParam]) -> Vec<String> {
     let mut out = Vec::new();
     let mut star = params.iter().any(|p| p.kind == "var_positional");
     for (i, p) in params.iter().enumerate() {

@@ -17,12 +17,12 @@ fn names() -> &'static HashSet<&'static str> {
 }
 
 /// Whether `triton.language` has a public attribute `name`.
-pub fn is_known(name: &str) -> bool {
+pub(crate) fn is_known(name: &str) -> bool {
     names().contains(name)
 }
 
 /// The Triton version the list was generated from.
-pub fn generated_from() -> &'static str {
+pub(crate) fn generated_from() -> &'static str {
     DATA.lines().next().and_then(|l| l.rsplit("triton ").next()).unwrap_or("unknown")
 }
 

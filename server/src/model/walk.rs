@@ -739,7 +739,7 @@ impl<'m, 'a> Walker<'m, 'a> {
 
 /// The byte ranges of the parameter names [`Walker`] reads of a host
 /// function's `def` (`HostFn::params`), in order.
-pub fn host_param_ranges(def: Node) -> Vec<TextRange> {
+pub(crate) fn host_param_ranges(def: Node) -> Vec<TextRange> {
     let Some(params) = field!(def, "parameters") else { return Vec::new() };
     let mut c = params.walk();
     params.named_children(&mut c).filter_map(|p| param_name_node(p).map(range_of)).collect()

@@ -112,12 +112,12 @@ impl Rule {
 }
 
 impl Diagnostic {
-    pub fn with_related(mut self, range: TextRange, message: impl Into<String>) -> Self {
+    pub(crate) fn with_related(mut self, range: TextRange, message: impl Into<String>) -> Self {
         let message: String = message.into();
         self.related.push(Related { range, message: message.into() });
         self
     }
-    pub fn with_fix(mut self, fix: Option<Fix>) -> Self {
+    pub(crate) fn with_fix(mut self, fix: Option<Fix>) -> Self {
         self.fix = fix;
         self
     }
