@@ -119,7 +119,7 @@ fn kernel_facts(
     units: &mut [Fresh],
 ) {
     let mut produced = Vec::new();
-    for (_ki, k) in model.kernels.iter().enumerate() {
+    for k in &model.kernels {
         let Some(u) = slots.unit(k.node.start_byte()) else { continue };
         let (facts, foreign) = &mut units[u];
         facts.kernels.push(KernelFacts {

@@ -435,12 +435,13 @@ impl StreamReader {
     async fn read(&mut self, mut body: impl Stream<Item = Result<Bytes, BodyEnd>> + Unpin) -> Result<(), LlmError> {
         // The kind of body, from its first bytes that are not white space.
         let mut head: Vec<Bytes> = Vec::new();
+        let mut seen: Vec<u8> = Vec::new();
         let start = loop {
             let Some(bytes) = body.next().await.transpose()? else {
                 return Err(LlmError::Garbage("the body is empty".into()));
             };
+            seen.extend_from_slice(&bytes);
             head.push(bytes);
-            let seen: Vec<u8> = head.iter().flat_map(|b| b.iter().copied()).collect();
             let start = String::from_utf8_lossy(&seen).trim_start().to_string();
             if !start.is_empty() {
                 break start;
@@ -448,7 +449,7 @@ impl StreamReader {
         };
         if start.starts_with('{') {
             // A server that ignored `stream: true` and sent one JSON object.
-            let mut all: Vec<u8> = head.iter().flat_map(|b| b.iter().copied()).collect();
+            let mut all = seen;
             while let Some(bytes) = body.next().await.transpose()? {
                 all.extend_from_slice(&bytes);
             }

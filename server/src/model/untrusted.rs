@@ -10,7 +10,7 @@ use crate::model::{FileModel, NodeKind};
 use crate::text::TextRange;
 
 /// Modules a kernel file may import (the first dotted name).
-pub const ALLOWED: &[&str] = &[
+const ALLOWED: &[&str] = &[
     "torch",
     "triton",
     "math",
@@ -39,7 +39,7 @@ pub const ALLOWED: &[&str] = &[
 
 /// Modules that reach the system, the network or other code: reported in the
 /// editor too. The gate refuses every module outside [`ALLOWED`].
-pub const DENIED: &[&str] = &[
+const DENIED: &[&str] = &[
     "os",
     "sys",
     "subprocess",

@@ -91,7 +91,7 @@ fn check(scope: &Scope, out: &mut Vec<Diagnostic>) {
 
 /// KL102 against a known task: `task` holds the ops' lower-cased names.
 fn check_task(model: &FileModel, task: &[String], out: &mut Vec<Diagnostic>) {
-    if task.is_empty() || !candidate::is_candidate(model) {
+    if task.is_empty() {
         return;
     }
     let Some(forward) = candidate::method(model, "ModelNew", "forward") else { return };
