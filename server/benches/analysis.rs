@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use kernel_lsp::checker::check;
 use kernel_lsp::config::Settings;
-use kernel_lsp::model::parse;
+use kernel_lsp::model::parse_forest;
 
 /// Builds a file of at least `lines` lines from the rule fixtures, renaming
 /// kernels so every copy is a distinct kernel with its own launches.
@@ -85,7 +85,7 @@ fn main() {
     }
     // For profilers: only the model build, many times.
     if std::env::var_os("KL_BENCH_MODEL_ONLY").is_some() {
-        let tree = parse(&text, None);
+        let tree = parse_forest(&text);
         for _ in 0..200 {
             std::hint::black_box(kernel_lsp::model::FileModel::build(&text, &tree));
         }
@@ -116,7 +116,7 @@ fn main() {
     }
     // Warm up.
     for _ in 0..5 {
-        let tree = parse(&text, None);
+        let tree = parse_forest(&text);
         std::hint::black_box(check(&text, &tree, &settings));
     }
     let mut full = Vec::new();
@@ -125,7 +125,7 @@ fn main() {
     let mut diagnostics = 0;
     for _ in 0..50 {
         let t0 = Instant::now();
-        let tree = parse(&text, None);
+        let tree = parse_forest(&text);
         let t1 = Instant::now();
         let result = check(&text, &tree, &settings);
         let t2 = Instant::now();
@@ -136,7 +136,8 @@ fn main() {
     }
     // Incremental: edit one character in the middle and reparse with the old tree.
     let mut incremental = Vec::new();
-    let mut tree = parse(&text, None);
+    let mut tree = parse_forest(&text);
+    let scanned = kernel_lsp::model::recovery::scanned(&text);
     let mid = text.len() / 2;
     let mid = (0..=mid).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
     for i in 0..50 {
@@ -152,11 +153,12 @@ fn main() {
             old_end_position: tree_sitter::Point::new(0, 0),
             new_end_position: tree_sitter::Point::new(0, 1),
         });
-        let new_tree = parse(&new_text, Some(&edited));
-        let result = check(&new_text, &new_tree, &settings);
+        let index = kernel_lsp::text::LineIndex::new(&new_text);
+        edited.reparse(&new_text, &scanned, &[(mid, mid, mid + 1)], &index);
+        let result = check(&new_text, &edited, &settings);
         incremental.push(t0.elapsed());
         std::hint::black_box(result);
-        tree = parse(&text, None);
+        tree = parse_forest(&text);
     }
     println!("kernel file: {lines} lines, {} bytes, {diagnostics} diagnostics", text.len());
     report("full analysis (parse + check)", full);
@@ -173,7 +175,7 @@ fn main() {
     scaling(&settings);
 
     // Where the model + rules time goes.
-    let tree = parse(&text, None);
+    let tree = parse_forest(&text);
     let mut build = Vec::new();
     for _ in 0..20 {
         let t0 = Instant::now();
@@ -301,8 +303,8 @@ fn typing(text: String, settings: &Settings, place: Place) -> Vec<Duration> {
     let mut text: std::sync::Arc<str> = std::sync::Arc::from(text.as_str());
     let mut index = kernel_lsp::text::LineIndex::new(&text);
     let edits = round_edits(&text, place);
-    let mut tree = parse(&text, None);
     let mut scanned = kernel_lsp::model::recovery::scanned(&text);
+    let mut tree = kernel_lsp::model::Forest::parse(&text, &scanned);
     let (_, mut snapshot) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, None);
     let (mut reparse, mut analyse, mut typed, mut runs, mut incremental_runs) =
         (Vec::new(), Vec::new(), Vec::new(), 0, 0);
@@ -323,8 +325,6 @@ fn typing(text: String, settings: &Settings, place: Place) -> Vec<Duration> {
     let rounds =
         std::env::var("KL_BENCH_ROUNDS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(rounds, |n| n.max(2));
     let gap = std::env::var("KL_BENCH_GAP_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
-    // The tree without a syntax error the document keeps while the text has one.
-    let mut clean: Option<kernel_lsp::model::Clean> = None;
     for round in 0..rounds {
         for Edit { start, old_end, text: ch, timed } in &edits {
             if let Some(gap) = gap {
@@ -352,13 +352,10 @@ fn typing(text: String, settings: &Settings, place: Place) -> Vec<Duration> {
                 new_end_position: point(&new_index, new_end),
             };
             tree.edit(&edit);
-            if let Some(clean) = &mut clean {
-                clean.edit(&edit);
-            }
             text = std::sync::Arc::from(s);
             index = new_index;
             let edits = [(start, old_end, new_end)];
-            (tree, scanned, _) = kernel_lsp::model::reparse(&text, &mut tree, &scanned, &edits, &index, &mut clean);
+            (scanned, _) = tree.reparse(&text, &scanned, &edits, &index);
             let t1 = Instant::now();
             let (result, next) = kernel_lsp::checker::analyze(&text, &tree, &settings, &index, Some(&snapshot));
             let t2 = Instant::now();
@@ -521,7 +518,7 @@ fn scaling(settings: &Settings) {
         let mut times = Vec::new();
         for _ in 0..5 {
             let start = Instant::now();
-            let tree = parse(&text, None);
+            let tree = parse_forest(&text);
             std::hint::black_box(check(&text, &tree, settings));
             times.push(start.elapsed());
         }

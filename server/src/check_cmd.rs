@@ -282,7 +282,7 @@ fn check_file(path: &Path, args: &CheckArgs, last: bool) -> Result<FileReport, S
             std::fs::write(path, &text).map_err(|e| e.to_string())?;
         }
     }
-    let tree = model::parse(&text, None);
+    let tree = model::parse_forest(&text);
     let result = checker::check(&text, &tree, &settings);
     if last {
         std::mem::forget(tree);

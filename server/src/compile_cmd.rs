@@ -33,7 +33,7 @@ pub fn compile_reports(reports: &mut [FileReport], args: &CheckArgs) -> Result<S
     let mut kernel_ranges = Vec::new();
     for (i, r) in reports.iter().enumerate() {
         let settings = settings_for(&r.path, args)?;
-        let tree = model::parse(&r.text, None);
+        let tree = model::parse_forest(&r.text);
         let path = std::path::absolute(&r.path).unwrap_or_else(|_| r.path.clone());
         jobs.extend(compile::jobs(&path, &r.text, &tree, &settings).into_iter().map(|j| (i, j)));
         kernel_ranges.push(compile::kernel_ranges(&r.text, &tree));

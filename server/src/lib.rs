@@ -26,5 +26,5 @@ mod xorshift;
 pub use checker::{check, CheckResult, KernelSummary};
 pub use config::Settings;
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix, Related, Severity};
-pub use model::parse;
+pub use model::{parse, parse_forest};
 pub use text::{LineIndex, TextRange};

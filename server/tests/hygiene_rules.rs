@@ -69,7 +69,7 @@ fn prompt_examples_pass_the_strict_import_check() {
     python_files(&root().join("prompts/examples"), &mut files);
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        let tree = kernel_lsp::model::parse(&text, None);
+        let tree = kernel_lsp::model::parse_forest(&text);
         let model = kernel_lsp::model::FileModel::build(&text, &tree);
         let found = kernel_lsp::model::untrusted::findings(&model, true);
         assert!(found.is_empty(), "{}: {found:?}", f.display());

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use kernel_lsp::checker::check_text;
 use kernel_lsp::config::Settings;
-use kernel_lsp::model::{parse, FileModel};
+use kernel_lsp::model::{parse_forest, FileModel};
 use kernel_lsp::rules::RULES;
 
 fn steps(text: &str) -> usize {
-    let tree = parse(text, None);
+    let tree = parse_forest(text);
     let model = FileModel::build(text, &tree);
     let settings = Settings::default();
     let mut out = Vec::new();

@@ -34,7 +34,7 @@ def run():
     {name}[(1,)](x, x.numel(), BLOCK={block})
 "#
     );
-    let tree = kernel_lsp::parse(&src, None);
+    let tree = kernel_lsp::parse_forest(&src);
     let mut jobs = compile::jobs(Path::new("/nowhere/k.py"), &src, &tree, &Settings::default());
     for j in &mut jobs {
         j.cache_dir = None;

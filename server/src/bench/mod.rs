@@ -481,7 +481,7 @@ pub(crate) fn cache_dir() -> PathBuf {
 /// programs never ends there; otherwise the task is too large to interpret.
 pub(crate) fn interpreter_timeout_hint(candidate: &Path) -> String {
     let text = std::fs::read_to_string(candidate).unwrap_or_default();
-    let tree = crate::model::parse(&text, None);
+    let tree = crate::model::parse_forest(&text);
     let model = crate::model::FileModel::build(&text, &tree);
     let spinning: Vec<&str> = model.kernels.iter().filter(|k| k.spins(&model)).map(|k| k.name.as_str()).collect();
     match spinning.first() {

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use tree_sitter::Tree;
-
 use super::matching::*;
 use super::run::*;
 use super::snapshot::*;
@@ -13,6 +11,7 @@ use super::units::*;
 use crate::config::Settings;
 use crate::model::candidate;
 use crate::model::field;
+use crate::model::Forest;
 use crate::model::NodeKind;
 use crate::model::{launch_estimates, range_of, FileModel, StubReads};
 use crate::text::TextRange;
@@ -21,12 +20,12 @@ use crate::text::TextRange;
 /// and run the host rules beside the kernel rules; below it a thread's start costs more than it saves.
 pub(super) const PARALLEL_INDEX_BYTES: usize = 32 * 1024;
 
-pub(super) fn full(text: &Arc<str>, tree: &Tree, settings: &Settings) -> Snapshot {
+pub(super) fn full(text: &Arc<str>, tree: &Forest, settings: &Settings) -> Snapshot {
     full_on(text, tree, settings, text.len() >= PARALLEL_INDEX_BYTES)
 }
 
 /// [`full`], on two threads or one.
-pub(super) fn full_on(text: &Arc<str>, tree: &Tree, settings: &Settings, two_threads: bool) -> Snapshot {
+pub(super) fn full_on(text: &Arc<str>, tree: &Forest, settings: &Settings, two_threads: bool) -> Snapshot {
     let nodes = top_level(tree);
     // The hygiene rules ask for the node index in a candidate (`ModelNew` at module level).
     let candidate = nodes.iter().any(|n| {

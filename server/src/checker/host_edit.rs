@@ -16,8 +16,6 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use tree_sitter::Tree;
-
 use super::full::PARALLEL_INDEX_BYTES;
 use super::matching::*;
 use super::run::*;
@@ -25,6 +23,7 @@ use super::snapshot::*;
 use super::units::*;
 use crate::diagnostic::Diagnostic;
 use crate::model::candidate;
+use crate::model::Forest;
 use crate::model::{range_of, FileModel, KernelHostView, Stub, StubReads};
 use crate::text::TextRange;
 
@@ -65,7 +64,7 @@ use crate::text::TextRange;
 /// after, imports `*`, when the names `triton` and `triton.language` are
 /// imported as change (`matching`), or when the file stops or starts being
 /// a candidate.
-pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
+pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
     refuse(prev, m)?;
     let mut plan = Plan::new(prev, m);
     // A version flag set or unset: what its `if` guards is read again (KL005).
@@ -479,7 +478,7 @@ impl<'p> Plan<'p> {
 /// The model of this attempt: stubs read from the snapshot, the rest walked.
 fn build<'t>(
     text: &'t str,
-    tree: &'t Tree,
+    tree: &'t Forest,
     prev: &Snapshot,
     m: &Matching<'t>,
     choice: &Choice,

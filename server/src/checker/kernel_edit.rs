@@ -14,13 +14,14 @@
 use rustc_hash::FxHashSet as HashSet;
 use std::sync::Arc;
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use super::matching::*;
 use super::run::*;
 use super::snapshot::*;
 use super::units::*;
 use crate::diagnostic::Diagnostic;
+use crate::model::Forest;
 use crate::model::{range_of, FileModel, StubReads};
 use crate::rules;
 
@@ -35,7 +36,7 @@ struct ReadSet<'p> {
     helpers: HashSet<String>,
 }
 
-pub(super) fn analyze(text: &Arc<str>, tree: &Tree, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
+pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Matching) -> Result<Snapshot, &'static str> {
     refuse(prev, m)?;
     if !changed_version_flags(prev, m, text).is_empty() {
         return Err("a line that sets a version flag changed");
@@ -147,7 +148,7 @@ fn read_set<'p>(prev: &'p Snapshot, m: &Matching) -> ReadSet<'p> {
 /// kernels; once more if a kernel now calls a helper it did not call before.
 fn reread(
     text: &Arc<str>,
-    tree: &Tree,
+    tree: &Forest,
     prev: &Snapshot,
     m: &Matching,
     set: &mut ReadSet,
@@ -256,7 +257,7 @@ fn check_new_callees(prev: &Snapshot, m: &Matching, recheck: &[usize], fresh: &[
 /// rules' findings of those that did not change); everything else moves with its statement.
 fn assemble(
     text: &Arc<str>,
-    tree: &Tree,
+    tree: &Forest,
     prev: &Snapshot,
     m: &Matching,
     recheck: &[usize],

@@ -5,17 +5,16 @@
 //! that falls in a changed statement cannot be moved, and the edit is
 //! analysed another way.
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use super::snapshot::*;
 use crate::diagnostic::Diagnostic;
+use crate::model::Forest;
 use crate::model::{imports_of, triton_imported};
 use crate::text::TextRange;
 
-pub(super) fn top_level(tree: &Tree) -> Vec<Node<'_>> {
-    let root = tree.root_node();
-    let mut cursor = root.walk();
-    root.children(&mut cursor).collect()
+pub(super) fn top_level(tree: &Forest) -> Vec<Node<'_>> {
+    tree.top_level()
 }
 
 /// Index of the statement containing byte `pos` (its end included).
@@ -161,7 +160,7 @@ pub(super) fn changed_version_flags(prev: &Snapshot, m: &Matching, text: &str) -
 
 /// The top-level statement of `prev`'s tree at `range`.
 fn old_node(prev: &Snapshot, range: TextRange) -> Option<Node<'_>> {
-    let node = prev.tree.root_node().first_child_for_byte(range.start)?;
+    let node = prev.tree.first_top_for_byte(range.start)?;
     (node.byte_range() == (range.start..range.end)).then_some(node)
 }
 

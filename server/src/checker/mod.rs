@@ -25,11 +25,11 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use tree_sitter::Tree;
 
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
-use crate::model::parse;
+use crate::model::parse_forest;
+use crate::model::Forest;
 pub use crate::model::KernelSummary;
 use crate::rules;
 use crate::text::{LineIndex, TextRange};
@@ -66,7 +66,7 @@ pub struct CheckResult {
 /// Returns the result and the snapshot to pass for the next version.
 pub fn analyze(
     text: &Arc<str>,
-    tree: &Tree,
+    tree: &Forest,
     settings: &Settings,
     index: &LineIndex,
     previous: Option<&Snapshot>,
@@ -90,7 +90,7 @@ pub fn analyze(
 }
 
 /// The result of a fresh analysis, without a snapshot.
-pub fn check(text: &str, tree: &Tree, settings: &Settings) -> CheckResult {
+pub fn check(text: &str, tree: &Forest, settings: &Settings) -> CheckResult {
     let top = matching::top_level(tree);
     with_syntax_errors(full::full(&Arc::from(text), tree, settings).result(&LineIndex::new(text)), text, tree, &top)
 }
@@ -98,7 +98,7 @@ pub fn check(text: &str, tree: &Tree, settings: &Settings) -> CheckResult {
 /// Adds KL900 where the file does not parse. Read from the tree, not cached
 /// per statement: a tree without errors costs one flag check, and both
 /// paths read the same tree, so the incremental result stays equal to the full one.
-fn with_syntax_errors(mut result: CheckResult, text: &str, tree: &Tree, top: &[tree_sitter::Node]) -> CheckResult {
+fn with_syntax_errors(mut result: CheckResult, text: &str, tree: &Forest, top: &[tree_sitter::Node]) -> CheckResult {
     let errors = crate::model::syntax::errors_among(text, tree, top);
     if !errors.is_empty() {
         result.diagnostics.extend(errors);
@@ -109,6 +109,5 @@ fn with_syntax_errors(mut result: CheckResult, text: &str, tree: &Tree, top: &[t
 
 /// Parses and checks in one step.
 pub fn check_text(text: &str, settings: &Settings) -> CheckResult {
-    let tree = parse(text, None);
-    check(text, &tree, settings)
+    check(text, &parse_forest(text), settings)
 }

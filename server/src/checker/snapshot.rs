@@ -20,10 +20,10 @@ use super::{CheckResult, ClassSummary, KernelSummary};
 use crate::config::Settings;
 use crate::diagnostic::Diagnostic;
 use crate::model::candidate::Imports;
+use crate::model::Forest;
 use crate::model::{Directive, FileModel, HostStub, KernelHostView};
 use crate::rules::{self};
 use crate::text::{LineIndex, TextRange};
-use tree_sitter::Tree;
 
 /// The analysis of one version of a file, kept to analyse the next version incrementally.
 pub struct Snapshot {
@@ -32,7 +32,7 @@ pub struct Snapshot {
     pub(super) text: Arc<str>,
     /// Its tree (shared with the document's while they are the same), for
     /// the syntax tree of a statement with an error whose text matches.
-    pub(super) tree: Tree,
+    pub(super) tree: Forest,
     pub(super) tl_aliases: Vec<String>,
     pub(super) triton_aliases: Vec<String>,
     /// Whether the file imports Triton anywhere (`model::triton_imported`).
@@ -217,7 +217,7 @@ impl UnitFacts {
     /// facts these are: the same text wherever they are shared).
     pub(super) fn reads(&self, snapshot: &Snapshot, range: TextRange) -> &[String] {
         self.reads.get_or_init(|| {
-            let node = snapshot.tree.root_node().first_child_for_byte(range.start);
+            let node = snapshot.tree.first_top_for_byte(range.start);
             node.filter(|n| n.byte_range() == (range.start..range.end))
                 .map(|n| crate::model::module_reads(n, &snapshot.text))
                 .unwrap_or_default()

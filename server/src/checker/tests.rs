@@ -5,13 +5,12 @@
 
 use std::sync::Arc;
 
-use tree_sitter::Tree;
-
 use super::full::{full_on, PARALLEL_INDEX_BYTES};
 use super::matching::has_import_keyword;
 use super::{analyze, check, CheckResult, Path, Snapshot};
 use crate::config::Settings;
-use crate::model::parse;
+use crate::model::parse_forest;
+use crate::model::Forest;
 use crate::model::NodeKind;
 use crate::text::{changed_span, LineIndex};
 use crate::xorshift::Rng;
@@ -95,7 +94,7 @@ def run{i}(x, h, steps):
 fn two_threads_give_what_one_gives() {
     let (text, _) = many_blocks();
     let text: Arc<str> = Arc::from(text.as_str());
-    let tree = crate::model::parse(&text, None);
+    let tree = parse_forest(&text);
     let settings = Settings::default();
     let index = LineIndex::new(&text);
     let one = full_on(&text, &tree, &settings, false).result(&index);
@@ -119,7 +118,7 @@ fn two_threads_give_what_one_gives() {
 /// analyses it from `snapshot`; checks the result against a fresh analysis.
 fn edit_from(
     text: &mut Arc<str>,
-    tree: &mut Tree,
+    tree: &mut Forest,
     snapshot: &Snapshot,
     anchor: &str,
     old: &str,
@@ -145,7 +144,7 @@ fn edit_from(
     let scanned = crate::model::recovery::scanned(text);
     *text = Arc::from(edited.as_str());
     let edits = [(start, start + old.len(), start + new.len())];
-    *tree = crate::model::reparse(text, tree, &scanned, &edits, &new_index, &mut None).0;
+    tree.reparse(text, &scanned, &edits, &new_index);
     let settings = Settings::default();
     let (result, next) = analyze(text, tree, &settings, &new_index, Some(snapshot));
     assert_eq!(result, check(text, tree, &settings), "{new}");
@@ -175,7 +174,7 @@ fn host_stubs_are_walked_when_a_rule_needs_their_body() {
     let text = step_module("for t in range(x.shape[0]):\n            h = step(x[t], h)\n        return h\n");
     let settings = Settings::default();
     let mut text: Arc<str> = Arc::from(text.as_str());
-    let mut tree = crate::model::parse(&text, None);
+    let mut tree = parse_forest(&text);
     let (first, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
     assert!(first.diagnostics.iter().any(|d| d.code == "KL001"), "{:?}", first.diagnostics);
     // A fresh analysis keeps how each statement links to the others: the
@@ -216,7 +215,7 @@ fn a_deleted_loop_lets_its_walked_functions_be_stubs_again() {
     let text = step_module("h = step(x, h)\n        return h\n");
     let settings = Settings::default();
     let mut text: Arc<str> = Arc::from(text.as_str());
-    let mut tree = crate::model::parse(&text, None);
+    let mut tree = parse_forest(&text);
     let (_, snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
     let (_, next) = edit_from(&mut text, &mut tree, &snapshot, "def scale", "x * 2", "x * 3");
     let (_, next) = edit_from(&mut text, &mut tree, &next, "def other", "x + 1", "x + 2");
@@ -239,7 +238,7 @@ fn host_edits_read_unaffected_kernels_as_stubs() {
     let (text, blocks) = many_blocks();
     let settings = Settings::default();
     let mut text: Arc<str> = Arc::from(text.as_str());
-    let mut tree = crate::model::parse(&text, None);
+    let mut tree = parse_forest(&text);
     let (_, mut snapshot) = analyze(&text, &tree, &settings, &LineIndex::new(&text), None);
     let middle = format!("def run{}(", blocks / 2);
     // A fresh analysis keeps the links: the first host edit already reads
@@ -309,8 +308,7 @@ fn a_bracket_left_open_in_a_kernel_stays_on_the_kernel_path() {
         let full = check(&doc.text, &doc.tree, &Settings::default());
         assert_eq!(doc.result, full, "after {:?}", &typed[..=k]);
         // An assignment at module level other than the two constants.
-        let root = doc.tree.root_node();
-        let tree_says = root.named_children(&mut root.walk()).any(|n| {
+        let tree_says = doc.tree.named_top_level().into_iter().any(|n| {
             n.kind_name() == "expression_statement"
                 && n.named_child(0).is_some_and(|a| a.kind_name() == "assignment")
                 && !["BLOCK =", "SCALE ="].iter().any(|c| doc.text[n.byte_range()].starts_with(c))
@@ -440,12 +438,10 @@ fn a_host_edit_naming_another_width_rereads_the_kernels() {
 /// every edit, and the last analysis with its snapshot.
 struct Doc {
     text: Arc<str>,
-    tree: Tree,
-    /// The gaps `tree` was parsed around, and the edits since (`model::reparse`).
+    tree: Forest,
+    /// The gaps `tree` was parsed around, and the edits since (`Forest::reparse`).
     scanned: crate::model::recovery::Scanned,
     edits: Vec<(usize, usize, usize)>,
-    /// The last tree without a syntax error, while `tree` has one (`model::Clean`).
-    clean: Option<crate::model::Clean>,
     snapshot: Option<Snapshot>,
     result: CheckResult,
 }
@@ -453,10 +449,10 @@ struct Doc {
 impl Doc {
     fn new(text: &str) -> Doc {
         let text: Arc<str> = Arc::from(text);
-        let tree = parse(&text, None);
+        let tree = parse_forest(&text);
         let (result, snapshot) = analyze(&text, &tree, &Settings::default(), &LineIndex::new(&text), None);
         let scanned = crate::model::recovery::scanned(&text);
-        Doc { text, tree, scanned, edits: Vec::new(), clean: None, snapshot: Some(snapshot), result }
+        Doc { text, tree, scanned, edits: Vec::new(), snapshot: Some(snapshot), result }
     }
 
     /// Replaces the bytes `a..b` with `insert` in the text and the tree (not reparsed yet).
@@ -478,9 +474,6 @@ impl Doc {
             new_end_position: point(&new_index, a + insert.len()),
         };
         self.tree.edit(&edit);
-        if let Some(clean) = &mut self.clean {
-            clean.edit(&edit);
-        }
         self.edits.push((a, b, a + insert.len()));
         self.text = Arc::from(edited.as_str());
     }
@@ -501,8 +494,7 @@ impl Doc {
     fn analyze(&mut self) -> &Snapshot {
         let index = LineIndex::new(&self.text);
         let edits = std::mem::take(&mut self.edits);
-        (self.tree, self.scanned, _) =
-            crate::model::reparse(&self.text, &mut self.tree, &self.scanned, &edits, &index, &mut self.clean);
+        (self.scanned, _) = self.tree.reparse(&self.text, &self.scanned, &edits, &index);
         let (result, snapshot) = analyze(&self.text, &self.tree, &Settings::default(), &index, self.snapshot.as_ref());
         self.result = result;
         self.snapshot.insert(snapshot)
@@ -717,8 +709,8 @@ fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> 
             let settings = Settings::default();
             let full = check(&expected, &doc.tree, &settings);
             assert_eq!(doc.result, full, "seed {seed} version {version}\n{expected}");
-            let fresh_tree = parse(&expected, None);
-            if doc.tree.root_node().to_sexp() == fresh_tree.root_node().to_sexp() {
+            let fresh_tree = parse_forest(&expected);
+            if doc.tree.to_sexp() == fresh_tree.to_sexp() {
                 assert_eq!(doc.result, check(&expected, &fresh_tree, &settings), "seed {seed}");
             }
         }
@@ -727,14 +719,14 @@ fn random_edits(fixture: &str, snippets: &[&str], seeds: u64, versions: i32) -> 
         // back to the fixture (one edit, as a document diffs a whole-text
         // change), so that the trees must meet.
         let mut expected = doc.text.to_string();
-        if parse(&expected, None).root_node().has_error() {
+        if parse_forest(&expected).has_error() {
             let (start, old_end, new_end) = changed_span(&expected, fixture);
             doc.edit(start, old_end, &fixture[start..new_end]);
             expected = fixture.to_string();
             doc.analyze();
         }
-        let fresh_tree = parse(&expected, None);
-        assert_eq!(doc.tree.root_node().to_sexp(), fresh_tree.root_node().to_sexp(), "seed {seed}");
+        let fresh_tree = parse_forest(&expected);
+        assert_eq!(doc.tree.to_sexp(), fresh_tree.to_sexp(), "seed {seed}");
         assert_eq!(doc.result, check(&expected, &fresh_tree, &Settings::default()), "seed {seed}");
     }
     // The edits break the syntax often: KL900 must have been compared too.
@@ -768,7 +760,7 @@ fn edit_and_check(doc: &mut Doc, anchor: &str, old: &str, new: &str) -> Path {
     let at = from + doc.text[from..].find(old).expect("old");
     doc.edit(at, at + old.len(), new);
     let path = doc.analyze().path();
-    let fresh = check(&doc.text, &parse(&doc.text, None), &Settings::default());
+    let fresh = check(&doc.text, &parse_forest(&doc.text), &Settings::default());
     assert_eq!(doc.result, fresh, "after replacing {old:?} with {new:?} at {anchor:?}");
     path
 }

@@ -12,9 +12,10 @@
 
 use std::collections::HashSet;
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use crate::model::field;
+use crate::model::Forest;
 use crate::model::NodeKind;
 
 /// The text the worker runs, and the names the file binds in code it does not
@@ -33,12 +34,10 @@ fn kept_module(module: &str) -> bool {
 }
 
 /// The bundle of the `@triton.jit` functions named in `functions` (a kernel and the helpers it calls).
-pub fn extract(src: &str, tree: &Tree, functions: &HashSet<String>) -> Bundle {
-    let root = tree.root_node();
+pub fn extract(src: &str, tree: &Forest, functions: &HashSet<String>) -> Bundle {
     let mut keep: Vec<(usize, usize)> = Vec::new();
     let mut hidden = Vec::new();
-    let mut c = root.walk();
-    for stmt in root.named_children(&mut c) {
+    for stmt in tree.named_top_level() {
         match stmt.kind_name() {
             "import_statement" | "import_from_statement" => {
                 if import_is_kept(stmt, src) {
@@ -198,7 +197,7 @@ mod tests {
     use super::*;
 
     fn bundle(src: &str) -> Bundle {
-        extract(src, &crate::model::parse(src, None), &HashSet::from(["k".to_string()]))
+        extract(src, &crate::model::parse_forest(src), &HashSet::from(["k".to_string()]))
     }
 
     #[test]
@@ -260,7 +259,7 @@ else:
 def k(x):
     return tanh(x)
 "#;
-        let b = extract(src, &crate::model::parse(src, None), &HashSet::from(["k".to_string()]));
+        let b = extract(src, &crate::model::parse_forest(src), &HashSet::from(["k".to_string()]));
         assert!(!b.source.contains("tanh\n"), "{}", b.source);
         assert!(b.source.contains("def k(x):"));
     }

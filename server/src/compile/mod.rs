@@ -24,11 +24,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use tree_sitter::Tree;
 
 use crate::config::Settings;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::FileModel;
+use crate::model::Forest;
 use crate::text::{ColumnUnit, LineIndex, TextRange};
 pub use signature::{KernelPlan, Variant};
 pub use worker::{Hello, Worker};
@@ -53,7 +53,7 @@ pub struct Job {
 }
 
 /// The jobs of one file: each planned kernel, each of its variants.
-pub fn jobs(path: &Path, src: &str, tree: &Tree, settings: &Settings) -> Vec<Job> {
+pub fn jobs(path: &Path, src: &str, tree: &Forest, settings: &Settings) -> Vec<Job> {
     let model = FileModel::build(src, tree);
     let filename = path.display().to_string();
     let cache_dir = Some(crate::bench::history::project_root(path).join(".kernel-lsp").join("compile-cache"));
@@ -598,7 +598,7 @@ impl Settled {
 }
 
 /// The (name range, `def` range) of each kernel of a file, for [`settled`].
-pub fn kernel_ranges(src: &str, tree: &Tree) -> Vec<(TextRange, TextRange)> {
+pub fn kernel_ranges(src: &str, tree: &Forest) -> Vec<(TextRange, TextRange)> {
     let model = FileModel::build(src, tree);
     model.kernels.iter().map(|k| (k.name_range, TextRange::new(k.node.start_byte(), k.node.end_byte()))).collect()
 }

@@ -3,7 +3,7 @@
 use super::*;
 
 fn plans(src: &str) -> Vec<KernelPlan> {
-    let tree = crate::model::parse(src, None);
+    let tree = crate::model::parse_forest(src);
     let model = FileModel::build(src, &tree);
     plan(&model, &Settings::default(), 8)
 }
@@ -185,7 +185,7 @@ def k(x_ptr, n, BLOCK: tl.constexpr):
 "#;
     let p = &plans(src)[0];
     assert!(p.variants.iter().all(|v| v.assumed.iter().any(|a| a.contains("`x_ptr`"))), "no launch: assumed");
-    let tree = crate::model::parse(src, None);
+    let tree = crate::model::parse_forest(src);
     let model = FileModel::build(src, &tree);
     let bounded = plan(&model, &Settings::default(), 1);
     assert_eq!(bounded[0].variants.len(), 1);

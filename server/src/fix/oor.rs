@@ -51,8 +51,8 @@ pub(crate) fn parse_message(message: &str) -> Option<SmemOverflow> {
 pub fn fix(text: &str, settings: &Settings, message: &str, line: Option<u32>) -> Result<Fix, String> {
     let overflow =
         parse_message(message).ok_or_else(|| "the message is not Triton's shared-memory OutOfResources".to_string())?;
-    let tree = model::parse(text, None);
-    if tree.root_node().has_error() {
+    let tree = model::parse_forest(text);
+    if tree.has_error() {
         return Err("the file does not parse".to_string());
     }
     let model = FileModel::build(text, &tree);
@@ -62,8 +62,8 @@ pub fn fix(text: &str, settings: &Settings, message: &str, line: Option<u32>) ->
 
     // Verify: the edited text parses, and every configuration that was over is now under.
     let fixed = apply_edits(text, &plan.edits).map_err(|e| format!("the edits do not apply: {e}"))?;
-    let tree = model::parse(&fixed, None);
-    if tree.root_node().has_error() {
+    let tree = model::parse_forest(&fixed);
+    if tree.has_error() {
         return Err("the edited file would not parse".to_string());
     }
     let model = FileModel::build(&fixed, &tree);
@@ -289,7 +289,7 @@ mod tests {
         let msg = "out of resource: shared memory, Required: 2097152, Hardware limit: 232448.";
         let fix = fix(&text, &Settings::default(), msg, Some(line)).expect("a fix");
         let fixed = apply_edits(&text, &fix.edits).expect("edits apply");
-        let tree = model::parse(&fixed, None);
+        let tree = model::parse_forest(&fixed);
         let model = FileModel::build(&fixed, &tree);
         let t = Target::find(&model, Some(line)).expect("target");
         let tile = t.configs[t.ran[0]].tile(&t.dims).expect("tile");

@@ -154,10 +154,9 @@ fn verify(
     padded: usize,
 ) -> Option<()> {
     let src = model.src;
-    let root = model.tree.root_node();
     let mut statements: Vec<Node> = Vec::new();
     for n in std::iter::once(k.node).chain(launches.iter().map(|l| l.node)) {
-        let statement = root.child_with_descendant(n)?;
+        let statement = model.tree.root_at(n.start_byte()).child_with_descendant(n)?;
         if !statements.iter().any(|s| s.id() == statement.id()) {
             statements.push(statement);
         }
@@ -175,8 +174,8 @@ fn verify(
             .collect();
         placed += local.len();
         let fixed = apply_edits(src.get(r.start..r.end)?, &local).ok()?;
-        let tree = model::parse(&fixed, None);
-        if tree.root_node().has_error() {
+        let tree = model::parse_forest(&fixed);
+        if tree.has_error() {
             return None;
         }
         if r.contains_range(range_of(k.node)) {
@@ -269,7 +268,7 @@ pub(crate) fn fix_literal<'a>(model: &FileModel<'a>, k: &Kernel<'a>, arange: &KC
     let mut edits = vec![Edit { range: range_of(end), new_text: (s + padded_len).to_string() }];
     edits.extend(mask_edits(model, &padded, &accesses, &loads, &given, &chosen)?);
     // Verify: the kernel's statement parses once edited, and its arange has the padded length.
-    let statement = model.tree.root_node().child_with_descendant(k.node)?;
+    let statement = model.tree.root_at(k.node.start_byte()).child_with_descendant(k.node)?;
     let r = range_of(statement);
     let local: Vec<Edit> = edits
         .iter()
@@ -283,8 +282,8 @@ pub(crate) fn fix_literal<'a>(model: &FileModel<'a>, k: &Kernel<'a>, arange: &KC
         return None;
     }
     let fixed = apply_edits(src.get(r.start..r.end)?, &local).ok()?;
-    let tree = model::parse(&fixed, None);
-    if tree.root_node().has_error() {
+    let tree = model::parse_forest(&fixed);
+    if tree.has_error() {
         return None;
     }
     let after = FileModel::build_piece(&fixed, &tree, model);

@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use crate::config::Settings;
-use crate::model::{parse, task, untrusted, FileModel, StubReads};
+use crate::model::{parse_forest, task, untrusted, FileModel, StubReads};
 use crate::rules;
 
 /// Rules whose diagnostics refuse an answer.
@@ -23,7 +23,7 @@ pub const REFUSING: &[&str] = &["KL101", "KL102", "KL103", "KL104", "KL105", "KL
 /// `reference`: the file the benchmark compares against, read here (the edge)
 /// so that KL102 knows the task's main computation when the answer has no `Model`.
 pub(crate) fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
-    let tree = parse(text, None);
+    let tree = parse_forest(text);
     let model = FileModel::build(text, &tree);
     let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     let mut out = Vec::new();
@@ -40,7 +40,7 @@ pub(crate) fn refusals(text: &str, reference: Option<&Path>) -> Vec<String> {
         .filter(|_| crate::model::candidate::method(&model, "Model", "forward").is_none())
         .and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|r| {
-            let tree = parse(&r, None);
+            let tree = parse_forest(&r);
             task::of_reference(&FileModel::build(&r, &tree))
         });
     let stubs = StubReads::default();

@@ -180,8 +180,8 @@ async fn compile_document(
     // (20 files opened at once: +55 MB).
     let (s, file) = (settings.clone(), path.clone());
     let prepared = super::background::run(move || {
-        let tree = crate::model::parse(&text, None);
-        let unparsed = tree.root_node().has_error();
+        let tree = crate::model::parse_forest(&text);
+        let unparsed = tree.has_error();
         let jobs = compile::jobs(&file, &text, &tree, &s);
         let ranges = compile::kernel_ranges(&text, &tree);
         (text, jobs, ranges, unparsed)

@@ -13,12 +13,12 @@
 use std::sync::Arc;
 
 use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
-use tree_sitter::{InputEdit, Point, Tree};
+use tree_sitter::{InputEdit, Point};
 
 use crate::checker::CheckResult;
 use crate::checker::{self, Snapshot};
 use crate::config::Settings;
-use crate::model;
+use crate::model::{self, Forest};
 use crate::text::{changed_span, LineIndex, TextRange};
 
 use super::convert::Encoding;
@@ -32,14 +32,11 @@ pub struct Document {
     /// Kept only for recently edited documents (see `State::touch`): a tree of
     /// a 5,000-line file is several MB, and incremental reparsing only pays
     /// off for the file being typed in. Without one, the next change parses afresh.
-    tree: Option<Tree>,
+    tree: Option<Forest>,
     /// Where statements with a bracket left open were masked when `tree`
     /// was parsed (`model::recovery`): the next reparse reads again the
     /// lines whose masking changes.
     scanned: model::recovery::Scanned,
-    /// While `tree` has a syntax error: the last tree without one, edited
-    /// since, which the next reparse starts from ([`model::Clean`]).
-    clean: Option<model::Clean>,
     pub settings: Arc<Settings>,
     /// The analysis of version `analyzed`; after an edit it lags until the
     /// background analysis of the new version lands.
@@ -118,15 +115,14 @@ pub struct AnalysisJob {
     pub version: i32,
     text: Arc<str>,
     line_index: Arc<LineIndex>,
-    tree: Tree,
+    tree: Forest,
     settings: Arc<Settings>,
     previous: Option<Arc<Snapshot>>,
 }
 
 /// A tree and snapshot taken from a document, freed when this is dropped.
 pub struct Evicted {
-    _tree: Option<Tree>,
-    _clean: Option<model::Clean>,
+    _tree: Option<Forest>,
     _snapshot: Option<Arc<Snapshot>>,
     _semantic: Option<Arc<Semantic>>,
 }
@@ -186,12 +182,9 @@ impl Analysis {
 impl Document {
     pub fn new(text: &str, version: i32, settings: Arc<Settings>) -> Self {
         let scanned = model::recovery::scanned(text);
-        let tree = model::parse_around(text, &scanned.gaps, None);
-        // The first incremental reparse of a freshly parsed tree costs several
-        // times a later one (5 ms against 1 ms for a 5,000-line file): pay it
-        // here, with a reparse that changes nothing, not on the first keystroke.
-        let tree = model::parse_around(text, &scanned.gaps, Some(&tree));
         let line_index = LineIndex::new(text);
+        let mut tree = Forest::parse(text, &scanned);
+        tree.warm(text, &scanned, &line_index);
         let text: Arc<str> = Arc::from(text);
         let (result, snapshot) = checker::analyze(&text, &tree, &settings, &line_index, None);
         Document {
@@ -200,7 +193,6 @@ impl Document {
             line_index: Arc::new(line_index),
             tree: Some(tree),
             scanned,
-            clean: None,
             settings,
             result,
             analyzed: version,
@@ -258,17 +250,16 @@ impl Document {
                     text = change.text.clone();
                     *index = LineIndex::new(&text);
                     full_reparse = true;
-                    self.clean = None;
                 }
                 None => {
                     let (start, old_end, new_end) = changed_span(&text, &change.text);
-                    let trees = self.tree.as_mut().map(|t| (t, &mut self.clean));
-                    let moved = apply_bytes(&mut text, index, trees, start, old_end, &change.text[start..new_end]);
+                    let moved =
+                        apply_bytes(&mut text, index, self.tree.as_mut(), start, old_end, &change.text[start..new_end]);
                     self.moved.push(moved);
                 }
                 Some(range) => {
-                    let trees = self.tree.as_mut().map(|t| (t, &mut self.clean));
-                    let (moved, warning) = apply_ranged(&mut text, index, trees, range, &change.text, encoding);
+                    let (moved, warning) =
+                        apply_ranged(&mut text, index, self.tree.as_mut(), range, &change.text, encoding);
                     self.moved.push(moved);
                     warnings.extend(warning);
                 }
@@ -278,13 +269,16 @@ impl Document {
         self.text = Arc::from(text);
         let edits: Vec<(usize, usize, usize)> =
             self.moved[before..].iter().map(|m| (m.start, m.old_end, m.new_end)).collect();
-        let old = if full_reparse { None } else { self.tree.as_mut() };
+        let old = self.tree.take().filter(|_| !full_reparse);
         self.reparsed_incrementally = old.is_some();
         let (tree, scanned, masking_changed) = match old {
-            Some(old) => model::reparse(&self.text, old, &self.scanned, &edits, &self.line_index, &mut self.clean),
+            Some(mut tree) => {
+                let (scanned, masking_changed) = tree.reparse(&self.text, &self.scanned, &edits, &self.line_index);
+                (tree, scanned, masking_changed)
+            }
             None => {
                 let scanned = model::recovery::scanned(&self.text);
-                (model::parse_around(&self.text, &scanned.gaps, None), scanned, true)
+                (Forest::parse(&self.text, &scanned), scanned, true)
             }
         };
         self.tree = Some(tree);
@@ -322,7 +316,7 @@ impl Document {
             version: self.version,
             text: self.text.clone(),
             line_index: self.line_index.clone(),
-            tree: self.tree.clone().unwrap_or_else(|| model::parse(&self.text, None)),
+            tree: self.tree.clone().unwrap_or_else(|| model::parse_forest(&self.text)),
             settings: self.settings.clone(),
             previous: self.snapshot.clone(),
         }
@@ -376,7 +370,7 @@ impl Document {
             Some(tree) => tree,
             None => {
                 self.scanned = model::recovery::scanned(&self.text);
-                model::parse_around(&self.text, &self.scanned.gaps, None)
+                Forest::parse(&self.text, &self.scanned)
             }
         };
         let (result, snapshot) = checker::analyze(&self.text, &tree, &self.settings, &self.line_index, None);
@@ -391,12 +385,7 @@ impl Document {
     /// the tree of a 5,000-line file takes ~15 ms).
     pub(crate) fn take_tree(&mut self) -> Evicted {
         let semantic = std::mem::take(&mut self.semantic).into_inner();
-        Evicted {
-            _tree: self.tree.take(),
-            _clean: self.clean.take(),
-            _snapshot: self.snapshot.take(),
-            _semantic: semantic,
-        }
+        Evicted { _tree: self.tree.take(), _snapshot: self.snapshot.take(), _semantic: semantic }
     }
 
     /// The semantic snapshot of the current version (text, tree, facts), for
@@ -483,8 +472,8 @@ impl Document {
     }
 }
 
-/// The tree kept for a document, and the tree without a syntax error kept with it.
-type Trees<'d> = Option<(&'d mut Tree, &'d mut Option<model::Clean>)>;
+/// The trees kept for a document.
+type Trees<'d> = Option<&'d mut Forest>;
 
 /// Applies one ranged change to `text`, its line index and (when kept) the trees.
 fn apply_ranged(
@@ -522,7 +511,7 @@ fn apply_bytes(
     index.edit(start, end, new_text);
     let new_end = start + new_text.len();
     let new_end_position = point_of(index, new_end);
-    if let Some((tree, clean)) = trees {
+    if let Some(tree) = trees {
         let edit = InputEdit {
             start_byte: start,
             old_end_byte: end,
@@ -532,9 +521,6 @@ fn apply_bytes(
             new_end_position,
         };
         tree.edit(&edit);
-        if let Some(clean) = clean {
-            clean.edit(&edit);
-        }
     }
     moved
 }
@@ -600,7 +586,7 @@ mod tests {
         PANICS.with(|p| p.set(1));
         let analysis = doc.analysis_job().run();
         PANICS.with(|p| p.set(0));
-        let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
+        let fresh = checker::check(doc.text(), &model::parse_forest(doc.text()), &Settings::default());
         assert_eq!(analysis.result.diagnostics, fresh.diagnostics);
         assert!(doc.install(2, analysis));
         assert!(doc.is_analyzed() && !doc.result.diagnostics.is_empty());
@@ -620,7 +606,7 @@ mod tests {
         };
         doc.apply_changes(4, &[change], Encoding::Utf16);
         let analysis = doc.analysis_job().run();
-        let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
+        let fresh = checker::check(doc.text(), &model::parse_forest(doc.text()), &Settings::default());
         assert_eq!(analysis.result.diagnostics, fresh.diagnostics);
     }
 
@@ -760,7 +746,7 @@ mod tests {
         doc.apply_changes(2, &[change], Encoding::Utf8);
         let semantic = doc.semantic();
         let moved = semantic.moved_seed().expect("moved, not built");
-        let fresh = super::super::outline::build(doc.text(), &model::parse(doc.text(), None));
+        let fresh = super::super::outline::build(doc.text(), &model::parse_forest(doc.text()));
         assert_eq!(outline_view(&moved), outline_view(&fresh));
 
         const SNIPPETS: &[&str] = &["x", " ", "\n", "(", ")", "    ", "", "\"", "def k(", "@triton.jit\n", "import tl"];
@@ -798,7 +784,7 @@ mod tests {
                 let semantic = doc.semantic();
                 if let Some(moved) = semantic.moved_seed() {
                     moved_seen += 1;
-                    let fresh = super::super::outline::build(doc.text(), &model::parse(doc.text(), None));
+                    let fresh = super::super::outline::build(doc.text(), &model::parse_forest(doc.text()));
                     assert_eq!(outline_view(&moved), outline_view(&fresh), "seed {seed}, version {version}");
                 }
             }
@@ -865,7 +851,7 @@ mod tests {
                 assert!(doc.install(version, doc.analysis_job().run()));
                 let tree = doc.tree.as_ref().expect("tree kept");
                 // The reparse read again every line whose masking changed (a bracket left open, `model::recovery`).
-                let fresh = model::parse(&expected, None);
+                let fresh = model::parse_forest(&expected);
                 assert_eq!(nodes(tree), nodes(&fresh), "seed {seed} version {version}: {expected:?}");
                 assert_eq!(doc.result, checker::check(&expected, tree, &settings), "seed {seed} version {version}");
             }
@@ -873,18 +859,20 @@ mod tests {
     }
 
     /// Every node of `tree`: its kind and byte range, in document order.
-    fn nodes(tree: &Tree) -> Vec<(u16, usize, usize)> {
+    fn nodes(tree: &Forest) -> Vec<(u16, usize, usize)> {
         let mut out = Vec::new();
-        let mut cursor = tree.walk();
-        'walk: loop {
-            let n = cursor.node();
-            out.push((n.kind_id(), n.start_byte(), n.end_byte()));
-            if cursor.goto_first_child() {
-                continue;
-            }
-            while !cursor.goto_next_sibling() {
-                if !cursor.goto_parent() {
-                    break 'walk;
+        for root in tree.roots() {
+            let mut cursor = root.walk();
+            'walk: loop {
+                let n = cursor.node();
+                out.push((n.kind_id(), n.start_byte(), n.end_byte()));
+                if cursor.goto_first_child() {
+                    continue;
+                }
+                while !cursor.goto_next_sibling() {
+                    if !cursor.goto_parent() {
+                        break 'walk;
+                    }
                 }
             }
         }
@@ -915,7 +903,7 @@ mod tests {
             let analysis = doc.analysis_job().run();
             let incremental = analysis.snapshot().is_incremental();
             doc.install(version, analysis);
-            let fresh = checker::check(doc.text(), &model::parse(doc.text(), None), &Settings::default());
+            let fresh = checker::check(doc.text(), &model::parse_forest(doc.text()), &Settings::default());
             assert_eq!(doc.result, fresh, "version {version}");
             incremental
         };

@@ -10,8 +10,9 @@
 
 use std::sync::Arc;
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
+use crate::model::Forest;
 use crate::model::NodeKind;
 use crate::model::{self, range_of, FileModel, Kernel};
 use crate::text::{LineIndex, TextRange};
@@ -21,15 +22,15 @@ use crate::text::{LineIndex, TextRange};
 pub struct Source {
     pub text: Arc<str>,
     pub line_index: Arc<LineIndex>,
-    pub tree: Option<Tree>,
+    pub tree: Option<Forest>,
 }
 
 impl Source {
     /// The document's tree: the one it keeps, else the text parsed now (a few ms).
-    pub fn tree(&self) -> Tree {
+    pub fn tree(&self) -> Forest {
         match &self.tree {
             Some(t) => t.clone(),
-            None => model::parse(&self.text, None),
+            None => model::parse_forest(&self.text),
         }
     }
 }
@@ -55,11 +56,10 @@ pub enum Target {
 }
 
 /// The identifier at `offset` (or just before it, the cursor at a word's end).
-pub(crate) fn identifier_at<'t>(tree: &'t Tree, offset: usize) -> Option<Node<'t>> {
-    let root = tree.root_node();
+pub(crate) fn identifier_at<'t>(tree: &'t Forest, offset: usize) -> Option<Node<'t>> {
     [offset, offset.saturating_sub(1)]
         .into_iter()
-        .filter_map(|o| root.descendant_for_byte_range(o, o))
+        .filter_map(|o| tree.descendant_for_byte_range(o, o))
         .find(|n| n.kind_name() == "identifier")
 }
 
@@ -190,7 +190,8 @@ pub fn references(m: &FileModel, t: &Target, with_definition: bool) -> Vec<TextR
     let name = target_name(m, t);
     let def = definition(m, t);
     let mut out = Vec::new();
-    let mut stack = vec![m.tree.root_node()];
+    let mut stack: Vec<Node> = m.tree.roots().collect();
+    stack.reverse();
     let mut steps = 0usize;
     while let Some(n) = stack.pop() {
         steps += 1;
@@ -379,7 +380,8 @@ fn kernel_end(m: &FileModel, k: usize) -> CallEnd {
 
 fn host_end(m: &FileModel, f: usize) -> CallEnd {
     if f == 0 {
-        let all = range_of(m.tree.root_node());
+        let all = m.tree.byte_range();
+        let all = TextRange::new(all.start, all.end);
         return CallEnd {
             name: "<module>".into(),
             kind: SymbolKind::Function,

@@ -39,7 +39,7 @@ fn texts<'s>(src: &'s str, ranges: &[TextRange]) -> Vec<(usize, &'s str)> {
 
 #[test]
 fn a_launch_goes_to_its_kernel_and_a_keyword_to_its_parameter() {
-    let tree = model::parse(SRC, None);
+    let tree = model::parse_forest(SRC);
     let m = FileModel::build(SRC, &tree);
     let launch = identifier_at(&tree, at(SRC, "copy_kernel[", 0) + 3).unwrap();
     let t = resolve(&m, launch).unwrap();
@@ -67,7 +67,7 @@ fn a_launch_goes_to_its_kernel_and_a_keyword_to_its_parameter() {
 
 #[test]
 fn module_constants_and_helpers_resolve_from_inside_kernels() {
-    let tree = model::parse(SRC, None);
+    let tree = model::parse_forest(SRC);
     let m = FileModel::build(SRC, &tree);
     let use_ = identifier_at(&tree, at(SRC, "SCALE\n", 0)).unwrap();
     let t = resolve(&m, use_).unwrap();
@@ -83,7 +83,7 @@ fn module_constants_and_helpers_resolve_from_inside_kernels() {
 
 #[test]
 fn symbols_nest_parameters_and_methods() {
-    let tree = model::parse(SRC, None);
+    let tree = model::parse_forest(SRC);
     let m = FileModel::build(SRC, &tree);
     let syms = document_symbols(&m);
     let names: Vec<(&str, SymbolKind)> = syms.iter().map(|s| (s.name.as_str(), s.kind)).collect();
@@ -109,7 +109,7 @@ fn symbols_nest_parameters_and_methods() {
 
 #[test]
 fn calls_go_from_kernels_to_launch_sites_and_back() {
-    let tree = model::parse(SRC, None);
+    let tree = model::parse_forest(SRC);
     let m = FileModel::build(SRC, &tree);
     let incoming_kernel = incoming(&m, &Target::Kernel(1));
     assert_eq!(incoming_kernel.len(), 1);

@@ -5,21 +5,21 @@
 //! kernel or a launch). On a 5,000-line file this is what keeps the first
 //! request after an edit within a frame.
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use crate::model;
 use crate::text::TextRange;
 
 use super::semantic::{Facts, FnParam, JitFn};
+use crate::model::Forest;
 use crate::model::NodeKind;
 
 /// The outline as `Facts` without launches, launch sites or call sites.
-pub(crate) fn build(text: &str, tree: &Tree) -> Facts {
-    let root = tree.root_node();
-    let (tl_aliases, triton_aliases) = model::imports(root, text);
+pub(crate) fn build(text: &str, tree: &Forest) -> Facts {
+    let top = tree.top_level();
+    let (tl_aliases, triton_aliases) = model::imports_of(&top, text);
     let mut jit = Vec::new();
-    let mut c = root.walk();
-    for stmt in root.named_children(&mut c).filter(|s| s.kind_name() == "decorated_definition") {
+    for stmt in top.into_iter().filter(|s| s.is_named() && s.kind_name() == "decorated_definition") {
         let Some(def) = stmt.child_by_field_name("definition").filter(|d| d.kind_name() == "function_definition")
         else {
             continue;
@@ -39,7 +39,7 @@ pub(crate) fn build(text: &str, tree: &Tree) -> Facts {
         tl_aliases,
         triton_aliases,
         constexpr_globals: super::semantic::constexpr_globals(text, tree),
-        top_level: root.named_child_count(),
+        top_level: tree.named_top_count(),
     }
 }
 

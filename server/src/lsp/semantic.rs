@@ -18,18 +18,19 @@
 
 use std::sync::{Arc, OnceLock};
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use crate::model::{self, FileModel};
 use crate::text::TextRange;
 
 use super::document::Moved;
+use crate::model::Forest;
 use crate::model::NodeKind;
 
 pub(crate) struct Semantic {
     pub(crate) version: i32,
     pub(crate) text: Arc<str>,
-    tree: Option<Tree>,
+    tree: Option<Forest>,
     facts: OnceLock<Arc<Facts>>,
     outline: OnceLock<Arc<Facts>>,
     seed: Option<Seed>,
@@ -96,12 +97,12 @@ pub(crate) struct LaunchSite {
 
 impl Semantic {
     #[cfg(test)]
-    pub(crate) fn new(version: i32, text: Arc<str>, tree: Option<Tree>) -> Semantic {
+    pub(crate) fn new(version: i32, text: Arc<str>, tree: Option<Forest>) -> Semantic {
         Semantic::seeded(version, text, tree, None)
     }
 
     /// A snapshot whose outline may be `seed`'s moved through its edits.
-    pub(crate) fn seeded(version: i32, text: Arc<str>, tree: Option<Tree>, seed: Option<Seed>) -> Semantic {
+    pub(crate) fn seeded(version: i32, text: Arc<str>, tree: Option<Forest>, seed: Option<Seed>) -> Semantic {
         Semantic { version, text, tree, facts: OnceLock::new(), outline: OnceLock::new(), seed }
     }
 
@@ -116,12 +117,11 @@ impl Semantic {
         let tree = match &self.tree {
             Some(t) => t,
             None => {
-                parsed = model::parse(&self.text, None);
+                parsed = model::parse_forest(&self.text);
                 &parsed
             }
         };
         let def = tree
-            .root_node()
             .descendant_for_byte_range(f.name_range.start, f.name_range.end)
             .and_then(|n| n.parent())
             .filter(|d| d.kind_name() == "function_definition");
@@ -151,8 +151,7 @@ impl Semantic {
     /// tree); else `None` (the outline is built).
     pub(super) fn moved_seed(&self) -> Option<Arc<Facts>> {
         let (seed, tree) = (self.seed.as_ref()?, self.tree.as_ref()?);
-        let root = tree.root_node();
-        if root.named_child_count() != seed.outline.top_level || seed.moved.is_empty() {
+        if tree.named_top_count() != seed.outline.top_level || seed.moved.is_empty() {
             return None;
         }
         let mut jit: Vec<JitFn> = seed.outline.jit.clone();
@@ -172,13 +171,14 @@ impl Semantic {
         }
         for &i in &touched {
             let f = &jit[i];
-            let def = root
+            let def = tree
                 .descendant_for_byte_range(f.name_range.start, f.name_range.end)
                 .filter(|n| n.kind_name() == "identifier" && self.text.get(n.byte_range()) == Some(f.name.as_str()))
                 .and_then(|n| n.parent())
                 .filter(|d| d.kind_name() == "function_definition")?;
             let body = def.child_by_field_name("body")?;
-            let at_top = def.parent().and_then(|p| p.parent()).is_some_and(|r| r.id() == root.id());
+            // The definition's parent is a root (of its chunk's tree): it has none.
+            let at_top = def.parent().and_then(|p| p.parent()).is_some_and(|r| r.parent().is_none());
             if !at_top
                 || def.start_byte() != f.range.start
                 || def.end_byte() != f.range.end
@@ -205,10 +205,10 @@ impl Semantic {
         }))
     }
 
-    fn read(&self, what: &str, build: fn(&str, &Tree) -> Facts) -> Arc<Facts> {
+    fn read(&self, what: &str, build: fn(&str, &Forest) -> Facts) -> Arc<Facts> {
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &self.tree {
             Some(tree) => build(&self.text, tree),
-            None => build(&self.text, &model::parse(&self.text, None)),
+            None => build(&self.text, &model::parse_forest(&self.text)),
         }));
         Arc::new(built.unwrap_or_else(|_| {
             tracing::error!("reading the {what} of version {} panicked", self.version);
@@ -218,7 +218,7 @@ impl Semantic {
 }
 
 impl Facts {
-    fn build(text: &str, tree: &Tree) -> Facts {
+    fn build(text: &str, tree: &Forest) -> Facts {
         let m = FileModel::build(text, tree);
         let jit = m
             .kernels
@@ -261,7 +261,7 @@ impl Facts {
             tl_aliases: m.tl_aliases.clone(),
             triton_aliases: m.triton_aliases.clone(),
             constexpr_globals: constexpr_globals(text, tree),
-            top_level: tree.root_node().named_child_count(),
+            top_level: tree.named_top_count(),
         }
     }
 
@@ -271,11 +271,9 @@ impl Facts {
 }
 
 /// `X = tl.constexpr(8)` and `X: tl.constexpr = 8` at module level.
-pub(crate) fn constexpr_globals(text: &str, tree: &Tree) -> Vec<String> {
-    let root = tree.root_node();
-    let mut c = root.walk();
+pub(crate) fn constexpr_globals(text: &str, tree: &Forest) -> Vec<String> {
     let mut out = Vec::new();
-    for stmt in root.named_children(&mut c).filter(|s| s.kind_name() == "expression_statement") {
+    for stmt in tree.named_top_level().into_iter().filter(|s| s.kind_name() == "expression_statement") {
         let Some(a) = stmt.named_child(0).filter(|a| a.kind_name() == "assignment") else { continue };
         let Some(left) = a.child_by_field_name("left").filter(|l| l.kind_name() == "identifier") else { continue };
         let rest = text.get(left.end_byte()..a.end_byte()).unwrap_or("");
@@ -458,7 +456,7 @@ mod tests {
 
     fn facts(src: &str) -> Arc<Facts> {
         let text: Arc<str> = Arc::from(src);
-        Semantic::new(1, text.clone(), Some(model::parse(src, None))).facts()
+        Semantic::new(1, text.clone(), Some(model::parse_forest(src))).facts()
     }
 
     #[test]

@@ -16,12 +16,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use tree_sitter::{Node, Tree};
+use super::Forest;
+use tree_sitter::Node;
 
 use super::index::NodeIndex;
 use super::nodes::range_of;
 use super::walk::{Scope, Walker};
-use super::{imports, Kernel, KernelHostView};
+use super::{imports_of, Kernel, KernelHostView};
 use crate::model::NodeKind;
 use crate::text::TextRange;
 
@@ -256,7 +257,7 @@ pub enum Directive {
 
 pub struct FileModel<'a> {
     pub src: &'a str,
-    pub tree: &'a Tree,
+    pub tree: &'a Forest,
     /// Names bound to `triton.language` (usually `tl`).
     pub tl_aliases: Vec<String>,
     /// Names bound to `triton`.
@@ -354,13 +355,13 @@ impl StubReads {
 }
 
 impl<'a> FileModel<'a> {
-    pub fn build(src: &'a str, tree: &'a Tree) -> Self {
+    pub fn build(src: &'a str, tree: &'a Forest) -> Self {
         Self::build_from(src, tree, None, None, false, &StubReads::default())
     }
 
     /// [`Self::build`] of a piece of a file (a statement a fix rewrote),
     /// read with the imports of the file it comes from, `whole`.
-    pub(crate) fn build_piece(src: &'a str, tree: &'a Tree, whole: &FileModel) -> Self {
+    pub(crate) fn build_piece(src: &'a str, tree: &'a Forest, whole: &FileModel) -> Self {
         let aliases = (whole.tl_aliases.clone(), whole.triton_aliases.clone());
         Self::build_from(src, tree, None, Some(&aliases), false, &StubReads::default())
     }
@@ -369,7 +370,7 @@ impl<'a> FileModel<'a> {
     /// built at the same time on the helper thread (`crate::fork`): what a file whose hygiene
     /// rules will ask for it (a candidate) saves of its wall time. The result
     /// is the same as asking [`Self::nodes`] later.
-    pub(crate) fn build_with_index(src: &'a str, tree: &'a Tree) -> Self {
+    pub(crate) fn build_with_index(src: &'a str, tree: &'a Forest) -> Self {
         Self::build_index_beside(src, tree, None, None, &StubReads::default())
     }
 
@@ -377,14 +378,14 @@ impl<'a> FileModel<'a> {
     /// (the whole module without `units`) built on the helper thread meanwhile.
     fn build_index_beside(
         src: &'a str,
-        tree: &'a Tree,
+        tree: &'a Forest,
         units: Option<&[PartialUnit<'a, '_>]>,
         aliases: Option<&(Vec<String>, Vec<String>)>,
         stubs: &StubReads,
     ) -> Self {
         let walked: Vec<Node<'a>> = match units {
             Some(units) => walked_units(units),
-            None => vec![tree.root_node()],
+            None => tree.roots().collect(),
         };
         let (model, index) = crate::fork::join(
             || Self::build_from(src, tree, units, aliases, false, stubs),
@@ -400,7 +401,7 @@ impl<'a> FileModel<'a> {
     /// `aliases` are what [`imports`] gives for the whole module.
     pub(crate) fn build_partial(
         src: &'a str,
-        tree: &'a Tree,
+        tree: &'a Forest,
         units: &[Node<'a>],
         aliases: &(Vec<String>, Vec<String>),
     ) -> Self {
@@ -419,7 +420,7 @@ impl<'a> FileModel<'a> {
     /// A host stub whose calls are not where it says is walked, and recorded in `stubs`.
     pub(crate) fn build_stubbed(
         src: &'a str,
-        tree: &'a Tree,
+        tree: &'a Forest,
         units: &[PartialUnit<'a, '_>],
         aliases: &(Vec<String>, Vec<String>),
         index_beside: bool,
@@ -454,16 +455,17 @@ impl<'a> FileModel<'a> {
 
     fn build_from(
         src: &'a str,
-        tree: &'a Tree,
+        tree: &'a Forest,
         units: Option<&[PartialUnit<'a, '_>]>,
         aliases: Option<&(Vec<String>, Vec<String>)>,
         collect_index: bool,
         stubs: &StubReads,
     ) -> Self {
-        let root = tree.root_node();
+        // The `<module>` function's node: the first chunk's root (see `Forest`).
+        let root = tree.roots().next().expect("a forest has a tree");
         let (tl_aliases, triton_aliases) = match aliases {
             Some((tl, triton)) => (tl.clone(), triton.clone()),
-            None => imports(root, src),
+            None => imports_of(&tree.top_level(), src),
         };
         let mut model = FileModel {
             src,
@@ -478,7 +480,7 @@ impl<'a> FileModel<'a> {
             launch_candidates: Vec::new(),
             directives: Vec::new(),
             reference: None,
-            has_syntax_errors: root.has_error(),
+            has_syntax_errors: tree.has_error(),
             steps: AtomicUsize::new(0),
             fn_index: OnceLock::new(),
             imports: OnceLock::new(),
@@ -502,9 +504,10 @@ impl<'a> FileModel<'a> {
         // walks them (a whole-file one is asked of candidates only, on first use).
         // Statements given for every child of the root are the top-level
         // statements (`top_statement`): no second walk of the root's children.
-        if let Some(units) = units.filter(|u| u.len() == root.child_count() as usize) {
+        let top_count: usize = tree.roots().map(|r| r.child_count() as usize).sum();
+        if let Some(units) = units.filter(|u| u.len() == top_count) {
             let top: Vec<Node<'a>> = units.iter().map(|(n, _)| *n).collect();
-            debug_assert!(top.iter().zip(root.children(&mut root.walk())).all(|(a, b)| *a == b));
+            debug_assert!(top.iter().zip(tree.top_level()).all(|(a, b)| *a == b));
             let _ = model.top.set(top);
         }
         let index = (units.is_some() && collect_index).then(NodeIndex::default);
@@ -539,7 +542,11 @@ impl<'a> FileModel<'a> {
                     }
                 }
             }
-            None => walker.visit(root, Scope::Host(0), &mut Vec::new(), None, 0),
+            None => {
+                for root in tree.roots() {
+                    walker.visit(root, Scope::Host(0), &mut Vec::new(), None, 0);
+                }
+            }
         }
         let pending = std::mem::take(&mut walker.pending_launches);
         if let Some(mut index) = walker.index.take() {
@@ -566,11 +573,7 @@ impl<'a> FileModel<'a> {
     /// binary search, where walking `Node::parent` up from a node costs a
     /// scan of the root's children for every step.
     pub(super) fn top_statement(&self, at: usize) -> Option<Node<'a>> {
-        let top = self.top.get_or_init(|| {
-            let root = self.tree.root_node();
-            let mut cursor = root.walk();
-            root.children(&mut cursor).collect()
-        });
+        let top = self.top.get_or_init(|| self.tree.top_level());
         let i = top.partition_point(|n| n.start_byte() <= at).checked_sub(1)?;
         Some(top[i]).filter(|n| at < n.end_byte())
     }
@@ -589,7 +592,7 @@ impl<'a> FileModel<'a> {
     pub(crate) fn nodes(&self) -> &NodeIndex<'a> {
         self.nodes.get_or_init(|| match &self.indexed {
             Some(units) => NodeIndex::build_units(units, self.src),
-            None => NodeIndex::build(self.tree.root_node(), self.src),
+            None => NodeIndex::build_units(&self.tree.roots().collect::<Vec<_>>(), self.src),
         })
     }
 
@@ -701,12 +704,11 @@ mod tests {
     #[test]
     fn the_leaves_the_walk_skips_hold_no_directive_and_no_builtins() {
         let src = "def f(x):\n    g(x,  # kernel-lsp: reference = ref.py\n      1)\n    h(__builtins__)\n";
-        let tree = crate::model::parse(src, None);
+        let tree = crate::model::parse_forest(src);
         let model = FileModel::build(src, &tree);
         assert_eq!(model.reference.as_deref(), Some("ref.py"));
-        let root = tree.root_node();
-        let units: Vec<Node> = root.children(&mut root.walk()).collect();
-        let partial = FileModel::build_partial(src, &tree, &units, &imports(root, src));
+        let units = tree.top_level();
+        let partial = FileModel::build_partial(src, &tree, &units, &imports_of(&units, src));
         let builtins: Vec<&str> = partial.nodes().builtins.iter().map(|n| partial.text(*n)).collect();
         assert_eq!(builtins, ["__builtins__"]);
     }
@@ -719,7 +721,7 @@ mod tests {
                    def run_b(x):\n    k[(2,)](x)\n    k[(3,)](x)\n\n\
                    @triton.jit\ndef k(x_ptr):\n    pass\n\n\
                    def run_c(x):\n    k[(4,)](x)\n";
-        let tree = crate::model::parse(src, None);
+        let tree = crate::model::parse_forest(src);
         let model = FileModel::build(src, &tree);
         assert_eq!(model.kernels.len(), 2);
         let grids = |k: &Kernel| -> Vec<String> {
@@ -738,7 +740,7 @@ mod tests {
                    @triton.jit\ndef k1(p):\n    h(1)\n\n\
                    @triton.jit\ndef h(x):\n    return x\n\n\
                    @triton.jit\ndef k2(p):\n    h(2)\n    h(3)\n";
-        let tree = crate::model::parse(src, None);
+        let tree = crate::model::parse_forest(src);
         let model = FileModel::build(src, &tree);
         let names: Vec<&str> = model.kernels.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names, ["h", "k1", "h", "k2"]);
@@ -793,14 +795,12 @@ mod tests {
         }
         assert!(texts.len() > 20, "fixtures and examples found: {}", texts.len());
         for text in &texts {
-            let tree = crate::model::parse(text, None);
-            let root = tree.root_node();
-            let mut c = root.walk();
-            let units: Vec<Node> = root.children(&mut c).collect();
-            let aliases = super::super::imports(root, text);
+            let tree = crate::model::parse_forest(text);
+            let units = tree.top_level();
+            let aliases = imports_of(&units, text);
             let model = FileModel::build_partial(text, &tree, &units, &aliases);
             let walked = model.nodes.get().expect("a partial build keeps the index it noted");
-            assert_eq!(*walked, NodeIndex::build(root, text), "{text}");
+            assert_eq!(*walked, NodeIndex::build_units(&tree.roots().collect::<Vec<_>>(), text), "{text}");
         }
         let tree = crate::model::parse(&texts[0], None);
         let one = NodeIndex::build(tree.root_node(), &texts[0]);

@@ -80,6 +80,7 @@ impl NodeKind for tree_sitter::Node<'_> {
 pub mod candidate;
 mod dataflow;
 mod file;
+pub mod forest;
 mod host_loops;
 mod index;
 mod kernel;
@@ -102,6 +103,7 @@ pub(crate) use walk::host_param_ranges;
 
 pub(crate) use dataflow::collect_identifiers;
 pub use file::*;
+pub use forest::Forest;
 pub use index::{inside, NodeIndex};
 pub use kernel::*;
 pub use launches::*;
@@ -110,7 +112,7 @@ pub use scopes::imports;
 pub(crate) use scopes::{bound_from, import_binds, imports_of, module_reads, triton_imported, version_flags};
 
 /// Parses Python source; pass the previous (already `edit`ed) tree to reparse
-/// incrementally (where a bracket left open may have moved, see [`reparse`]).
+/// incrementally (where a bracket left open may have moved, see [`Forest::reparse`]).
 /// A statement whose bracket is left open is read masked from the line where
 /// it cannot go on ([`recovery`]): one small `ERROR`, and the rest of the file
 /// parses as if it were closed.
@@ -118,54 +120,11 @@ pub fn parse(text: &str, old: Option<&Tree>) -> Tree {
     parse_around(text, &recovery::gaps(text), old)
 }
 
-/// [`parse`] with the gaps of `text` given.
-///
-/// Each thread keeps its parser (and the buffers it grew) between calls: a
-/// keystroke's reparse does not build and free one.
+/// [`parse`] with the gaps of `text` given: one tree over the whole text
+/// (a document's text is parsed as a [`Forest`]).
 pub(crate) fn parse_around(text: &str, gaps: &[recovery::Gap], old: Option<&Tree>) -> Tree {
-    parse_within(text, gaps, old, None).expect("a parse without a budget always yields a tree")
-}
-
-/// [`parse_around`], given up (`None`) when the parser reports its progress
-/// after `budget` has passed. It reports rarely in some recoveries (every
-/// 45 ms in one that took 1.8 s), so the budget may be overrun by that much.
-fn parse_within(
-    text: &str,
-    gaps: &[recovery::Gap],
-    old: Option<&Tree>,
-    budget: Option<std::time::Duration>,
-) -> Option<Tree> {
-    thread_local! {
-        static PARSER: std::cell::RefCell<Option<Parser>> = const { std::cell::RefCell::new(None) };
-    }
     let read = recovery::masked(text, gaps);
-    let bytes = read.as_bytes();
-    let parse = |parser: &mut Parser| {
-        let mut input = |at: usize, _: tree_sitter::Point| bytes.get(at..).unwrap_or_default();
-        let Some(budget) = budget else {
-            return parser.parse_with_options(&mut input, old, None);
-        };
-        let start = std::time::Instant::now();
-        let mut progress = |_: &tree_sitter::ParseState| {
-            if start.elapsed() > budget {
-                std::ops::ControlFlow::Break(())
-            } else {
-                std::ops::ControlFlow::Continue(())
-            }
-        };
-        let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
-        let tree = parser.parse_with_options(&mut input, old, Some(options));
-        if tree.is_none() {
-            // A parse given up would otherwise be resumed by the next one.
-            parser.reset();
-        }
-        tree
-    };
-    PARSER.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut slot) => parse(slot.get_or_insert_with(python_parser)),
-        // Only reentry could find it borrowed; a parser of its own then.
-        Err(_) => parse(&mut python_parser()),
-    })
+    forest::parse_chunk(read.as_bytes(), None, old, None).expect("a parse without a budget always yields a tree")
 }
 
 fn python_parser() -> Parser {
@@ -174,82 +133,9 @@ fn python_parser() -> Parser {
     parser
 }
 
-/// The last tree of a document that parsed without a syntax error, edited
-/// since ([`Clean::edit`]): what [`reparse`] starts from while the text has
-/// an error. A tree parsed around an error (`z = -` while `z = -n` is typed,
-/// a header before its `:`) is built while the parser weighs several
-/// recoveries, and tree-sitter reuses none of the nodes it built then: the
-/// next keystroke that mends the error read the rest of the file again
-/// (24-44 ms at the top of the 5,000-line benchmark file, against 0.3 ms
-/// from a tree without the error).
-pub struct Clean {
-    tree: Tree,
-    /// The gaps `tree` is marked as parsed around (see [`recovery::mark_changed`]).
-    gaps: Vec<recovery::Gap>,
-    /// Versions reparsed from it; past [`CLEAN_VERSIONS`] it is let go, as
-    /// every region edited since it was kept is read again from it.
-    versions: usize,
-}
-
-/// How many reparses one [`Clean`] tree serves.
-const CLEAN_VERSIONS: usize = 500;
-
-/// How long a reparse from a [`Clean`] tree may take (see [`parse_within`])
-/// before it is given up for one from the last tree. One takes 0.2-3 ms on
-/// the 5,000-line benchmark file, except where the error changed the reading
-/// of much of the file: a `"""` that pairs with a later docstring's took 1.8 s
-/// (the reuse of the clean tree's nodes fails at every token), against 2-75
-/// ms from the last tree.
-const CLEAN_BUDGET: std::time::Duration = std::time::Duration::from_millis(15);
-
-impl Clean {
-    /// Applies an edit made to the text (as to the document's own tree).
-    pub fn edit(&mut self, edit: &tree_sitter::InputEdit) {
-        self.tree.edit(edit);
-    }
-}
-
-/// Reparses `text` from `old`, a tree parsed around `scanned` (its text's
-/// gaps) and since edited by `edits` (`(start, old_end, new_end)`, in order;
-/// `index` is the new text's): the lines whose masking changed are read
-/// again too. While `old` has a syntax error and `clean` holds the last tree
-/// that had none (edited as `old` was), the parse starts from that one.
-/// Returns the tree, the new text's [`recovery::Scanned`] and whether the
-/// masking changed (then the edits changed other lines' structure too).
-pub fn reparse(
-    text: &str,
-    old: &mut Tree,
-    scanned: &recovery::Scanned,
-    edits: &[(usize, usize, usize)],
-    index: &crate::text::LineIndex,
-    clean: &mut Option<Clean>,
-) -> (Tree, recovery::Scanned, bool) {
-    let now = recovery::rescan(text, scanned, edits);
-    let changed = recovery::mark_changed(old, &scanned.gaps, &now.gaps, edits, index);
-    let had_error = old.root_node().has_error();
-    if clean.as_ref().is_some_and(|c| c.versions >= CLEAN_VERSIONS) || !had_error {
-        *clean = None;
-    }
-    let from_clean = clean.as_mut().and_then(|c| {
-        recovery::mark_changed(&mut c.tree, &c.gaps, &now.gaps, edits, index);
-        c.gaps.clone_from(&now.gaps);
-        c.versions += 1;
-        parse_within(text, &now.gaps, Some(&c.tree), Some(CLEAN_BUDGET))
-    });
-    let tree = match from_clean {
-        Some(tree) => tree,
-        None => {
-            // No clean tree, or one whose parse took too long (the error
-            // changed the reading of much of the file, as a `"""` that pairs
-            // with a later docstring's): from the last tree, as it stands.
-            *clean = None;
-            parse_around(text, &now.gaps, Some(old))
-        }
-    };
-    if !had_error && tree.root_node().has_error() {
-        *clean = Some(Clean { tree: old.clone(), gaps: now.gaps.clone(), versions: 0 });
-    }
-    (tree, now, changed)
+/// Parses `text` afresh as a document is parsed: a [`Forest`].
+pub fn parse_forest(text: &str) -> Forest {
+    Forest::parse(text, &recovery::scanned(text))
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@
 
 use std::borrow::Cow;
 
-use tree_sitter::{InputEdit, Point, Tree};
+use tree_sitter::{InputEdit, Point};
 
 use crate::text::LineIndex;
 
@@ -647,6 +647,14 @@ pub struct Scanned {
     checkpoints: Vec<usize>,
 }
 
+impl Scanned {
+    /// Line starts where a logical line starts at column 0, outside brackets
+    /// and strings, with no decorator above it (in order).
+    pub(crate) fn checkpoints(&self) -> &[usize] {
+        &self.checkpoints
+    }
+}
+
 /// The gaps of `text`, in order (none for valid Python).
 pub(crate) fn gaps(text: &str) -> Vec<Gap> {
     scanned(text).gaps
@@ -729,20 +737,14 @@ pub fn masked<'t>(text: &'t str, gaps: &[Gap]) -> Cow<'t, str> {
     Cow::Owned(String::from_utf8(b).expect("masking writes ASCII over whole characters"))
 }
 
-/// Marks in `tree` (already edited by `edits`: `(start, old_end, new_end)`
-/// in order) the lines whose masking changed between `old` (the gaps the
-/// tree was parsed with) and `new`, as same-length edits, so that an
-/// incremental parse reads them again. Returns whether any masking changed
-/// (beyond moving with the edits).
-pub(crate) fn mark_changed(
-    tree: &mut Tree,
-    old: &[Gap],
-    new: &[Gap],
-    edits: &[(usize, usize, usize)],
-    index: &LineIndex,
-) -> bool {
+/// The bytes `lo..hi` of the new text (after `edits`: `(start, old_end,
+/// new_end)` in order) whose masking changed between `old` (the gaps the
+/// text was parsed with) and `new`, if any changed beyond moving with the
+/// edits: marked in the trees as a same-length edit ([`same_length_edit`]),
+/// an incremental parse reads them again.
+pub(crate) fn masking_changed(old: &[Gap], new: &[Gap], edits: &[(usize, usize, usize)]) -> Option<(usize, usize)> {
     if old.is_empty() && new.is_empty() {
-        return false;
+        return None;
     }
     // The old gaps in the new text's bytes; one an edit touched covers the edit too.
     let mapped: Vec<(usize, usize, bool)> = old
@@ -772,23 +774,25 @@ pub(crate) fn mark_changed(
             (lo, hi) = (lo.min(g.start), hi.max(g.end));
         }
     }
-    if lo >= hi {
-        return false;
-    }
+    (lo < hi).then_some((lo, hi))
+}
+
+/// An edit that replaces `lo..hi` with as many bytes: what an incremental
+/// parse then reads again.
+pub(crate) fn same_length_edit(lo: usize, hi: usize, index: &LineIndex) -> InputEdit {
     let point = |b: usize| {
         let row = index.line_of(b);
         Point::new(row, b - index.line_start(row))
     };
     let (start, end) = (point(lo), point(hi));
-    tree.edit(&InputEdit {
+    InputEdit {
         start_byte: lo,
         old_end_byte: hi,
         new_end_byte: hi,
         start_position: start,
         old_end_position: end,
         new_end_position: end,
-    });
-    true
+    }
 }
 
 #[cfg(test)]
@@ -890,8 +894,11 @@ mod tests {
         // The rest of the file parses; each error is reported where Python reports it.
         let text = "def f(x):\n    if x > 0 and y\n        x = 4\n    z = 1\n    y = \"abc\n    return x\n\n\nclass A:\n    pass\n";
         let tree = crate::model::parse(text, None);
-        let messages: Vec<(usize, String)> =
-            crate::model::syntax::errors(text, &tree).iter().map(|d| (d.range.start, d.message.to_string())).collect();
+        let forest = crate::model::Forest::from(tree.clone());
+        let messages: Vec<(usize, String)> = crate::model::syntax::errors(text, &forest)
+            .iter()
+            .map(|d| (d.range.start, d.message.to_string()))
+            .collect();
         let expected = [
             (text.find(" y\n").unwrap() + 2, "syntax error: expected `:`".to_string()),
             (text.find('"').unwrap(), "syntax error: the string is never closed".to_string()),

@@ -3,7 +3,7 @@ use crate::model::shape_configs::constexpr_configs;
 
 /// The conflicts of kernel `name` under each of its configurations, as (line text, message).
 fn conflicts(src: &str, name: &str) -> Vec<(String, String)> {
-    let tree = crate::model::parse(src, None);
+    let tree = crate::model::parse_forest(src);
     let m = FileModel::build(src, &tree);
     let k = m.kernel(name).expect(name);
     let scalars = m.launches_of_kernel(k).next().is_some();
@@ -90,7 +90,7 @@ fn configurations_come_from_launches_autotune_and_defaults_never_heuristics() {
          @triton.jit\ndef p(x_ptr, B: tl.constexpr = 4):\n    pass\n\n\
          def go(x):\n    p[(1,)](x, 16)\n    p[(1,)](x)\n"
     );
-    let tree = crate::model::parse(&src, None);
+    let tree = crate::model::parse_forest(&src);
     let m = FileModel::build(&src, &tree);
     let sorted = |c: &crate::model::shape_configs::ConstexprConfig| {
         let mut v: Vec<(String, i64)> = c.values.iter().map(|(k, v)| (k.clone(), *v)).collect();

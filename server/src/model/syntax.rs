@@ -19,9 +19,10 @@
 //! operand itself stays) is that gap, not a mistake in the file. The parser still drops the code it could not place from the tree,
 //! so the rules do not see it.
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::Node;
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::model::Forest;
 use crate::model::NodeKind;
 use crate::text::TextRange;
 
@@ -33,25 +34,28 @@ pub const NAME: &str = "syntax-error";
 const MAX_ERRORS: usize = 20;
 
 /// One KL900 diagnostic per outermost `ERROR` node and per `MISSING` node, in source order.
-pub fn errors(text: &str, tree: &Tree) -> Vec<Diagnostic> {
-    let root = tree.root_node();
-    errors_among(text, tree, &root.children(&mut root.walk()).collect::<Vec<_>>())
+pub fn errors(text: &str, tree: &Forest) -> Vec<Diagnostic> {
+    errors_among(text, tree, &tree.top_level())
 }
 
 /// [`errors`], given the root's children (`top`, as the checker has them already).
-pub(crate) fn errors_among(text: &str, tree: &Tree, top: &[Node]) -> Vec<Diagnostic> {
+pub(crate) fn errors_among(text: &str, tree: &Forest, top: &[Node]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let root = tree.root_node();
-    if !root.has_error() {
+    if !tree.has_error() {
         return out;
     }
-    if root.is_missing() || root.is_error() {
-        collect(text, root, &mut out);
-        return out;
-    }
-    for &child in top {
-        if child.has_error() {
-            collect(text, child, &mut out);
+    let mut top = top.iter().peekable();
+    for root in tree.roots() {
+        let end = root.end_byte();
+        if root.is_missing() || root.is_error() {
+            collect(text, root, &mut out);
+            while top.next_if(|c| c.start_byte() < end).is_some() {}
+            continue;
+        }
+        while let Some(child) = top.next_if(|c| c.start_byte() < end || c.end_byte() <= end) {
+            if child.has_error() {
+                collect(text, *child, &mut out);
+            }
         }
     }
     out
@@ -238,7 +242,7 @@ mod tests {
 
     /// `line:col CODE message` for each syntax error (1-based, columns in characters).
     fn render(text: &str) -> Vec<String> {
-        let tree = crate::model::parse(text, None);
+        let tree = crate::model::parse_forest(text);
         let index = LineIndex::new(text);
         errors(text, &tree)
             .iter()

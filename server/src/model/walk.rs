@@ -312,9 +312,7 @@ impl<'m, 'a> Walker<'m, 'a> {
                     || owner.ends_with("triton.experimental.gluon")
             }
             None if t == "jit" || t == "triton_jit" => {
-                let root = self.m.tree.root_node();
-                let mut c = root.walk();
-                let statements: Vec<Node> = root.named_children(&mut c).collect();
+                let statements = self.m.tree.named_top_level();
                 crate::model::bound_from(&statements, self.m.src, t)
                     .map_or(true, |m| m == "triton" || m.starts_with("triton."))
             }

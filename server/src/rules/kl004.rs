@@ -159,9 +159,7 @@ fn classify(k: &Kernel, model: &FileModel, node: Node, depth: usize) -> Bound {
 /// Whether `name` is a function of this file decorated `@constexpr_function`
 /// (`@triton.constexpr_function`, `@tl.constexpr_function`).
 fn constexpr_function(model: &FileModel, name: &str) -> bool {
-    let root = model.tree.root_node();
-    let mut c = root.walk();
-    let found = root.named_children(&mut c).any(|n| {
+    let found = model.tree.named_top_level().into_iter().any(|n| {
         n.kind_name() == "decorated_definition"
             && field!(n, "definition").and_then(|d| field!(d, "name")).is_some_and(|d| model.text(d) == name)
             && model.text(n).split("def ").next().is_some_and(|head| head.contains("constexpr_function"))

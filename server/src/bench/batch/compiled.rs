@@ -42,7 +42,7 @@ pub(crate) fn check(
         let mut owners = Vec::new();
         let mut compile_jobs = Vec::new();
         for (i, job) in runnable.iter().enumerate() {
-            let tree = crate::model::parse(&job.candidate_text, None);
+            let tree = crate::model::parse_forest(&job.candidate_text);
             for j in compile::jobs(Path::new(&job.candidate), &job.candidate_text, &tree, settings) {
                 owners.push(i);
                 compile_jobs.push(j);

@@ -281,7 +281,7 @@ fn static_checks(jobs: Vec<Job>) -> (Vec<(Job, BenchResult)>, Vec<Job>) {
 
 fn cannot_run(job: &Job) -> Option<BenchResult> {
     let text = &job.candidate_text;
-    let tree = crate::model::parse(text, None);
+    let tree = crate::model::parse_forest(text);
     let file = Path::new(&job.candidate);
     let mode = if job.cpu { "cpu-interpreter" } else { "gpu" };
     if let Some(d) = crate::model::syntax::errors(text, &tree).first() {

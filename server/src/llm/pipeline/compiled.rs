@@ -44,7 +44,7 @@ pub(super) async fn check(
     text: &str,
     settings: &Settings,
 ) -> Result<Verdict, String> {
-    let tree = crate::model::parse(text, None);
+    let tree = crate::model::parse_forest(text);
     let jobs = compile::jobs(path, text, &tree, settings);
     let configurations = jobs.len();
     let outcomes = compiler.run(jobs).await?;
