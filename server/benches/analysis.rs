@@ -398,9 +398,10 @@ fn typing(text: String, settings: &Settings, place: Place) -> Vec<Duration> {
     report("  edit + incremental reparse", reparse);
     report("  incremental analysis", analyse);
     println!(
-        "  ({incremental_runs} of {runs} analyses incremental; per analysis {:.0} kernel statements and {:.0} host functions read as stubs)",
+        "  ({incremental_runs} of {runs} analyses incremental; per analysis {:.0} kernel statements and {:.0} host functions read as stubs; the file is {} trees)",
         stubs as f64 / runs as f64,
-        host_stubs as f64 / runs as f64
+        host_stubs as f64 / runs as f64,
+        tree.len()
     );
     typed
 }

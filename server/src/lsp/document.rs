@@ -1,10 +1,11 @@
-//! One open document: its text, the tree-sitter tree kept in step with every
-//! edit, and the last analysis.
+//! One open document: its text, the tree-sitter trees kept in step with every
+//! edit (a [`Forest`]: a large file is several trees), and the last analysis.
 //!
 //! Every change goes through [`Document::apply_changes`]: each LSP change is
 //! applied to the text and the line index, turned into a tree-sitter
-//! `InputEdit` and applied to the old tree, and the file is reparsed once with
-//! that tree, so tree-sitter reuses what the edits did not touch. The
+//! `InputEdit` and applied to the old trees, and the file is reparsed once
+//! from them: only the chunks the edits touched are read again, and
+//! tree-sitter reuses what the edits did not touch in them. The
 //! analysis then starts from the snapshot of the previous one and re-reads
 //! only the top-level statements that changed (`checker::analyze`).
 //! Positions are clamped, never trusted: a client with a bad range gets a
