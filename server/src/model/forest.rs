@@ -133,12 +133,7 @@ impl Forest {
 
     /// [`Self::top_level`], named nodes only.
     pub fn named_top_level(&self) -> Vec<Node<'_>> {
-        let mut out = Vec::new();
-        for root in self.roots() {
-            let mut cursor = root.walk();
-            out.extend(root.named_children(&mut cursor));
-        }
-        out
+        self.top_level().into_iter().filter(|n| n.is_named()).collect()
     }
 
     /// How many named top-level nodes.
