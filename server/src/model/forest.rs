@@ -234,6 +234,9 @@ impl Forest {
         };
         let old: Vec<(Option<usize>, Option<usize>)> =
             self.chunks.iter().map(|c| (moved(c.start), moved(c.end))).collect();
+        // The old chunk that starts at each place now (moved starts are distinct).
+        let starting: rustc_hash::FxHashMap<usize, usize> =
+            old.iter().enumerate().filter_map(|(k, o)| Some((o.0?, k))).collect();
         // A chunk no edit reached: before every edit (not ending where one
         // starts) or after it. Edits are in order, each in the text the last left.
         let untouched: Vec<bool> = self
@@ -256,8 +259,8 @@ impl Forest {
         let mut taken = vec![false; self.chunks.len()];
         for (&start, end) in starts.iter().zip(ends) {
             let marked = masking.is_some_and(|(lo, hi)| lo <= end && start <= hi);
-            let same = old.iter().position(|&o| o == (Some(start), Some(end)));
-            if let Some(k) = same.filter(|&k| untouched[k] && !marked && !taken[k]) {
+            let from = starting.get(&start).copied().filter(|&k| !taken[k]);
+            if let Some(k) = from.filter(|&k| old[k].1 == Some(end) && untouched[k] && !marked) {
                 taken[k] = true;
                 let mut c = self.chunks[k].clone();
                 (c.start, c.end) = (start, end);
@@ -265,7 +268,6 @@ impl Forest {
                 continue;
             }
             // Reparsed from the old chunk that started here, if one did.
-            let from = old.iter().position(|o| o.0 == Some(start)).filter(|&k| !taken[k]);
             let range = (!whole).then(|| range(index, start, end));
             let chunk = match from {
                 Some(k) => {
