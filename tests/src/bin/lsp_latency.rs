@@ -38,10 +38,16 @@
 //! with each analysis's own times). `KL_LATENCY_SETTLE_MS=N` waits N ms
 //! after the files are open before the first edit (to tell the server's
 //! start-up work from its typing).
+//! `--baseline` runs a third server after the two in every mode and round:
+//! `lsp_null` (built beside this binary), which does no work and answers
+//! each change at once with a publication of kernel-lsp's size (220
+//! diagnostics, 84 KB; `KL_NULL_PUBLISH=FILE` another). Its latencies are
+//! the machine's and this client's share of a keystroke, printed as a column
+//! of its own and beside each round's ratios; they take no part in the goal.
 //!
 //! ```text
 //! cargo build --release -p kernel-lsp -p kernel-lsp-tests
-//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--pause-ms N] [--mode kernel|host|full-text|statement-host|statement-kernel]
+//! target/release/lsp_latency [--kernel-lsp PATH] [--ruff PATH] [--baseline] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--pause-ms N] [--mode kernel|host|full-text|statement-host|statement-kernel]
 //! ```
 
 use std::path::Path;
@@ -341,13 +347,19 @@ fn mb(kb: Option<u64>) -> String {
 /// A mode and each server's p50, p99 and slowest edit.
 type Row = (Mode, Vec<(f64, f64, f64)>);
 
-fn print_table(names: &[&str], rows: &[Row]) -> bool {
+fn print_table(names: &[&str], rows: &[Row], baseline: &[(f64, f64, f64)]) -> bool {
     println!();
     print!("| edit | {} |", names.iter().map(|n| format!("{n} p50 / p99 / max (ms)")).collect::<Vec<_>>().join(" | "));
-    println!("{}", if names.len() == 2 { format!(" p99 ratio (goal <= {GOAL}) |") } else { String::new() });
-    println!("|---|{}{}", "---|".repeat(names.len()), if names.len() == 2 { "---|" } else { "" });
+    print!("{}", if names.len() == 2 { format!(" p99 ratio (goal <= {GOAL}) |") } else { String::new() });
+    println!("{}", if baseline.is_empty() { "" } else { " null server p50 / p99 / max (ms) |" });
+    println!(
+        "|---|{}{}{}",
+        "---|".repeat(names.len()),
+        if names.len() == 2 { "---|" } else { "" },
+        if baseline.is_empty() { "" } else { "---|" }
+    );
     let mut met = true;
-    for (mode, figures) in rows {
+    for (i, (mode, figures)) in rows.iter().enumerate() {
         print!("| {} |", mode.describe());
         for (p50, p99, max) in figures {
             print!(" {p50:.1} / {p99:.1} / {max:.1} |");
@@ -355,6 +367,9 @@ fn print_table(names: &[&str], rows: &[Row]) -> bool {
         if let [(_, k, _), (_, r, _)] = figures.as_slice() {
             met &= k / r <= GOAL;
             print!(" {:.2} |", k / r);
+        }
+        if let Some((p50, p99, max)) = baseline.get(i) {
+            print!(" {p50:.1} / {p99:.1} / {max:.1} |");
         }
         println!();
     }
@@ -386,6 +401,7 @@ fn main() {
     let mut modes: Vec<Mode> = Mode::ALL.to_vec();
     let mut compile_python: Option<String> = None;
     let mut pause_ms: Option<u64> = None;
+    let mut baseline = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -404,6 +420,8 @@ fn main() {
                 })
             }
             "--no-ruff" => ruff = None,
+            // the null server (`lsp_null`) too: the machine's and the client's share, not judged
+            "--baseline" => baseline = true,
             // the compile worker on, in this interpreter (its Triton compiles each changed kernel
             // after the pause while the edits are timed); without it no Triton is found and it is off
             "--compile-python" => {
@@ -428,7 +446,7 @@ fn main() {
                 files = 0;
             }
             other => {
-                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--pause-ms N] [--mode kernel|host|full-text|statement-host|statement-kernel]; got {other}");
+                eprintln!("usage: lsp_latency [--kernel-lsp PATH] [--ruff PATH | --no-ruff] [--baseline] [--compile-python PATH] [--lines N] [--files N] [--places N] [--rounds N] [--pause-ms N] [--mode kernel|host|full-text|statement-host|statement-kernel]; got {other}");
                 std::process::exit(2);
             }
         }
@@ -464,24 +482,36 @@ fn main() {
     if let Some(r) = ruff {
         servers.push(("ruff", vec![r, "server".into()]));
     }
+    let null = baseline.then(|| {
+        let path = std::env::current_exe().expect("this binary's path").with_file_name("lsp_null");
+        assert!(path.is_file(), "--baseline: no {} (cargo build --release -p kernel-lsp-tests)", path.display());
+        vec![path.display().to_string()]
+    });
     // Modes outer, servers inner: both servers see the machine in the same state for each mode.
     // With `--rounds N` the whole of it N times; the table is the last round's.
     let mut rows = Vec::new();
+    let mut floor = Vec::new();
     let mut ratios: Vec<Vec<f64>> = Vec::new();
+    let mut floors: Vec<Vec<f64>> = Vec::new();
     for _ in 0..rounds {
         rows.clear();
+        floor.clear();
         for &mode in &modes {
             let figures: Vec<(f64, f64, f64)> = servers
                 .iter()
                 .map(|(_, command)| percentiles(&run(command, &dir, &generated, mode, 1, places, typing)))
                 .collect();
+            if let Some(command) = &null {
+                floor.push(percentiles(&run(command, &dir, &generated, mode, 1, places, typing)));
+            }
             if rounds > 1 {
-                let p99s: Vec<String> = figures.iter().map(|f| format!("{:.1}", f.1)).collect();
+                let p99s: Vec<String> = figures.iter().chain(floor.last()).map(|f| format!("{:.1}", f.1)).collect();
                 eprintln!("round {}: {}: p99 {} ms", ratios.len() + 1, mode.describe(), p99s.join(" / "));
             }
             rows.push((mode, figures));
         }
         ratios.push(rows.iter().filter(|(_, f)| f.len() == 2).map(|(_, f)| f[0].1 / f[1].1).collect());
+        floors.push(floor.iter().map(|f| f.1).collect());
     }
     let mut rss = Vec::new();
     for (_, command) in servers.iter().filter(|_| files > 0) {
@@ -493,13 +523,19 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 
     let names: Vec<&str> = servers.iter().map(|(n, _)| *n).collect();
-    let met = print_table(&names, &rows);
+    let met = print_table(&names, &rows, &floor);
     if rounds > 1 && servers.len() == 2 {
         println!("\np99 ratio per round ({}):", modes.iter().map(|m| m.describe()).collect::<Vec<_>>().join("; "));
-        for (i, r) in ratios.iter().enumerate() {
+        for (i, (r, f)) in ratios.iter().zip(&floors).enumerate() {
             let all = r.iter().all(|x| *x <= GOAL);
             let list: Vec<String> = r.iter().map(|x| format!("{x:.2}")).collect();
-            println!("round {}: {} ({})", i + 1, list.join(" / "), if all { "met" } else { "NOT met" });
+            let floor = if f.is_empty() {
+                String::new()
+            } else {
+                let ms: Vec<String> = f.iter().map(|x| format!("{x:.1}")).collect();
+                format!("; null server p99 {} ms", ms.join(" / "))
+            };
+            println!("round {}: {} ({}{floor})", i + 1, list.join(" / "), if all { "met" } else { "NOT met" });
         }
         let together = ratios.iter().filter(|r| r.iter().all(|x| *x <= GOAL)).count();
         println!("every mode <= {GOAL}x ruff together in {together} of {rounds} rounds");
