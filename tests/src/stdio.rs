@@ -19,7 +19,8 @@ pub struct StdioServer {
     timeout: Duration,
 }
 
-fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
+/// One frame's JSON body from `reader`; `None` at the end or on a broken frame.
+pub fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
     let mut length = None;
     loop {
         let mut line = String::new();

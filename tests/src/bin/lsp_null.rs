@@ -11,29 +11,11 @@
 //! It reads and writes as kernel-lsp does: a frame read whole from stdin,
 //! one `write` of header and body into a pipe widened to hold it.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
+
+use kernel_lsp_tests::stdio::read_frame;
 
 use serde_json::{json, Value};
-
-fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length:") {
-            length = v.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0u8; length?];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
-}
 
 fn write_frame(out: &mut impl Write, msg: &Value) -> bool {
     let body = serde_json::to_vec(msg).expect("json");
