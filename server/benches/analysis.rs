@@ -15,7 +15,8 @@
 //! look for a typing pattern's slow keystrokes); `KL_BENCH_PER_EDIT=1`
 //! prints each edit of the second round with its path, times and stubs.
 //! `KL_BENCH_GAP_US=N` sleeps N µs between edits, as the server idles between
-//! a client's messages (a core left idle between keystrokes comes back cold).
+//! a client's messages (a core left idle between keystrokes comes back cold);
+//! with `KL_BENCH_GAP_SPIN=1` it spins instead (the core kept busy, not idle).
 //! `KL_BENCH_ROUNDS=N` types each pattern N times (fewer, for valgrind).
 //! `KL_BENCH_TS_GLIBC=1` leaves tree-sitter's C allocations on glibc's malloc
 //! (the A/B of `model::tree_sitter_on_jemalloc`).
@@ -325,10 +326,18 @@ fn typing(text: String, settings: &Settings, place: Place) -> Vec<Duration> {
     let rounds =
         std::env::var("KL_BENCH_ROUNDS").ok().and_then(|v| v.parse::<usize>().ok()).map_or(rounds, |n| n.max(2));
     let gap = std::env::var("KL_BENCH_GAP_US").ok().and_then(|v| v.parse().ok()).map(Duration::from_micros);
+    let spin = std::env::var_os("KL_BENCH_GAP_SPIN").is_some();
     for round in 0..rounds {
         for Edit { start, old_end, text: ch, timed } in &edits {
             if let Some(gap) = gap {
-                std::thread::sleep(gap);
+                if spin {
+                    let until = Instant::now() + gap;
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    std::thread::sleep(gap);
+                }
             }
             let (start, old_end) = (*start, *old_end);
             let new_end = start + ch.len();
