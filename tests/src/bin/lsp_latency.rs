@@ -388,6 +388,54 @@ fn parse_mode(m: &str) -> Mode {
     }
 }
 
+/// What `main` measures on: the file, the modes, and how the user types.
+struct Plan<'a> {
+    dir: &'a Path,
+    generated: &'a Generated,
+    modes: &'a [Mode],
+    places: usize,
+    typing: Typing,
+}
+
+/// Every round's results: the last round's rows (and the null server's
+/// figures per mode, if run), each round's p99 ratios and null p99s.
+struct Rounds {
+    rows: Vec<Row>,
+    floor: Vec<(f64, f64, f64)>,
+    ratios: Vec<Vec<f64>>,
+    floors: Vec<Vec<f64>>,
+}
+
+/// Measures each mode with each server in turn (then the null server, if
+/// given), `rounds` times over. Modes outer, servers inner: the servers see
+/// the machine in the same state for each mode.
+fn measure(plan: &Plan, servers: &[&[String]], null: Option<&[String]>, rounds: usize) -> Rounds {
+    let Plan { dir, generated, modes, places, typing } = *plan;
+    let mut out = Rounds { rows: Vec::new(), floor: Vec::new(), ratios: Vec::new(), floors: Vec::new() };
+    for _ in 0..rounds {
+        out.rows.clear();
+        out.floor.clear();
+        for &mode in modes {
+            let figures: Vec<(f64, f64, f64)> = servers
+                .iter()
+                .map(|command| percentiles(&run(command, dir, generated, mode, 1, places, typing)))
+                .collect();
+            if let Some(command) = null {
+                out.floor.push(percentiles(&run(command, dir, generated, mode, 1, places, typing)));
+            }
+            if rounds > 1 {
+                let p99s: Vec<String> =
+                    figures.iter().chain(out.floor.last()).map(|f| format!("{:.1}", f.1)).collect();
+                eprintln!("round {}: {}: p99 {} ms", out.ratios.len() + 1, mode.describe(), p99s.join(" / "));
+            }
+            out.rows.push((mode, figures));
+        }
+        out.ratios.push(out.rows.iter().filter(|(_, f)| f.len() == 2).map(|(_, f)| f[0].1 / f[1].1).collect());
+        out.floors.push(out.floor.iter().map(|f| f.1).collect());
+    }
+    out
+}
+
 /// The p99 ratio to ruff every mode must stay under (#33: 0.35x; earlier 0.5x).
 const GOAL: f64 = 0.35;
 
@@ -487,32 +535,9 @@ fn main() {
         assert!(path.is_file(), "--baseline: no {} (cargo build --release -p kernel-lsp-tests)", path.display());
         vec![path.display().to_string()]
     });
-    // Modes outer, servers inner: both servers see the machine in the same state for each mode.
-    // With `--rounds N` the whole of it N times; the table is the last round's.
-    let mut rows = Vec::new();
-    let mut floor = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = Vec::new();
-    let mut floors: Vec<Vec<f64>> = Vec::new();
-    for _ in 0..rounds {
-        rows.clear();
-        floor.clear();
-        for &mode in &modes {
-            let figures: Vec<(f64, f64, f64)> = servers
-                .iter()
-                .map(|(_, command)| percentiles(&run(command, &dir, &generated, mode, 1, places, typing)))
-                .collect();
-            if let Some(command) = &null {
-                floor.push(percentiles(&run(command, &dir, &generated, mode, 1, places, typing)));
-            }
-            if rounds > 1 {
-                let p99s: Vec<String> = figures.iter().chain(floor.last()).map(|f| format!("{:.1}", f.1)).collect();
-                eprintln!("round {}: {}: p99 {} ms", ratios.len() + 1, mode.describe(), p99s.join(" / "));
-            }
-            rows.push((mode, figures));
-        }
-        ratios.push(rows.iter().filter(|(_, f)| f.len() == 2).map(|(_, f)| f[0].1 / f[1].1).collect());
-        floors.push(floor.iter().map(|f| f.1).collect());
-    }
+    let commands: Vec<&[String]> = servers.iter().map(|(_, c)| c.as_slice()).collect();
+    let plan = Plan { dir: &dir, generated: &generated, modes: &modes, places, typing };
+    let Rounds { rows, floor, ratios, floors } = measure(&plan, &commands, null.as_deref(), rounds);
     let mut rss = Vec::new();
     for (_, command) in servers.iter().filter(|_| files > 0) {
         rss.push(
