@@ -424,8 +424,7 @@ fn measure(plan: &Plan, servers: &[&[String]], null: Option<&[String]>, rounds: 
                 out.floor.push(percentiles(&run(command, dir, generated, mode, 1, places, typing)));
             }
             if rounds > 1 {
-                let p99s: Vec<String> =
-                    figures.iter().chain(out.floor.last()).map(|f| format!("{:.1}", f.1)).collect();
+                let p99s: Vec<String> = figures.iter().chain(out.floor.last()).map(|f| format!("{:.1}", f.1)).collect();
                 eprintln!("round {}: {}: p99 {} ms", out.ratios.len() + 1, mode.describe(), p99s.join(" / "));
             }
             out.rows.push((mode, figures));

@@ -56,7 +56,9 @@ fn main() {
     while let Some(msg) = read_frame(&mut reader) {
         let method = msg["method"].as_str().unwrap_or_default();
         let reply = match method {
-            "initialize" => json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"textDocumentSync": 2}}}),
+            "initialize" => {
+                json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"textDocumentSync": 2}}})
+            }
             "shutdown" => json!({"jsonrpc": "2.0", "id": msg["id"], "result": null}),
             "exit" => return,
             "textDocument/didOpen" | "textDocument/didChange" => {
