@@ -184,7 +184,7 @@ impl Document {
     pub fn new(text: &str, version: i32, settings: Arc<Settings>) -> Self {
         let scanned = model::recovery::scanned(text);
         let line_index = LineIndex::new(text);
-        let mut tree = Forest::parse(text, &scanned);
+        let mut tree = Forest::parse_indexed(text, &scanned, &line_index);
         tree.warm(text, &scanned, &line_index);
         let text: Arc<str> = Arc::from(text);
         let (result, snapshot) = checker::analyze(&text, &tree, &settings, &line_index, None);
@@ -279,7 +279,7 @@ impl Document {
             }
             None => {
                 let scanned = model::recovery::scanned(&self.text);
-                (Forest::parse(&self.text, &scanned), scanned, true)
+                (Forest::parse_indexed(&self.text, &scanned, &self.line_index), scanned, true)
             }
         };
         self.tree = Some(tree);
@@ -371,7 +371,7 @@ impl Document {
             Some(tree) => tree,
             None => {
                 self.scanned = model::recovery::scanned(&self.text);
-                Forest::parse(&self.text, &self.scanned)
+                Forest::parse_indexed(&self.text, &self.scanned, &self.line_index)
             }
         };
         let (result, snapshot) = checker::analyze(&self.text, &tree, &self.settings, &self.line_index, None);

@@ -18,7 +18,7 @@
 //! the same in its chunk as in the whole file; a syntax error's recovery
 //! stays inside its chunk.
 
-use tree_sitter::{InputEdit, Node, Parser, Point, Range, Tree};
+use tree_sitter::{InputEdit, Node, Parser, Range, Tree};
 
 use super::recovery::{self, Scanned};
 use crate::text::LineIndex;
@@ -87,15 +87,34 @@ impl From<Tree> for Forest {
 impl Forest {
     /// Parses `text` afresh (`scanned` is its [`recovery::scanned`]).
     pub fn parse(text: &str, scanned: &Scanned) -> Forest {
+        Self::parse_with(text, scanned, None)
+    }
+
+    /// [`Self::parse`] for a caller that keeps the text's line index (a
+    /// document): a file cut into chunks reads their positions from it
+    /// rather than indexing the text again.
+    pub fn parse_indexed(text: &str, scanned: &Scanned, index: &LineIndex) -> Forest {
+        Self::parse_with(text, scanned, Some(index))
+    }
+
+    fn parse_with(text: &str, scanned: &Scanned, index: Option<&LineIndex>) -> Forest {
         let starts = starts(text, scanned);
         let read = recovery::masked(text, &scanned.gaps);
-        let index = (starts.len() > 1).then(|| LineIndex::new(text));
+        let built;
+        let index = match index {
+            _ if starts.len() < 2 => None,
+            Some(index) => Some(index),
+            None => {
+                built = LineIndex::new(text);
+                Some(&built)
+            }
+        };
         let ends = starts.iter().skip(1).copied().chain(std::iter::once(text.len()));
         let chunks = starts
             .iter()
             .zip(ends)
             .map(|(&start, end)| {
-                let range = index.as_ref().map(|index| range(index, start, end));
+                let range = index.map(|index| range(index, start, end));
                 let tree = parse_chunk(read.as_bytes(), range, None, None).expect("a parse without a budget");
                 Chunk { start, end, tree, clean: None }
             })
@@ -312,11 +331,8 @@ fn reparse_chunk(read: &[u8], range: Option<Range>, old: &Tree, clean: Option<Cl
 
 /// The included range `start..end` of a text whose line index is `index`.
 fn range(index: &LineIndex, start: usize, end: usize) -> Range {
-    let point = |b: usize| {
-        let row = index.line_of(b);
-        Point::new(row, b - index.line_start(row))
-    };
-    Range { start_byte: start, end_byte: end, start_point: point(start), end_point: point(end) }
+    let (start_point, end_point) = (recovery::point(index, start), recovery::point(index, end));
+    Range { start_byte: start, end_byte: end, start_point, end_point }
 }
 
 /// Where the chunks of `text` start (the first at 0).

@@ -777,14 +777,16 @@ pub(crate) fn masking_changed(old: &[Gap], new: &[Gap], edits: &[(usize, usize, 
     (lo < hi).then_some((lo, hi))
 }
 
+/// Byte `b`'s row and byte column in a text whose line index is `index`.
+pub(crate) fn point(index: &LineIndex, b: usize) -> Point {
+    let row = index.line_of(b);
+    Point::new(row, b - index.line_start(row))
+}
+
 /// An edit that replaces `lo..hi` with as many bytes: what an incremental
 /// parse then reads again.
 pub(crate) fn same_length_edit(lo: usize, hi: usize, index: &LineIndex) -> InputEdit {
-    let point = |b: usize| {
-        let row = index.line_of(b);
-        Point::new(row, b - index.line_start(row))
-    };
-    let (start, end) = (point(lo), point(hi));
+    let (start, end) = (point(index, lo), point(index, hi));
     InputEdit {
         start_byte: lo,
         old_end_byte: hi,
