@@ -4,7 +4,8 @@
 //! reparse, then the incremental analysis from the previous snapshot). Prints
 //! figures; asserts nothing. Run: `cargo bench -p kernel-lsp --bench analysis`
 //! (`KL_BENCH_MODEL_ONLY=1`, `KL_BENCH_TYPING_ONLY=1`, `KL_BENCH_HOST_TYPING_ONLY=1` or
-//! `KL_BENCH_STATEMENT_TYPING_ONLY=1` to profile one part).
+//! `KL_BENCH_STATEMENT_TYPING_ONLY=1` to profile one part; with it,
+//! `KL_BENCH_STATEMENT_IN=forward` or `=kernel` types only that statement).
 //! `KL_BENCH_SCALING_ONLY=1` prints only the scaling figures: one module
 //! (the KL001 fixture) repeated 1, 10 and 100 times, as a concatenated or
 //! generated file repeats the same names. `KL_BENCH_FILE=PATH` benchmarks
@@ -111,8 +112,13 @@ fn main() {
         return;
     }
     if std::env::var_os("KL_BENCH_STATEMENT_TYPING_ONLY").is_some() {
-        typing(text.clone(), &settings, Place::Statement);
-        typing(text, &settings, Place::KernelStatement);
+        let only = std::env::var("KL_BENCH_STATEMENT_IN").ok();
+        if only.as_deref() != Some("kernel") {
+            typing(text.clone(), &settings, Place::Statement);
+        }
+        if only.as_deref() != Some("forward") {
+            typing(text, &settings, Place::KernelStatement);
+        }
         return;
     }
     // Warm up.
