@@ -139,15 +139,16 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
         }
         let mut walk_again: Vec<usize> = plan.forced.iter().copied().collect();
         walk_again.sort_unstable();
+        let (estimates, launch_counts) = launch_maps(prev, m, &read, &units);
         return Ok(Snapshot {
             settings: prev.settings.clone(),
             text: text.clone(),
             tree: tree.clone(),
-            estimates: merged_estimates(&units),
+            estimates,
             tl_aliases: m.aliases.0.clone(),
             triton_aliases: m.aliases.1.clone(),
             triton_imported: m.triton_imported,
-            launch_counts: merged_launch_counts(&units),
+            launch_counts,
             units,
             host_diags,
             path: Path::Host,
@@ -161,6 +162,47 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
             builds: attempt,
         });
     }
+}
+
+/// The new snapshot's launch counts and estimates per kernel. Only the
+/// statements read afresh (`read`, new indexes) have facts other than last
+/// time's: where they launch the same kernels as often as what they replace
+/// (the changed statements and the old facts of those read again), the
+/// counts are the previous snapshot's; where neither they nor what they
+/// replace hold an estimate, so are the estimates. Otherwise each is merged
+/// from every statement (an estimate's order among the others' is by position).
+#[allow(clippy::type_complexity)]
+fn launch_maps(
+    prev: &Snapshot,
+    m: &Matching,
+    read: &[usize],
+    units: &[Unit],
+) -> (Arc<HashMap<String, String>>, Arc<HashMap<String, usize>>) {
+    let replaced = m.changed_old.iter().chain(read.iter().filter_map(|&i| m.matched[i].as_ref()));
+    let before: Vec<&UnitFacts> = replaced.map(|&o| &*prev.units[o].facts).collect();
+    let now: Vec<&UnitFacts> = read.iter().map(|&i| &*units[i].facts).collect();
+    fn sites<'f>(facts: &[&'f UnitFacts]) -> Vec<(&'f str, usize)> {
+        let mut all: Vec<(&str, usize)> =
+            facts.iter().flat_map(|f| f.links().launch_sites.iter().map(|(k, n)| (k.as_str(), *n))).collect();
+        all.sort_unstable();
+        let mut summed: Vec<(&str, usize)> = Vec::with_capacity(all.len());
+        for (k, n) in all {
+            match summed.last_mut() {
+                Some((last, total)) if *last == k => *total += n,
+                _ => summed.push((k, n)),
+            }
+        }
+        summed
+    }
+    let no_estimates = |facts: &[&UnitFacts]| facts.iter().all(|f| f.links().estimates.is_empty());
+    let same_sites = sites(&before) == sites(&now);
+    let counts = if same_sites { prev.launch_counts.clone() } else { Arc::new(merged_launch_counts(units)) };
+    let estimates = if no_estimates(&before) && no_estimates(&now) {
+        prev.estimates.clone()
+    } else {
+        Arc::new(merged_estimates(units))
+    };
+    (estimates, counts)
 }
 
 /// The edits this path cannot take: a changed statement that imported `*`

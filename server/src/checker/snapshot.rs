@@ -42,9 +42,10 @@ pub struct Snapshot {
     /// and anything outside every statement; in current positions.
     pub(super) host_diags: Vec<Diagnostic>,
     /// Kernel name -> launches-per-forward estimate (`model::launch_estimates`), for the summaries.
-    pub(super) estimates: HashMap<String, String>,
-    /// Kernel name -> launch sites.
-    pub(super) launch_counts: HashMap<String, usize>,
+    /// Shared with the next snapshot where an edit changes no launch (most keystrokes).
+    pub(super) estimates: Arc<HashMap<String, String>>,
+    /// Kernel name -> launch sites; shared as `estimates` is.
+    pub(super) launch_counts: Arc<HashMap<String, usize>>,
     /// How this snapshot was made.
     pub(super) path: Path,
     /// Statements read as stubs (the host path), for tests and benchmarks:
