@@ -6,7 +6,7 @@ is in: a method's body, and the methods after it in the same class.
 
 Two files with the same code: a class `Model` whose `__init__` (two
 statements) comes before a `forward` of N call statements, and the same
-two functions at module level. A letter is typed at the end of an
+two functions at module level. A space is typed at the end of an
 identifier and deleted, in turn, 300 reparses from the last tree, p50 in us:
 in `__init__`'s first statement; in a statement added at the end of
 `__init__` (the line just before `forward`); in `forward`'s first statement
@@ -14,13 +14,9 @@ and in its middle one. No syntax error is made. docs/performance.md (stop
 57) has the figures and what they mean for typing in a KernelBench `forward`.
 """
 
-import statistics
-import time
-
-import tree_sitter_python
-from tree_sitter import Language, Parser
-
-LANGUAGE = Language(tree_sitter_python.language())
+import ts_reparse_scaling
+from ts_reparse_scaling import LANGUAGE
+from tree_sitter import Parser
 
 
 def source(n, in_class):
@@ -33,23 +29,12 @@ def source(n, in_class):
     return "\n".join(head + init + forward).encode()
 
 
-def keystrokes(text, at, rounds=300):
-    """Types `q` at `at` and deletes it, in turn; the p50 of the reparse in us."""
+def keystrokes(text, at):
+    """A space typed at `at` and deleted, in turn (`ts_reparse_scaling.keystrokes`); the p50 in us."""
     parser = Parser(LANGUAGE)
     tree = parser.parse(text)
-    times = []
-    for r in range(rounds):
-        if r % 2 == 0:
-            text = text[:at] + b"q" + text[at:]
-            tree.edit(at, at, at + 1, (0, 0), (0, 0), (0, 1))
-        else:
-            text = text[:at] + text[at + 1 :]
-            tree.edit(at, at + 1, at, (0, 0), (0, 1), (0, 0))
-        began = time.perf_counter()
-        tree = parser.parse(text, tree)
-        times.append((time.perf_counter() - began) * 1e6)
-    assert not tree.root_node.has_error, "the edits make no syntax error"
-    return statistics.median(times)
+    assert not tree.root_node.has_error
+    return ts_reparse_scaling.keystrokes(text, at, tree, lambda t, old, _: parser.parse(t, old), rounds=300)
 
 
 def after(text, anchor):
@@ -66,7 +51,7 @@ def with_last_line(n, in_class):
 
 def main():
     keystrokes(*with_last_line(100, True))  # warm-up: the first parses of a process are slower
-    print("N statements in `forward` | where the letter is typed: us in a class / at module level (p50)")
+    print("N statements in `forward` | where the space is typed: us in a class / at module level (p50)")
     for n in (25, 50, 100, 200, 400):
         row = []
         for where, anchor in (("__init__", "self.w"), ("end of __init__", None), ("forward, first", "h = run0"), ("forward, middle", f"h = run{n // 2}")):
