@@ -166,11 +166,11 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
 
 /// The new snapshot's launch counts and estimates per kernel. Only the
 /// statements read afresh (`read`, new indexes) have facts other than last
-/// time's: where they launch the same kernels as often as what they replace
+/// time's. Where they launch the same kernels as often as what they replace
 /// (the changed statements and the old facts of those read again), the
-/// counts are the previous snapshot's; where neither they nor what they
-/// replace hold an estimate, so are the estimates. Otherwise each is merged
-/// from every statement (an estimate's order among the others' is by position).
+/// counts are the previous snapshot's. The estimates are merged in order of
+/// position, so they are the previous snapshot's only where neither side
+/// holds one. Otherwise each is merged from every statement.
 #[allow(clippy::type_complexity)]
 fn launch_maps(
     prev: &Snapshot,
@@ -181,22 +181,12 @@ fn launch_maps(
     let replaced = m.changed_old.iter().chain(read.iter().filter_map(|&i| m.matched[i].as_ref()));
     let before: Vec<&UnitFacts> = replaced.map(|&o| &*prev.units[o].facts).collect();
     let now: Vec<&UnitFacts> = read.iter().map(|&i| &*units[i].facts).collect();
-    fn sites<'f>(facts: &[&'f UnitFacts]) -> Vec<(&'f str, usize)> {
-        let mut all: Vec<(&str, usize)> =
-            facts.iter().flat_map(|f| f.links().launch_sites.iter().map(|(k, n)| (k.as_str(), *n))).collect();
-        all.sort_unstable();
-        let mut summed: Vec<(&str, usize)> = Vec::with_capacity(all.len());
-        for (k, n) in all {
-            match summed.last_mut() {
-                Some((last, total)) if *last == k => *total += n,
-                _ => summed.push((k, n)),
-            }
-        }
-        summed
-    }
+    let counts = if launch_sites(before.iter().copied()) == launch_sites(now.iter().copied()) {
+        prev.launch_counts.clone()
+    } else {
+        Arc::new(merged_launch_counts(units))
+    };
     let no_estimates = |facts: &[&UnitFacts]| facts.iter().all(|f| f.links().estimates.is_empty());
-    let same_sites = sites(&before) == sites(&now);
-    let counts = if same_sites { prev.launch_counts.clone() } else { Arc::new(merged_launch_counts(units)) };
     let estimates = if no_estimates(&before) && no_estimates(&now) {
         prev.estimates.clone()
     } else {

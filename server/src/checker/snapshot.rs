@@ -324,10 +324,15 @@ pub(super) fn merged_estimates(units: &[Unit]) -> HashMap<String, String> {
 
 /// Kernel name -> launch sites, from the statements' own.
 pub(super) fn merged_launch_counts(units: &[Unit]) -> HashMap<String, usize> {
+    launch_sites(units.iter().map(|u| &*u.facts)).into_iter().map(|(k, n)| (k.to_string(), n)).collect()
+}
+
+/// Kernel name -> launch sites in the statements `facts`.
+pub(super) fn launch_sites<'f>(facts: impl IntoIterator<Item = &'f UnitFacts>) -> HashMap<&'f str, usize> {
     let mut out = HashMap::default();
-    for u in units {
-        for (k, n) in &u.facts.links().launch_sites {
-            *out.entry(k.clone()).or_insert(0) += n;
+    for f in facts {
+        for (k, n) in &f.links().launch_sites {
+            *out.entry(k.as_str()).or_insert(0) += n;
         }
     }
     out

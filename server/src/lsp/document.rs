@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use tower_lsp_server::ls_types::{Position, Range, TextDocumentContentChangeEvent};
-use tree_sitter::{InputEdit, Point};
+use tree_sitter::InputEdit;
 
 use crate::checker::CheckResult;
 use crate::checker::{self, Snapshot};
@@ -506,12 +506,12 @@ fn apply_bytes(
     new_text: &str,
 ) -> Moved {
     let moved = Moved::of(text, start, end, new_text);
-    let start_position = point_of(index, start);
-    let old_end_position = point_of(index, end);
+    let start_position = model::recovery::point(index, start);
+    let old_end_position = model::recovery::point(index, end);
     text.replace_range(start..end, new_text);
     index.edit(start, end, new_text);
     let new_end = start + new_text.len();
-    let new_end_position = point_of(index, new_end);
+    let new_end_position = model::recovery::point(index, new_end);
     if let Some(tree) = trees {
         let edit = InputEdit {
             start_byte: start,
@@ -544,11 +544,6 @@ fn byte_of(text: &str, index: &LineIndex, pos: Position, encoding: Encoding) -> 
         units += encoding.width(ch);
     }
     (end, units < col)
-}
-
-fn point_of(index: &LineIndex, byte: usize) -> Point {
-    let row = index.line_of(byte);
-    Point { row, column: byte - index.line_start(row) }
 }
 
 #[cfg(test)]
