@@ -41,7 +41,7 @@ pub(super) fn full_on(text: &Arc<str>, tree: &Forest, settings: &Settings, two_t
     // rules run here, and this thread then takes the host rules not yet
     // started: they only read the model (each kernel rule's kernels arrive in its `Scope`).
     let ((mut fresh, loose), host) = host_rules_beside(&model, &stubs, settings, two_threads, false, || {
-        facts(&model, &stubs, &nodes, &all, settings, true, |_| None)
+        facts(&model, &stubs, (&nodes, &ranges), &all, settings, true, |_| None)
     });
     let mut host_diags = loose;
     for d in host {

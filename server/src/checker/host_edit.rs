@@ -84,7 +84,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
         // The host stubs this attempt's questions read beyond what they keep.
         let stubs = StubReads::default();
         let model = build(text, tree, prev, m, &choice, &stubs)?;
-        let ranges: Vec<TextRange> = m.nodes.iter().map(|n| range_of(*n)).collect();
+        let ranges = &m.ranges;
         let read: Vec<usize> = (0..m.nodes.len()).filter(|&i| !choice.stub[i] && !choice.host_stub[i]).collect();
         // The host rules (KL107 and KL108 are asked below, of the changed
         // statements only) beside the facts of the statements read: in a
@@ -92,7 +92,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
         // lines, p50 1.61 -> 1.39 ms).
         let beside = text.len() >= PARALLEL_INDEX_BYTES;
         let read_facts = || {
-            facts(&model, &stubs, &m.nodes, &read, &prev.settings, true, |i| {
+            facts(&model, &stubs, (&m.nodes, &m.ranges), &read, &prev.settings, true, |i| {
                 m.matched[i].map(|o| &*prev.units[o].facts)
             })
         };
@@ -112,7 +112,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
         let read_stubs = stubs.starts(&model);
         if any_host_stub && !read_stubs.is_empty() {
             if attempt < 4 {
-                plan.forced.extend(read_stubs.iter().filter_map(|&at| unit_of(&ranges, at)));
+                plan.forced.extend(read_stubs.iter().filter_map(|&at| unit_of(ranges, at)));
             } else {
                 plan.host_stubs_on = false;
             }
@@ -122,7 +122,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
             plan.host_stubs_on = false;
             continue;
         }
-        let found = Found { read: &read, ranges: &ranges, fresh, loose, host };
+        let found = Found { read: &read, ranges, fresh, loose, host };
         // The imports as they are now (where they are now: the per-node findings name the modules' positions).
         let imports = Arc::new(candidate::imports(&model).clone());
         let asked = candidate.then_some(&*imports);
@@ -536,7 +536,8 @@ fn build<'t>(
         })
         .collect();
     // A second thread pays for itself only on enough text walked (stubs are not).
-    let walked_bytes: usize = units.iter().filter(|(_, how)| how.is_none()).map(|(n, _)| n.byte_range().len()).sum();
+    let walked_bytes: usize =
+        units.iter().zip(&m.ranges).filter(|((_, how), _)| how.is_none()).map(|(_, r)| r.len()).sum();
     let two_threads = walked_bytes >= PARALLEL_INDEX_BYTES;
     FileModel::build_stubbed(text, tree, &units, &m.aliases, two_threads, stubs)
         .ok_or("a stub's kernels are not as they were")
@@ -637,8 +638,7 @@ fn assemble(
     let matched = &m.matched;
     let mut fresh = fresh.into_iter();
     let mut out = Vec::with_capacity(m.nodes.len());
-    for (i, node) in m.nodes.iter().enumerate() {
-        let range = range_of(*node);
+    for (i, &range) in m.ranges.iter().enumerate() {
         if choice.host_stub[i] {
             let old = &prev.units[matched[i].ok_or("a host stub was not matched")?];
             let delta = old.delta_at(range.start);

@@ -22,7 +22,7 @@ use super::snapshot::*;
 use super::units::*;
 use crate::diagnostic::Diagnostic;
 use crate::model::Forest;
-use crate::model::{range_of, FileModel, StubReads};
+use crate::model::{FileModel, StubReads};
 use crate::rules;
 
 /// What the kernel path re-reads: the changed statements' kernel names
@@ -183,9 +183,10 @@ fn reread(
         let model = FileModel::build_partial(text, tree, &walk, aliases);
         // A model without host stubs: no question reads beyond one.
         let stubs = StubReads::default();
-        let (fresh, loose) = facts(&model, &stubs, nodes, &set.recheck, &prev.settings, prev.linked, |i| {
-            matched[i].map(|o| &*prev.units[o].facts)
-        });
+        let (fresh, loose) =
+            facts(&model, &stubs, (nodes, &m.ranges), &set.recheck, &prev.settings, prev.linked, |i| {
+                matched[i].map(|o| &*prev.units[o].facts)
+            });
         // The changed statements as they are now: still no host code, the same kernels.
         let now: Vec<&UnitFacts> =
             set.recheck.iter().zip(&fresh).filter(|(i, _)| matched[**i].is_none()).map(|(_, (f, _))| f).collect();
@@ -266,8 +267,7 @@ fn assemble(
     let Matching { nodes, aliases, matched, .. } = m;
     let mut fresh = fresh.into_iter();
     let mut units = Vec::with_capacity(nodes.len());
-    for (i, node) in nodes.iter().enumerate() {
-        let range = range_of(*node);
+    for (i, &range) in m.ranges.iter().enumerate() {
         if recheck.binary_search(&i).is_ok() {
             let (mut facts, foreign) = fresh.next().ok_or("a statement was not re-read")?;
             // The host rules' diagnostics of a re-checked statement that did not change stay.

@@ -10,7 +10,7 @@ use tree_sitter::Node;
 use super::snapshot::*;
 use crate::diagnostic::Diagnostic;
 use crate::model::Forest;
-use crate::model::{imports_of, triton_imported};
+use crate::model::{imports_of, range_of, triton_imported};
 use crate::text::TextRange;
 
 pub(super) fn top_level(tree: &Forest) -> Vec<Node<'_>> {
@@ -40,6 +40,9 @@ pub(super) fn home(ranges: &[TextRange], d: &Diagnostic) -> Option<usize> {
 /// (which must be as they were), and which statements the edit left as they were.
 pub(super) struct Matching<'t> {
     pub(super) nodes: Vec<Node<'t>>,
+    /// Each statement's byte range, read once: a node's end is read from
+    /// its subtree, a cache miss per statement of a large file.
+    pub(super) ranges: Vec<TextRange>,
     pub(super) aliases: (Vec<String>, Vec<String>),
     /// Whether the file imports Triton (`model::triton_imported`).
     pub(super) triton_imported: bool,
@@ -59,7 +62,7 @@ impl Matching<'_> {
             let o = prev.units.partition_point(|u| u.range.start <= pos).checked_sub(1)?;
             let old = prev.units[o].range;
             let n = self.old_to_new[o].filter(|_| pos <= old.end)?;
-            Some(pos - old.start + self.nodes[n].start_byte())
+            Some(pos - old.start + self.ranges[n].start)
         };
         list.iter()
             .map(|d| remap(d, &map))
@@ -69,7 +72,8 @@ impl Matching<'_> {
 }
 
 pub(super) fn matching<'t>(text: &str, prev: &Snapshot, nodes: Vec<Node<'t>>) -> Result<Matching<'t>, &'static str> {
-    let (matched, old_to_new) = match_units(prev, &nodes, text);
+    let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
+    let (matched, old_to_new) = match_units(prev, &nodes, &ranges, text);
     let changed_old: Vec<usize> = (0..prev.units.len()).filter(|&o| old_to_new[o].is_none()).collect();
     // The imports are read from the whole file only when an edited statement,
     // before or after the edit, could bear on them: an `import`, or a
@@ -77,10 +81,10 @@ pub(super) fn matching<'t>(text: &str, prev: &Snapshot, nodes: Vec<Node<'t>>) ->
     // stands for the missing import). A statement that reads as it did binds
     // what it bound.
     let unit_text = |o: usize| prev.text.get(prev.units[o].range.start..prev.units[o].range.end).unwrap_or("");
-    let node_text = |n: &Node| text.get(n.byte_range()).unwrap_or("");
+    let node_text = |r: &TextRange| text.get(r.start..r.end).unwrap_or("");
     let edited = |bears: &dyn Fn(&str) -> bool| {
         changed_old.iter().any(|&o| bears(unit_text(o)))
-            || nodes.iter().zip(&matched).any(|(n, m)| m.is_none() && bears(node_text(n)))
+            || ranges.iter().zip(&matched).any(|(r, m)| m.is_none() && bears(node_text(r)))
     };
     let (aliases, imported) = if edited(&has_import_keyword) {
         (imports_of(&nodes, text), triton_imported(&nodes, text))
@@ -92,7 +96,7 @@ pub(super) fn matching<'t>(text: &str, prev: &Snapshot, nodes: Vec<Node<'t>>) ->
     if aliases.0 != prev.tl_aliases || aliases.1 != prev.triton_aliases {
         return Err("the imports changed");
     }
-    Ok(Matching { nodes, aliases, triton_imported: imported, matched, old_to_new, changed_old })
+    Ok(Matching { nodes, ranges, aliases, triton_imported: imported, matched, old_to_new, changed_old })
 }
 
 /// Which statements an edit left as they were: those before and after the
@@ -100,12 +104,17 @@ pub(super) fn matching<'t>(text: &str, prev: &Snapshot, nodes: Vec<Node<'t>>) ->
 /// statement without syntax errors then parses the same; for one with
 /// errors, the same syntax tree). Returns, for each new statement, the old
 /// one it matches, and for each old statement the new one.
-pub(super) fn match_units(prev: &Snapshot, nodes: &[Node], text: &str) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
+pub(super) fn match_units(
+    prev: &Snapshot,
+    nodes: &[Node],
+    ranges: &[TextRange],
+    text: &str,
+) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
     let same = |o: usize, i: usize| {
-        let (u, n) = (&prev.units[o], nodes[i]);
+        let (u, n, r) = (&prev.units[o], nodes[i], ranges[i]);
         u.facts.kind == n.kind_id()
             && u.facts.has_error == n.has_error()
-            && prev.text.get(u.range.start..u.range.end) == text.get(n.byte_range())
+            && prev.text.get(u.range.start..u.range.end) == text.get(r.start..r.end)
             && (!u.facts.has_error || old_node(prev, u.range).is_some_and(|o| shape(o) == shape(n)))
     };
     let (old_len, new_len) = (prev.units.len(), nodes.len());
@@ -150,7 +159,8 @@ pub(super) fn has_import_keyword(text: &str) -> bool {
 /// the flag guards a `tl` name.
 pub(super) fn changed_version_flags(prev: &Snapshot, m: &Matching, text: &str) -> Vec<String> {
     let old = m.changed_old.iter().map(|&o| prev.text.get(prev.units[o].range.start..prev.units[o].range.end));
-    let new = (0..m.nodes.len()).filter(|&i| m.matched[i].is_none()).map(|i| text.get(m.nodes[i].byte_range()));
+    let new =
+        (0..m.nodes.len()).filter(|&i| m.matched[i].is_none()).map(|i| text.get(m.ranges[i].start..m.ranges[i].end));
     let mut out: Vec<String> =
         old.chain(new).flatten().flat_map(|t| crate::model::version_flags(t).into_iter().map(str::to_string)).collect();
     out.sort_unstable();

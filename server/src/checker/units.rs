@@ -22,7 +22,8 @@ use crate::model::{kernel_host_view, range_of, FileModel, HostStub, StubReads};
 use crate::rules::{self, Reach};
 use crate::text::TextRange;
 
-/// The statements `selected` (indexes into `nodes`, ascending) as `model`
+/// The statements `selected` (indexes into `nodes`, ascending; `ranges`
+/// are theirs) as `model`
 /// (which walked at least them) sees them, without host-rule diagnostics;
 /// and KL005 diagnostics that fall in no statement. With `link`, also how
 /// their host code links to other statements and what a host stub of each
@@ -34,13 +35,12 @@ use crate::text::TextRange;
 pub(super) fn facts<'p>(
     model: &FileModel,
     stubs: &StubReads,
-    nodes: &[Node],
+    (nodes, ranges): (&[Node], &[TextRange]),
     selected: &[usize],
     settings: &Settings,
     link: bool,
     kept: impl Fn(usize) -> Option<&'p UnitFacts>,
 ) -> (Vec<Fresh>, Vec<Diagnostic>) {
-    let ranges: Vec<TextRange> = nodes.iter().map(|n| range_of(*n)).collect();
     let mut slot: HashMap<usize, usize> = HashMap::with_capacity_and_hasher(selected.len(), Default::default());
     let mut units: Vec<Fresh> = selected
         .iter()
@@ -68,15 +68,15 @@ pub(super) fn facts<'p>(
 
 /// The statements read, by position: each statement's range (`nodes`), and
 /// for those selected, their index among the facts being read.
-struct Slots {
-    ranges: Vec<TextRange>,
+struct Slots<'r> {
+    ranges: &'r [TextRange],
     slot: HashMap<usize, usize>,
 }
 
-impl Slots {
+impl Slots<'_> {
     /// The selected statement that holds byte `pos` (its index in the facts).
     fn unit(&self, pos: usize) -> Option<usize> {
-        unit_of(&self.ranges, pos).and_then(|i| self.slot.get(&i).copied())
+        unit_of(self.ranges, pos).and_then(|i| self.slot.get(&i).copied())
     }
 }
 
@@ -162,10 +162,10 @@ fn attribute_findings(
     let mut attr_diags = Vec::new();
     rules::run_reach(&rules::Scope::whole(model, settings, stubs), Reach::TlAttr, &mut attr_diags);
     for d in attr_diags {
-        match unit_of(&slots.ranges, d.range.start) {
+        match unit_of(slots.ranges, d.range.start) {
             Some(i) => {
                 if let Some(&u) = slots.slot.get(&i) {
-                    match home(&slots.ranges, &d) {
+                    match home(slots.ranges, &d) {
                         Some(_) => units[u].0.diags.push(d),
                         None => units[u].1.push(d),
                     }

@@ -431,22 +431,27 @@ impl<'a> FileModel<'a> {
         } else {
             Self::build_from(src, tree, Some(units), Some(aliases), true, stubs)
         };
+        // Every kernel lies in one of `units` (in document order): in the
+        // last whose start is at or before its own. Starts only: a node's
+        // end is read from its subtree, a cache miss per statement.
+        let starts: Vec<usize> = units.iter().map(|(u, _)| u.start_byte()).collect();
         let mut next = 0;
-        for (unit, views) in units {
-            let range = range_of(*unit);
-            while next < model.kernels.len() && model.kernels[next].node.start_byte() < range.start {
+        for (i, (_, views)) in units.iter().enumerate() {
+            let (start, end) = (starts[i], starts.get(i + 1).copied().unwrap_or(usize::MAX));
+            let here = |k: &Kernel| (start..end).contains(&k.node.start_byte());
+            while next < model.kernels.len() && model.kernels[next].node.start_byte() < start {
                 next += 1;
             }
             let Some(Stub::Kernels(views)) = views else { continue };
             for view in views.iter() {
-                let k = model.kernels.get_mut(next).filter(|k| range.contains_range(range_of(k.node)))?;
+                let k = model.kernels.get_mut(next).filter(|k| here(k))?;
                 if k.params.iter().map(|p| p.name).ne(view.params.iter().map(String::as_str)) {
                     return None;
                 }
                 k.stub = Some(view.clone());
                 next += 1;
             }
-            if model.kernels.get(next).is_some_and(|k| range.contains_range(range_of(k.node))) {
+            if model.kernels.get(next).is_some_and(here) {
                 return None;
             }
         }
