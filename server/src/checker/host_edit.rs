@@ -84,7 +84,6 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
         // The host stubs this attempt's questions read beyond what they keep.
         let stubs = StubReads::default();
         let model = build(text, tree, prev, m, &choice, &stubs)?;
-        let ranges = &m.ranges;
         let read: Vec<usize> = (0..m.nodes.len()).filter(|&i| !choice.stub[i] && !choice.host_stub[i]).collect();
         // The host rules (KL107 and KL108 are asked below, of the changed
         // statements only) beside the facts of the statements read: in a
@@ -112,7 +111,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
         let read_stubs = stubs.starts(&model);
         if any_host_stub && !read_stubs.is_empty() {
             if attempt < 4 {
-                plan.forced.extend(read_stubs.iter().filter_map(|&at| unit_of(ranges, at)));
+                plan.forced.extend(read_stubs.iter().filter_map(|&at| unit_of(&m.ranges, at)));
             } else {
                 plan.host_stubs_on = false;
             }
@@ -122,7 +121,7 @@ pub(super) fn analyze(text: &Arc<str>, tree: &Forest, prev: &Snapshot, m: &Match
             plan.host_stubs_on = false;
             continue;
         }
-        let found = Found { read: &read, ranges, fresh, loose, host };
+        let found = Found { read: &read, ranges: &m.ranges, fresh, loose, host };
         // The imports as they are now (where they are now: the per-node findings name the modules' positions).
         let imports = Arc::new(candidate::imports(&model).clone());
         let asked = candidate.then_some(&*imports);

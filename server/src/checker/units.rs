@@ -23,9 +23,8 @@ use crate::rules::{self, Reach};
 use crate::text::TextRange;
 
 /// The statements `selected` (indexes into `nodes`, ascending; `ranges`
-/// are theirs) as `model`
-/// (which walked at least them) sees them, without host-rule diagnostics;
-/// and KL005 diagnostics that fall in no statement. With `link`, also how
+/// are theirs) as `model` (which walked at least them) sees them, without
+/// host-rule diagnostics; and KL005 diagnostics that fall in no statement. With `link`, also how
 /// their host code links to other statements and what a host stub of each
 /// keeps (`Snapshot::linked`). `kept` gives, for a statement the edit left as
 /// it was, its facts in the previous snapshot: what depends on its text alone

@@ -434,10 +434,9 @@ impl<'a> FileModel<'a> {
         // Every kernel lies in one of `units` (in document order): in the
         // last whose start is at or before its own. Starts only: a node's
         // end is read from its subtree, a cache miss per statement.
-        let starts: Vec<usize> = units.iter().map(|(u, _)| u.start_byte()).collect();
         let mut next = 0;
-        for (i, (_, views)) in units.iter().enumerate() {
-            let (start, end) = (starts[i], starts.get(i + 1).copied().unwrap_or(usize::MAX));
+        for (i, (unit, views)) in units.iter().enumerate() {
+            let (start, end) = (unit.start_byte(), units.get(i + 1).map_or(usize::MAX, |(u, _)| u.start_byte()));
             let here = |k: &Kernel| (start..end).contains(&k.node.start_byte());
             while next < model.kernels.len() && model.kernels[next].node.start_byte() < start {
                 next += 1;
